@@ -1,0 +1,5 @@
+import sys
+
+from fintts.cli import main
+
+sys.exit(main())

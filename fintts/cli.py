@@ -1,0 +1,151 @@
+"""``fintts`` on the command line: a thin shell over the library's public API.
+
+Exit codes (stable, for scripts and notebooks):
+
+==  ==========================================================================
+0   done: the session ended cleanly (paused for the next session, or finished)
+1   training failed (the message says why; the store keeps the last checkpoint)
+2   usage, config or data error (unknown setting, missing file, bad value)
+3   the run's settings drifted from its checkpoint (see --allow-config-change)
+4   the store is unusable or held by another session (see --force)
+130 interrupted twice with Ctrl-C (no checkpoint written for the partial step)
+==  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from fintts.config import ConfigError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DRIFT, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+
+def _store_location(args) -> str | None:
+    if getattr(args, "hub_repo", None):
+        return f"hf://{args.hub_repo}"
+    return args.store
+
+
+def cmd_train(args) -> int:
+    from fintts.train import train
+
+    summary = train(
+        args.config,
+        overrides=args.overrides,
+        store=_store_location(args),
+        budget=args.budget,
+        max_steps=args.max_steps,
+        allow_config_change=args.allow_config_change,
+        force=args.force,
+        progress=not args.no_progress,
+    )
+    return EXIT_OK if summary.durable else EXIT_FAILED
+
+
+def cmd_status(args) -> int:
+    from fintts.train.stores import open_store
+
+    location = _store_location(args)
+    if not location:
+        raise ConfigError("fintts status needs --store PATH or --hub-repo user/name")
+    store = open_store(location)
+    status = store.read_status()
+    if status is None:
+        print(f"no run in {store.url} (no status.json): nothing has been trained there yet", file=sys.stderr)
+        return EXIT_STORE
+    status = {**status, "store_facts": store.describe()}
+    if args.json:
+        print(json.dumps(status, indent=1, sort_keys=True))
+        return EXIT_OK
+    print(format_status(status))
+    return EXIT_OK
+
+
+def format_status(status: dict) -> str:
+    from fintts.train.summary import hms
+
+    best = status.get("best")
+    lines = [
+        f"run         {status.get('run_name')}   ({status.get('task')})   store: {status.get('store')}",
+        f"state       {status.get('state')}" + (f"   ({status['reason']})" if status.get("reason") else ""),
+        f"step        {status.get('step')} of {status.get('max_steps')}   epoch {status.get('epoch')}",
+    ]
+    if best:
+        lines.append(f"best        {status.get('monitor')} {best['value']:.4g} at step {best['step']}")
+    if status.get("loss"):
+        loss = {k: v for k, v in status["loss"].items() if k not in {"step", "lr"}}
+        lines.append("loss        " + ", ".join(f"{k} {v:.4g}" for k, v in loss.items()))
+    lines.append(f"checkpoint  {status.get('latest_checkpoint')}")
+    lines.append(f"time used   {hms(status.get('time_used_seconds') or 0)} in {len(status.get('sessions', []))} session(s)")
+    facts = {k: v for k, v in status.get("store_facts", {}).items() if k != "store"}
+    for key, value in facts.items():
+        lines.append(f"{key:<11} {value}")
+    lines.append("sessions    started              host                 devices          steps          reason")
+    for s in status.get("sessions", []):
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(s["started"]))
+        lines.append(
+            f"            {started:<20} {s['host'][:20]:<20} {s['devices'][:16]:<16} "
+            f"{s['start_step']:>6} → {s['end_step']:<6} {s['reason']}"
+        )
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fintts", description="Fine-tune a Finnish VITS voice across GPU sessions.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("train", help="train one session of a run (resumes automatically)")
+    p.add_argument("config", help="YAML config, e.g. configs/demo.yaml")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="override settings, e.g. max_steps=500 data=/kaggle/input/x")
+    p.add_argument("--store", help="run folder (default runs/<run_name>)")
+    p.add_argument("--hub-repo", metavar="USER/NAME", help="keep the run in this Hugging Face Hub repo")
+    p.add_argument("--max-steps", type=int)
+    p.add_argument("--budget", help="session length, e.g. 11h30m or 90s (overrides session_limit)")
+    p.add_argument("--allow-config-change", action="store_true", help="resume although math-changing settings differ")
+    p.add_argument("--force", action="store_true", help="take the run over from another session")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("status", help="where a run stands")
+    p.add_argument("--store", help="run folder")
+    p.add_argument("--hub-repo", metavar="USER/NAME")
+    p.add_argument("--json", action="store_true", help="machine-readable (keys: state, step, epoch, latest_checkpoint, sessions, ...)")
+    p.set_defaults(func=cmd_status)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from fintts.train import ConfigDrift
+    from fintts.train.stores import StoreError
+
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # key=value overrides may stand anywhere among train's options
+    stray = [item for item in extra if item.startswith("-") or "=" not in item or args.command != "train"]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    if extra:
+        args.overrides = list(args.overrides) + extra
+    try:
+        return args.func(args)
+    except ConfigDrift as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_DRIFT
+    except (ConfigError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except StoreError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_STORE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,294 @@
+"""Typed run configs: a YAML file in ``configs/`` plus ``key=value`` overrides.
+
+One file describes one run. Its top-level keys are either the trainer's own
+(:class:`TrainConfig`) or the task's (the dataclass its ``config_class`` names), so
+``data=PATH`` and ``max_steps=500`` are overridden the same way. Nested dataclass fields
+are reached with dots (``model.hidden_size=96``). Unknown keys are errors that list the
+valid ones: a typo must not silently train with a default for twelve hours.
+
+A field whose metadata says ``math=False`` may change between sessions of one run; all
+other fields are part of the run's fingerprint (see :func:`fingerprint`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A config file or override is invalid; the message names the key and the fix."""
+
+
+def _free(default: Any = dataclasses.MISSING, **kwargs) -> Any:
+    """A field that does not change the math, so it may differ between sessions."""
+    return dataclasses.field(default=default, metadata={"math": False}, **kwargs)
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """The session trainer's settings; everything else in a config file belongs to the task."""
+
+    #: ``vits``, ``toy`` or ``package.module:Class``.
+    task: str = "vits"
+    #: the run's name; default: the config file's stem. Names the default store ``runs/<name>``.
+    run_name: str = _free("")
+    seed: int = 1234
+    max_steps: int = _free(1000)
+    #: samples per optimizer step, whatever the number of devices (the effective batch).
+    batch_size: int = 16
+    #: samples per device per forward pass; 0 = batch_size / devices. Accumulation follows.
+    micro_batch_size: int = _free(0)
+    #: fp16 | bf16 | fp32 | auto (fp16 on T4-class GPUs, bf16 where supported, fp32 on CPU).
+    precision: str = "auto"
+    warmup_steps: int = 0
+    #: constant | exponential (lr × lr_decay^step) | cosine (to 0 at decay_steps).
+    lr_schedule: str = "constant"
+    lr_decay: float = 0.9999
+    decay_steps: int = 100_000
+    #: validate every N steps (0 = never) and stop after ``patience`` validations without improvement (0 = never).
+    eval_every: int = _free(100)
+    patience: int = _free(5)
+    #: minimum improvement of the monitored metric that resets patience.
+    min_delta: float = _free(0.0)
+    #: metric for early stopping and "best"; default: the task's.
+    monitor: str = _free("")
+    #: a checkpoint every this long (e.g. 30m), so a hard kill loses at most that; and/or every N steps.
+    checkpoint_every: str = _free("30m")
+    checkpoint_every_steps: int = _free(0)
+    keep_last: int = _free(3)
+    #: session length: a duration, ``auto`` (12h on Kaggle, 12h on Colab, unlimited elsewhere) or ``none``.
+    session_limit: str = _free("auto")
+    #: stop this long before the session limit as well as the measured reserve.
+    safety_margin: str = _free("5m")
+    #: the reserve for the final save + upload is this × the longest recent measured one.
+    reserve_factor: float = _free(2.0)
+    #: reserve used until this run has measured a save (at most a quarter of the session).
+    initial_reserve: str = _free("3m")
+    num_workers: int = _free(2)
+    log_every: int = _free(10)
+    #: where the run lives: a folder (default ``runs/<run_name>``) or ``hf://user/name``.
+    store: str = _free("")
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """A loaded config: the trainer's part, the task's part, and where it came from."""
+
+    train: TrainConfig
+    task: Any
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self.train), **dataclasses.asdict(self.task)}
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?", re.IGNORECASE)
+
+
+def parse_duration(value: Any, *, key: str = "duration") -> float | None:
+    """``11h30m``, ``90s``, ``45m``, ``2.5h`` or a number of seconds; ``none``/``off`` is ``None``."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip().lower().replace(" ", "")
+    if text in {"none", "off", "never", "", "0"}:
+        return None if text != "0" else 0.0
+    total, pos = 0.0, 0
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        number, unit = float(match.group(1)), (match.group(2) or "s").lower()
+        total += number * {"h": 3600, "m": 60, "s": 1, "ms": 0.001}[unit]
+        pos = match.end()
+    if pos != len(text) or pos == 0:
+        raise ConfigError(f"{key}: {value!r} is not a duration; write e.g. 11h30m, 45m or 90s")
+    return total
+
+
+def _coerce(value: Any, hint: Any, key: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None:
+            return None
+        return _coerce(value, args[0], key)
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping of {hint.__name__} settings, got {value!r}")
+        return build(hint, value, prefix=key + ".")
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() in {"true", "yes", "1", "on"}:
+            return True
+        if str(value).lower() in {"false", "no", "0", "off"}:
+            return False
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and re.fullmatch(r"[+-]?\d[\d_]*", value):
+            return int(value)
+    elif hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    elif hint is str:
+        return value if isinstance(value, str) else str(value)
+    elif origin in (list, tuple):
+        if isinstance(value, (list, tuple)):
+            (inner, *_) = typing.get_args(hint) or (Any,)
+            items = [_coerce(v, inner, f"{key}[{i}]") if inner is not Any else v for i, v in enumerate(value)]
+            return list(items) if origin is list else tuple(items)
+    elif origin is dict or hint is dict:
+        if isinstance(value, dict):
+            return dict(value)
+    elif hint is Any:
+        return value
+    raise ConfigError(f"{key}: expected {getattr(hint, '__name__', hint)}, got {value!r}")
+
+
+def build(cls: type, data: dict[str, Any], *, prefix: str = "") -> Any:
+    """Instantiate dataclass ``cls`` from ``data``, checking every key and type."""
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(prefix + k for k in unknown)}; "
+            f"valid settings are: {', '.join(prefix + k for k in sorted(fields))}"
+        )
+    values = {name: _coerce(value, hints[name], prefix + name) for name, value in data.items()}
+    missing = [
+        n for n, f in fields.items()
+        if n not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ConfigError(f"missing required setting{'s' if len(missing) > 1 else ''}: {', '.join(prefix + m for m in missing)}")
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {err}") from err
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``["max_steps=500", "model.hidden_size=96"]`` → a nested dict, values read as YAML scalars."""
+    result: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r} is not key=value (e.g. max_steps=500)")
+        value = yaml.safe_load(raw) if raw.strip() else ""
+        node = result
+        *parents, leaf = key.strip().split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return result
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_config(path: str | Path | None, overrides: list[str] | dict[str, Any] = ()) -> RunConfig:
+    """Read a YAML config (or none: all defaults), apply overrides, split and validate."""
+    data: dict[str, Any] = {}
+    source = ""
+    if path is not None:
+        path = Path(path)
+        source = str(path)
+        try:
+            loaded = yaml.safe_load(path.read_text()) or {}
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist (configs/ holds the shipped ones)") from None
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{path} is not valid YAML: {err}") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path} must be a mapping of settings, not {type(loaded).__name__}")
+        data = loaded
+    extra = overrides if isinstance(overrides, dict) else parse_overrides(list(overrides))
+    data = _merge(data, extra)
+    return split_config(data, source=source, default_name=Path(source).stem if source else "run")
+
+
+def split_config(data: dict[str, Any], *, source: str = "", default_name: str = "run") -> RunConfig:
+    from fintts.train.task import load_task_class
+
+    train_keys = {f.name for f in dataclasses.fields(TrainConfig)}
+    train_part = {k: v for k, v in data.items() if k in train_keys}
+    task_name = str(train_part.get("task", TrainConfig.task))
+    try:
+        task_cls = load_task_class(task_name)
+    except ValueError as err:
+        raise ConfigError(f"{source or 'config'}: {err}") from None
+    task_keys = {f.name for f in dataclasses.fields(task_cls.config_class)}
+    unknown = sorted(set(data) - train_keys - task_keys)
+    if unknown:
+        raise ConfigError(
+            f"{source or 'config'}: unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}. "
+            f"Trainer settings: {', '.join(sorted(train_keys))}. "
+            f"Settings of task {task_name!r}: {', '.join(sorted(task_keys))}."
+        )
+    train = build(TrainConfig, train_part)
+    if not train.run_name:
+        train.run_name = default_name
+    task = build(task_cls.config_class, {k: v for k, v in data.items() if k in task_keys})
+    check_train_config(train)
+    return RunConfig(train=train, task=task, source=source)
+
+
+def check_train_config(cfg: TrainConfig) -> None:
+    if cfg.precision not in {"auto", "fp16", "bf16", "fp32"}:
+        raise ConfigError(f"precision: {cfg.precision!r} is not one of auto, fp16, bf16, fp32")
+    if cfg.lr_schedule not in {"constant", "exponential", "cosine"}:
+        raise ConfigError(f"lr_schedule: {cfg.lr_schedule!r} is not one of constant, exponential, cosine")
+    for key in ("batch_size", "max_steps"):
+        if getattr(cfg, key) <= 0:
+            raise ConfigError(f"{key}: must be positive, got {getattr(cfg, key)}")
+    if cfg.micro_batch_size < 0:
+        raise ConfigError("micro_batch_size: must be 0 (automatic) or positive")
+    for key in ("checkpoint_every", "session_limit", "safety_margin", "initial_reserve"):
+        if getattr(cfg, key) != "auto":
+            parse_duration(getattr(cfg, key), key=key)
+
+
+def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if not f.metadata.get("math", True):
+            continue
+        if dataclasses.is_dataclass(value):
+            out.update(_flatten(value, prefix + f.name + "."))
+        else:
+            out[prefix + f.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def fingerprint(config: RunConfig) -> dict[str, Any]:
+    """The settings that change what training computes; resuming with others is refused."""
+    return {**_flatten(config.train), **_flatten(config.task)}
+
+
+def fingerprint_changes(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    keys = sorted(set(saved) | set(current))
+    return [f"{k}: {saved.get(k, '(unset)')!r} -> {current.get(k, '(unset)')!r}" for k in keys if saved.get(k) != current.get(k)]

@@ -1,0 +1,123 @@
+"""Everything besides tensors that a resumed run needs to continue exactly.
+
+Saved as ``state.json`` in each checkpoint: readable by a person, loadable without
+unpickling. RNG states (Python, NumPy, torch CPU and CUDA) are kept per process, base64
+where they are bytes, so dropout noise and random slices continue as if never stopped.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import random
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+
+
+@dataclasses.dataclass
+class SessionRecord:
+    id: str
+    host: str
+    devices: str
+    precision: str
+    started: float
+    ended: float | None = None
+    start_step: int = 0
+    end_step: int = 0
+    reason: str = "running"
+
+    @property
+    def seconds(self) -> float:
+        return (self.ended or self.started) - self.started
+
+
+@dataclasses.dataclass
+class TrainerState:
+    run_name: str
+    step: int = 0
+    epoch: int = 0
+    #: optimizer steps already taken in ``epoch`` (where the resumable sampler starts).
+    step_in_epoch: int = 0
+    best_value: float | None = None
+    best_step: int | None = None
+    #: validations in a row without improvement (early stopping's patience counter).
+    bad_evals: int = 0
+    stopped_early: bool = False
+    micro_batch_size: int = 0
+    world_size: int = 1
+    fingerprint: dict[str, Any] = dataclasses.field(default_factory=dict)
+    sessions: list[SessionRecord] = dataclasses.field(default_factory=list)
+    #: seconds recent checkpoints took to become durable (save + upload): the clock's reserve.
+    durable_seconds: list[float] = dataclasses.field(default_factory=list)
+    #: mean losses every ``log_every`` steps and validation metrics, for plots and summaries.
+    history: list[dict[str, float]] = dataclasses.field(default_factory=list)
+    evals: list[dict[str, float]] = dataclasses.field(default_factory=list)
+    rng: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TrainerState":
+        data = json.loads(text)
+        known = {f.name for f in dataclasses.fields(cls)}
+        data = {k: v for k, v in data.items() if k in known}
+        data["sessions"] = [SessionRecord(**s) for s in data.get("sessions", [])]
+        return cls(**data)
+
+    @property
+    def seconds_trained(self) -> float:
+        return sum(s.seconds for s in self.sessions)
+
+
+def _b64(tensor: torch.Tensor) -> str:
+    return base64.b64encode(tensor.numpy().tobytes()).decode()
+
+
+def _unb64(text: str) -> torch.Tensor:
+    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8).clone()
+
+
+def capture_rng() -> dict[str, Any]:
+    version, internal, gauss = random.getstate()
+    np_state = np.random.get_state()
+    state: dict[str, Any] = {
+        "python": [version, list(internal), gauss],
+        "numpy": [np_state[0], np_state[1].tolist(), int(np_state[2]), int(np_state[3]), float(np_state[4])],
+        "torch": _b64(torch.get_rng_state()),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = [_b64(s) for s in torch.cuda.get_rng_state_all()]
+    return state
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(_unb64(state["torch"]))
+    if "cuda" in state and torch.cuda.is_available():
+        states = [_unb64(s) for s in state["cuda"]]
+        if len(states) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(states)
+
+
+@contextmanager
+def isolated_rng(seed: int) -> Iterator[None]:
+    """Run a block (validation, sample synthesis) with a fixed seed without disturbing training's RNG."""
+    saved = capture_rng()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    try:
+        yield
+    finally:
+        restore_rng(saved)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)

@@ -1,0 +1,96 @@
+"""Where a run lives between sessions.
+
+Every store has a local ``root`` folder laid out as :mod:`fintts.train.checkpoint`
+describes; the trainer always writes checkpoints there. A store then makes a finished
+checkpoint *durable* with :meth:`Store.publish`: for the local store the folder already
+is the store, for the Hub store it is an upload in the background. The trainer never
+knows which one it has.
+
+Layout of ``root`` (the same tree on the Hub)::
+
+    checkpoints/step-00002800/...   one complete checkpoint per folder
+    latest                          name of the newest complete checkpoint
+    model/                          the best voice so far (the task's export)
+    status.json                     running|paused|finished|failed and a summary
+    cache/                          task caches worth keeping between sessions
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from fintts.train import checkpoint
+
+STATUS = "status.json"
+MODEL_DIR = "model"
+CACHE_DIR = "cache"
+
+
+class StoreError(Exception):
+    """A store cannot be used as asked (unreachable, held by another session, misconfigured)."""
+
+
+class LeaseConflict(StoreError):
+    """Another session holds the run; the message says who and how to take over."""
+
+
+class Store(abc.ABC):
+    root: Path
+
+    @property
+    @abc.abstractmethod
+    def url(self) -> str:
+        """How a person names this store (a path, ``hf://user/name``)."""
+
+    def acquire(self, session_id: str, *, force: bool = False) -> None:
+        """Become the run's only writer, or raise :class:`LeaseConflict`."""
+
+    def release(self) -> None:
+        """Give up the writer's lease at the end of a session."""
+
+    def resume_point(self, log: Callable[[str], None] = print) -> Path | None:
+        """Local folder of the newest complete checkpoint, fetched if need be; ``None`` for a new run."""
+        return checkpoint.latest_complete(self.root, log)
+
+    def publish(self, name: str, *, final: bool = False) -> None:
+        """Make local checkpoint ``name`` (with ``latest``, ``model/``, status) durable.
+
+        May return before it is; :meth:`wait` blocks until it is. ``final`` marks the
+        session's last checkpoint, which a store must not skip for a newer one.
+        """
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until everything published is durable; ``False`` if ``timeout`` ran out first."""
+        return True
+
+    def prune(self, keep_last: int, protect: Iterable[str] = ()) -> list[str]:
+        """Drop checkpoints beyond the newest ``keep_last`` and ``protect``; return their names."""
+        return checkpoint.prune(self.root, keep_last, protect)
+
+    def transfer_seconds(self) -> list[float]:
+        """Measured seconds of this session's publishes, for the session clock's reserve."""
+        return []
+
+    def pending(self) -> str | None:
+        """What is not yet durable and how to push it by hand, or ``None`` when nothing is."""
+        return None
+
+    def write_status(self, status: dict[str, Any]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        checkpoint.write_atomic(self.root / STATUS, json.dumps(status, indent=1, sort_keys=True).encode())
+
+    def read_status(self) -> dict[str, Any] | None:
+        try:
+            return json.loads((self.root / STATUS).read_text())
+        except FileNotFoundError:
+            return None
+
+    def describe(self) -> dict[str, Any]:
+        """Store facts for ``fintts status`` (e.g. the Hub repo's size)."""
+        return {"store": self.url}
+
+    def close(self) -> None:
+        """Stop background work; call after :meth:`wait`."""

@@ -1,0 +1,164 @@
+"""The seam between the session trainer and whatever it trains.
+
+The trainer owns time, devices, precision, accumulation, data order, checkpoints and
+stores. A task owns everything about the model: what the modules are, how a batch
+becomes losses, how quality is measured and what the user-facing artefact is. Nothing in
+:mod:`fintts.train` imports a task's modules; a config names its task (``task: vits`` or
+``package.module:Class``) and :func:`load_task_class` finds it.
+
+A GAN is two optimizer groups. For every micro-batch the loop calls :meth:`Task.step`
+once per group, in the order :meth:`Task.build_optimizers` returns them, and backwards
+each returned ``loss`` into that group's parameters only; after the last micro-batch of
+an optimizer step every group's optimizer steps. A task that shares work between its
+groups (the generator forward pass that both the discriminator and the generator loss
+need) keeps it on ``self`` between the calls for the same batch.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import importlib
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+import torch
+from torch import nn
+
+#: Short names a config may use for the tasks fintts ships.
+BUILTIN_TASKS = {
+    "vits": "fintts.tts.vits.task:VitsTask",
+    "toy": "fintts.examples.toy:ToyTask",
+}
+
+
+@dataclasses.dataclass
+class OptimizerGroup:
+    """One optimizer and the models whose parameters it updates.
+
+    ``models`` names entries of :meth:`Task.build_models`; the loop restricts each
+    group's backward pass to those parameters, clips their gradient norm to
+    ``clip_grad_norm`` (``None``: no clipping) and checkpoints ``optimizer`` under ``name``.
+    """
+
+    name: str
+    optimizer: torch.optim.Optimizer
+    models: Sequence[str]
+    clip_grad_norm: float | None = None
+
+
+@dataclasses.dataclass
+class TrainData:
+    """A map-style dataset and how to batch it.
+
+    ``lengths`` (one number per item, e.g. frames) lets the trainer's sampler put items of
+    similar length into the same batch; ``None`` means plain shuffling. The trainer, not
+    the task, decides the order, so that resuming mid-epoch is exact.
+    """
+
+    dataset: torch.utils.data.Dataset
+    collate: Callable[[list[Any]], Any]
+    lengths: Sequence[int] | None = None
+
+
+@dataclasses.dataclass
+class Evaluation:
+    """What one validation produced.
+
+    ``metrics`` are logged and may be monitored for early stopping (e.g. ``val/mcd``).
+    ``files`` maps a relative path (``samples/0.wav``) to bytes; they are kept in the
+    checkpoint folder so a person can listen to what this step sounds like.
+    """
+
+    metrics: dict[str, float]
+    files: dict[str, bytes] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskContext:
+    """What the trainer tells a task about where it runs."""
+
+    seed: int
+    device: torch.device
+    #: autocast dtype of this run (``None`` = fp32); a task keeps overflow-prone parts in fp32.
+    autocast_dtype: torch.dtype | None
+    #: folder kept beside the checkpoints (in the store), for caches worth reusing next session.
+    cache_dir: Path
+    is_main_process: bool = True
+    log: Callable[[str], None] = print
+
+
+class Task(abc.ABC):
+    """Base class of everything the session trainer can train.
+
+    Subclasses set ``config_class`` to a dataclass of their settings. Its fields are the
+    config's top-level keys that are not the trainer's own; a field whose metadata has
+    ``math=False`` (e.g. ``num_eval_samples``) may change between sessions of one run.
+    """
+
+    config_class: ClassVar[type]
+    #: metric watched for early stopping and "best", and whether lower is better.
+    monitor: ClassVar[str | None] = None
+    monitor_mode: ClassVar[str] = "min"
+
+    def __init__(self, config: Any, context: TaskContext):
+        self.config = config
+        self.context = context
+
+    @abc.abstractmethod
+    def build_models(self) -> dict[str, nn.Module]:
+        """The trainable modules by name; each is saved as ``<name>.safetensors``."""
+
+    @abc.abstractmethod
+    def build_optimizers(self, models: Mapping[str, nn.Module]) -> list[OptimizerGroup]:
+        """Optimizer groups in the order they step on each batch."""
+
+    @abc.abstractmethod
+    def train_data(self) -> TrainData:
+        """The training items. Called once per session; a task checks its data here."""
+
+    @abc.abstractmethod
+    def step(self, models: Mapping[str, nn.Module], batch: Any, group: str) -> dict[str, torch.Tensor]:
+        """Forward one micro-batch for ``group``; return named losses, ``loss`` being the one to backward.
+
+        ``models`` may be wrapped for data parallelism; use :func:`unwrap` to call a
+        module without synchronising its gradients (a discriminator inside the
+        generator's loss, say).
+        """
+
+    def evaluate(self, models: Mapping[str, nn.Module], step: int) -> Evaluation:
+        """Validate; runs on the main process under ``torch.no_grad`` with a fixed RNG."""
+        return Evaluation(metrics={})
+
+    def export(self, models: Mapping[str, nn.Module], out_dir: Path) -> None:
+        """Write the user-facing artefact (the best model so far) into ``out_dir``."""
+
+    def describe(self) -> dict[str, Any]:
+        """Facts about the data and model for summaries and model cards (hours, speakers...)."""
+        return {}
+
+
+def unwrap(module: nn.Module) -> nn.Module:
+    """The module inside a DistributedDataParallel (or similar) wrapper."""
+    while hasattr(module, "module") and isinstance(module.module, nn.Module):
+        module = module.module
+    return module
+
+
+def load_task_class(name: str) -> type[Task]:
+    """Resolve ``vits`` or ``package.module:Class`` to a Task subclass, with a clear error."""
+    target = BUILTIN_TASKS.get(name, name)
+    if ":" not in target:
+        raise ValueError(
+            f"task: {name!r} is neither a built-in task ({', '.join(sorted(BUILTIN_TASKS))}) "
+            "nor an import path of the form package.module:Class"
+        )
+    module_name, class_name = target.split(":", 1)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(f"task: cannot import {module_name!r} for task {name!r}: {err}") from err
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        raise ValueError(f"task: {target!r} is not a fintts.train.task.Task subclass")
+    return cls

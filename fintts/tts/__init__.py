@@ -1,0 +1,1 @@
+"""Finnish text-to-speech task: corpus, text, audio features, VITS training, voice."""

@@ -1,0 +1,1 @@
+"""VITS training around transformers' VitsModel (which only implements inference)."""
