@@ -1,0 +1,104 @@
+"""MCD and DTW: zero on identity, monotone in noise, alignment-invariant, DTW optimal."""
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from fintts.tts.demo import make_corpus
+from fintts.tts.eval import dtw_path, mel_cepstral_distortion
+
+SR = 16_000
+
+
+@pytest.fixture(scope="module")
+def clip() -> np.ndarray:
+    wav = next(iter(sorted((make_corpus.DEFAULT_OUT / "espeak_m3" / "wavs").glob("*.flac"))))
+    audio, rate = sf.read(wav, dtype="float64")
+    assert rate == SR
+    return audio
+
+
+def test_mcd_of_identical_signals_is_zero(clip):
+    assert mel_cepstral_distortion(clip, clip, SR) == 0.0
+    as_tensor = torch.from_numpy(clip).float().unsqueeze(0)
+    assert mel_cepstral_distortion(as_tensor, as_tensor, SR) == 0.0
+
+
+def test_mcd_ignores_loudness(clip):
+    # c0 is excluded, so a gain change scores ~0; only frames near the power floor
+    # (digital silence at the clip edges) keep it from being exactly 0.
+    assert mel_cepstral_distortion(clip, 0.5 * clip, SR) < 0.05
+
+
+def test_mcd_grows_with_noise(clip):
+    noise = np.random.default_rng(0).standard_normal(len(clip))
+    power = np.mean(clip**2)
+    scores = [
+        mel_cepstral_distortion(clip, clip + noise * np.sqrt(power / 10 ** (snr / 10)), SR)
+        for snr in (30, 20, 10)
+    ]
+    assert 0 < scores[0] < scores[1] < scores[2]
+
+
+def test_mcd_rejects_multichannel(clip):
+    with pytest.raises(ValueError):
+        mel_cepstral_distortion(np.stack([clip, clip]), clip, SR)
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None,
+                    reason="espeak-ng not installed (apt-get install espeak-ng)")
+def test_dtw_aligns_time_stretched_speech():
+    def speak(text, speed):
+        voice = make_corpus.DemoSpeaker("test", "fi+m3", pitch=30, speed=speed)
+        with tempfile.TemporaryDirectory() as tmp:
+            audio, rate = make_corpus.synthesize(text, voice, Path(tmp))
+        return make_corpus.trim_silence(make_corpus.resample(audio, rate), SR)
+
+    sentence = "Kuin kotimaa tää pohjoinen, maa kallis isien."
+    normal, slow = speak(sentence, 175), speak(sentence, 120)
+    other = speak("Hiljaa hyvä tulee, sanoi vanha mies.", 175)
+    assert len(slow) > 1.3 * len(normal)
+    same = mel_cepstral_distortion(normal, slow, SR)
+    different = mel_cepstral_distortion(normal, other, SR)
+    assert same < different / 3, (same, different)
+
+
+def _all_paths(n, m):
+    """Every monotone (1,0)/(0,1)/(1,1) path from (0,0) to (n-1,m-1), by enumeration."""
+    if (n, m) == (1, 1):
+        yield [(0, 0)]
+        return
+    for di, dj in ((1, 0), (0, 1), (1, 1)):
+        if n - di >= 1 and m - dj >= 1:
+            for path in _all_paths(n - di, m - dj):
+                yield path + [(n - 1, m - 1)]
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 4), (4, 1), (3, 5), (5, 4), (5, 5)])
+def test_dtw_matches_brute_force(shape):
+    cost = np.random.default_rng(sum(shape)).integers(0, 10, size=shape).astype(float)
+    path = dtw_path(cost)
+    assert path[0] == (0, 0) and path[-1] == (shape[0] - 1, shape[1] - 1)
+    steps = {(b[0] - a[0], b[1] - a[1]) for a, b in zip(path, path[1:])}
+    assert steps <= {(1, 0), (0, 1), (1, 1)}
+    best = min(sum(cost[i, j] for i, j in p) for p in _all_paths(*shape))
+    assert sum(cost[i, j] for i, j in path) == best
+
+
+def test_dtw_of_self_distance_is_the_diagonal():
+    features = np.random.default_rng(0).standard_normal((30, 12))
+    cost = np.linalg.norm(features[:, None] - features[None], axis=-1)
+    assert dtw_path(cost) == [(i, i) for i in range(30)]
+
+
+def test_dtw_repeats_frames_of_the_shorter_sequence():
+    # b is a with every frame doubled: each b frame must map to its source frame in a.
+    a = np.arange(6, dtype=float)[:, None]
+    b = np.repeat(a, 2, axis=0)
+    path = dtw_path(np.abs(a - b.T))
+    assert path == [(j // 2, j) for j in range(12)]

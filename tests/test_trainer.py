@@ -1,0 +1,189 @@
+"""The session trainer's promises, through its public API with the toy task."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from fintts.config import ConfigError, load_config
+from fintts.train import ConfigDrift, checkpoint, train
+from fintts.train.clock import SessionClock
+from fintts.train.sampler import EpochPlan, MicroBatchSampler
+from trainer_helpers import assert_bit_identical, final_weights, write_config
+
+QUIET = {"progress": False, "log": lambda message: None}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The toy run trained without a break: the weights every resumed run must reproduce."""
+    folder = tmp_path_factory.mktemp("reference")
+    config = write_config(folder)
+    train(config, store=folder / "store", **QUIET)
+    return config, final_weights(folder / "store")
+
+
+@pytest.mark.parametrize("breaks", [[1], [5, 6], [17, 31, 40]])
+def test_stopping_anywhere_and_resuming_is_bit_identical(reference, tmp_path, breaks):
+    config, expected = reference
+    store = tmp_path / "store"
+    for stop_at in breaks:
+        summary = train(config, store=store, max_steps=stop_at, **QUIET)
+        assert summary.end_step == stop_at
+    summary = train(config, store=store, **QUIET)
+    assert summary.state == "finished" and summary.end_step == 48
+    assert_bit_identical(final_weights(store), expected)
+
+
+def test_fp16_scaler_state_resumes_exactly(tmp_path):
+    config = write_config(tmp_path, precision="fp16", adversarial=False, max_steps=20)
+    train(config, store=tmp_path / "whole", **QUIET)
+    train(config, store=tmp_path / "broken", max_steps=9, **QUIET)
+    scaler = torch.load(tmp_path / "broken/checkpoints/step-00000009/scaler.pt", weights_only=True)
+    assert scaler["scale"] > 0
+    train(config, store=tmp_path / "broken", **QUIET)
+    assert_bit_identical(final_weights(tmp_path / "broken"), final_weights(tmp_path / "whole"))
+
+
+def test_effective_batch_is_the_same_whatever_the_split(tmp_path):
+    """batch_size is per optimizer step: 1×16, 2×8 or 4×4 micro-batches train the same model."""
+    results = []
+    for micro in (16, 8, 4):
+        config = write_config(tmp_path, dropout=0.0, adversarial=False, max_steps=12, micro_batch_size=micro)
+        train(config, store=tmp_path / f"micro{micro}", **QUIET)
+        results.append(final_weights(tmp_path / f"micro{micro}"))
+    for other in results[1:]:
+        for key in results[0]:
+            torch.testing.assert_close(other[key], results[0][key], rtol=1e-4, atol=1e-5)
+
+
+def test_resuming_with_another_split_keeps_the_effective_batch_and_says_so(tmp_path):
+    config = write_config(tmp_path, dropout=0.0, adversarial=False, max_steps=12)
+    train(config, store=tmp_path / "whole", **QUIET)
+    train(config, store=tmp_path / "moved", max_steps=6, **QUIET)
+    messages: list[str] = []
+    train(
+        load_config(config, ["micro_batch_size=4"]), store=tmp_path / "moved", progress=False, log=messages.append
+    )
+    assert any("accumulation is now 4" in m and "batch_size=16" in m for m in messages)
+    whole, moved = final_weights(tmp_path / "whole"), final_weights(tmp_path / "moved")
+    for key in whole:
+        torch.testing.assert_close(moved[key], whole[key], rtol=1e-4, atol=1e-5)
+
+
+def test_corrupt_latest_checkpoint_falls_back_to_the_newest_complete_one(reference, tmp_path):
+    config, expected = reference
+    store = tmp_path / "store"
+    train(config, store=store, max_steps=22, **QUIET)  # checkpoints at 5, 10, 15, 20, 22 (keep_last 3)
+    newest = store / "checkpoints" / "step-00000022"
+    data = (newest / "model.safetensors").read_bytes()
+    (newest / "model.safetensors").write_bytes(data[: len(data) // 2])
+    messages: list[str] = []
+    train(config, store=store, progress=False, log=messages.append)
+    assert any("skipping checkpoint step-00000022" in m and "model.safetensors" in m for m in messages)
+    assert any("resuming" in m and "step-00000020" in m for m in messages)
+    assert_bit_identical(final_weights(store), expected)
+
+
+def test_unfinished_checkpoint_and_dangling_latest_are_ignored(reference, tmp_path):
+    config, expected = reference
+    store = tmp_path / "store"
+    train(config, store=store, max_steps=10, **QUIET)
+    partial = store / "checkpoints" / ".partial-step-00000015"
+    partial.mkdir()
+    (partial / "model.safetensors").write_bytes(b"half")
+    no_manifest = store / "checkpoints" / "step-00000014"
+    no_manifest.mkdir()
+    (no_manifest / "state.json").write_text("{}")
+    (store / "latest").write_text("step-00000014\n")
+    messages: list[str] = []
+    train(config, store=store, progress=False, log=messages.append)
+    assert any("step-00000014" in m and "MANIFEST" in m for m in messages)
+    assert_bit_identical(final_weights(store), expected)
+
+
+def test_math_changing_settings_are_refused_and_free_ones_are_not(tmp_path):
+    config = write_config(tmp_path, max_steps=6)
+    store = tmp_path / "store"
+    train(config, store=store, **QUIET)
+    with pytest.raises(ConfigDrift) as refused:
+        train(load_config(config, ["seed=12", "lr=0.01", "max_steps=8"]), store=store, **QUIET)
+    assert "seed: 11 -> 12" in str(refused.value) and "lr: 0.003 -> 0.01" in str(refused.value)
+    assert "--allow-config-change" in str(refused.value)
+    summary = train(load_config(config, ["max_steps=9", "eval_every=3", "keep_last=1", "log_every=1"]), store=store, **QUIET)
+    assert summary.end_step == 9
+    summary = train(load_config(config, ["seed=12", "max_steps=10"]), store=store, allow_config_change=True, **QUIET)
+    assert summary.end_step == 10
+
+
+def test_unknown_settings_name_the_key_and_the_valid_ones(tmp_path):
+    config = write_config(tmp_path)
+    with pytest.raises(ConfigError, match=r"unknown setting max_step\b.*Trainer settings: .*max_steps"):
+        load_config(config, ["max_step=3"])
+    with pytest.raises(ConfigError, match="precision"):
+        load_config(config, ["precision=fp8"])
+    with pytest.raises(ConfigError, match="lr: expected float"):
+        load_config(config, ["lr=fast"])
+
+
+def test_early_stopping_keeps_the_best_checkpoint_and_export(tmp_path):
+    # A learning rate this high makes the validation loss stop improving quickly.
+    config = write_config(tmp_path, lr=0.5, max_steps=400, eval_every=2, patience=2, keep_last=1, checkpoint_every_steps=1)
+    store = tmp_path / "store"
+    summary = train(config, store=store, **QUIET)
+    assert summary.reason == "early_stopping" and summary.end_step < 400
+    state = json.loads((store / "status.json").read_text())
+    best_step = state["best"]["step"]
+    kept = checkpoint.list_names(store)
+    assert checkpoint.name_for_step(best_step) in kept and checkpoint.name_for_step(summary.end_step) in kept
+    assert len(kept) == 2 and (store / "model" / "model.safetensors").exists()
+    again = train(config, store=store, **QUIET)  # nothing left to do: it says so and changes nothing
+    assert again.steps == 0 and again.reason == "early_stopping"
+
+
+def test_checkpoint_holds_what_a_person_and_a_resume_need(tmp_path):
+    config = write_config(tmp_path, max_steps=8)
+    store = tmp_path / "store"
+    train(config, store=store, **QUIET)
+    folder = store / "checkpoints" / "step-00000008"
+    names = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    assert {"model.safetensors", "critic.safetensors", "optim.pt", "sched.pt", "scaler.pt", "state.json",
+            "config.yaml", "loss.png", "samples/val.json", "MANIFEST.json"} <= names
+    for name in ("optim.pt", "sched.pt", "scaler.pt"):
+        torch.load(folder / name, weights_only=True)
+    manifest = json.loads((folder / "MANIFEST.json").read_text())["files"]
+    assert set(manifest) == names - {"MANIFEST.json"}
+    state = json.loads((folder / "state.json").read_text())
+    assert {"step", "epoch", "step_in_epoch", "rng", "best_value", "bad_evals", "sessions", "fingerprint"} <= set(state)
+    assert state["sessions"][0]["reason"] == "max_steps"
+
+
+def test_session_clock_learns_its_reserve():
+    clock = SessionClock(start=1000.0, limit=3600.0, margin=60.0, reserve_factor=2.0, initial_reserve=300.0)
+    assert clock.deadline == 1000.0 + 3600.0 - 60.0
+    assert clock.reserve() == 300.0
+    for seconds in (20.0, 35.0, 25.0):
+        clock.record(seconds)
+    assert clock.reserve() == 70.0
+    now = clock.deadline - 70.0 - 5.0
+    assert not clock.must_stop(4.0, now=now) and clock.must_stop(6.0, now=now)
+    assert SessionClock(start=0.0, limit=60.0, initial_reserve=300.0).reserve() == 15.0  # at most a quarter
+    assert SessionClock(start=0.0, limit=None).remaining() is None
+
+
+def test_sampler_seeks_without_loading_and_splits_steps_across_devices():
+    lengths = [((i * 37) % 101) + 1 for i in range(200)]
+    plan = EpochPlan(200, 16, seed=5, lengths=lengths)
+    steps = plan.steps(3)
+    assert len(steps) == 12 and sorted(i for s in steps for i in s) == sorted(set(i for s in steps for i in s))
+    resumed = list(MicroBatchSampler(plan, 3, 7, micro_batch_size=16))
+    assert resumed == steps[7:]
+    two = [list(MicroBatchSampler(plan, 3, 7, micro_batch_size=4, rank=r, world=2)) for r in range(2)]
+    for k, step in enumerate(steps[7:]):
+        seen = two[0][2 * k] + two[0][2 * k + 1] + two[1][2 * k] + two[1][2 * k + 1]
+        assert sorted(seen) == sorted(step)
+    spread = [max(lengths[i] for i in s) - min(lengths[i] for i in s) for s in steps]
+    assert sum(spread) / len(spread) < 30  # length buckets: similar clips batch together
+    assert plan.steps(3) == steps and plan.steps(4) != steps

@@ -1,0 +1,90 @@
+"""Small shared helpers for the session-trainer tests (toy runs, weight comparison, CLI processes)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import yaml
+from safetensors.torch import load_file
+
+from fintts.train import checkpoint
+
+TOY = {
+    "task": "toy",
+    "seed": 11,
+    "max_steps": 48,
+    "batch_size": 16,
+    "eval_every": 8,
+    "checkpoint_every_steps": 5,
+    "num_workers": 0,
+    "log_every": 4,
+    "adversarial": True,
+    "dropout": 0.2,
+}
+
+
+def write_config(folder: Path, **settings) -> Path:
+    path = folder / "toy.yaml"
+    path.write_text(yaml.safe_dump({**TOY, **settings}))
+    return path
+
+
+def final_weights(store: Path) -> dict[str, torch.Tensor]:
+    folder = checkpoint.latest_complete(store, log=lambda _: None)
+    assert folder is not None, f"no complete checkpoint in {store}"
+    weights = {}
+    for name in ("model", "critic"):
+        path = folder / f"{name}.safetensors"
+        if path.exists():
+            weights.update({f"{name}.{k}": v for k, v in load_file(path).items()})
+    return weights
+
+
+def assert_bit_identical(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), f"{key} differs"
+
+
+def cli(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "fintts", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=_env()
+    )
+
+
+def start_cli(*args: str, cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "fintts", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env()
+    )
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("KAGGLE_KERNEL_RUN_TYPE", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def wait_for_step(store: Path, step: int, process: subprocess.Popen, timeout: float = 120) -> None:
+    """Block until the store's ``latest`` names a checkpoint at ``step`` or later."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        name = checkpoint.read_latest(store)
+        if name and checkpoint.step_of(name) >= step:
+            return
+        if process.poll() is not None:
+            raise AssertionError(f"trainer exited early ({process.returncode}): {process.stdout.read()}")
+        time.sleep(0.02)
+    raise AssertionError(f"no checkpoint at step {step} within {timeout}s")
+
+
+def stop(process: subprocess.Popen, sig: signal.Signals) -> str:
+    process.send_signal(sig)
+    out, _ = process.communicate(timeout=120)
+    return out
