@@ -1,0 +1,116 @@
+"""Content-addressed cache of resampled audio and linear spectrograms.
+
+Decoding, resampling and STFT of every clip costs more than a training step on a small
+corpus, and a Kaggle session is short, so the features are computed once and kept in a
+folder that can be copied between machines and sessions. An entry is named by the
+SHA-256 of the audio file's bytes inside a folder named by a hash of the
+:class:`~fintts.tts.audio.SpectrogramConfig`: an edited clip gets a new entry, and
+features made with other STFT settings are never mistaken for these. Paths play no part
+in the key, so a corpus may move.
+
+Layout: ``<root>/stft-<config hash>/config.json`` (the settings, for people) and
+``<root>/stft-<config hash>/<audio sha256>.safetensors`` holding ``wav`` ``[T]`` and
+``spec`` ``[n_fft//2+1, T//hop]``. Entries are written to a temporary file and renamed,
+so an interrupted session never leaves a half-written entry; an unreadable entry is
+recomputed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio
+
+#: Bumped when what is stored changes meaning, so old caches are not reused.
+_FORMAT_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Features:
+    """One clip's waveform ``[T]`` at the config's rate and its linear spectrogram."""
+
+    wav: torch.Tensor
+    spec: torch.Tensor
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def config_hash(config: SpectrogramConfig) -> str:
+    """Short stable hash of the settings (and cache format) features depend on."""
+    settings = {"format": _FORMAT_VERSION, **dataclasses.asdict(config)}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class FeatureCache:
+    """Serves :class:`Features` for audio files, computing each at most once per config.
+
+    ``hits`` and ``misses`` count lookups served from disk and computed, for logs.
+    Unreadable audio raises :class:`~fintts.tts.audio.AudioError` as from ``load_audio``.
+    """
+
+    def __init__(self, root: Path, cfg: SpectrogramConfig) -> None:
+        self.root = Path(root)
+        self.cfg = cfg
+        self.folder = self.root / f"stft-{config_hash(cfg)}"
+        self.hits = 0
+        self.misses = 0
+        self._spectrogram = Spectrogram(cfg)
+
+    def get(self, audio_path: Path) -> Features:
+        """Features of ``audio_path``, from the cache when its bytes were seen before."""
+        entry = self.folder / f"{file_sha256(audio_path)}.safetensors"
+        cached = self._load(entry)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        wav = load_audio(audio_path, self.cfg.sample_rate)
+        features = Features(wav=wav, spec=self._spectrogram.linear(wav).contiguous())
+        self._store(entry, features)
+        self.misses += 1
+        return features
+
+    def _load(self, entry: Path) -> Features | None:
+        if not entry.is_file():
+            return None
+        try:
+            tensors = load_file(str(entry))
+            return Features(wav=tensors["wav"], spec=tensors["spec"])
+        except (SafetensorError, KeyError, OSError):
+            return None
+
+    def _store(self, entry: Path, features: Features) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        description = self.folder / "config.json"
+        if not description.exists():
+            self._write_atomically(
+                description,
+                lambda tmp: Path(tmp).write_text(json.dumps(dataclasses.asdict(self.cfg), indent=2) + "\n"),
+            )
+        self._write_atomically(entry, lambda tmp: save_file({"wav": features.wav, "spec": features.spec}, tmp))
+
+    def _write_atomically(self, target: Path, write: Callable[[str], object]) -> None:
+        handle, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{target.name}.", suffix=".tmp")
+        os.close(handle)
+        try:
+            write(tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

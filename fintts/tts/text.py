@@ -1,0 +1,385 @@
+"""Finnish text front end: written Finnish to spoken words to MMS character ids.
+
+MMS-TTS is a character model: it reads letters, not phonemes, and it was trained on
+lower-cased Bible text with numbers spelled out. Whatever we feed it at training and at
+inference must therefore look like that text: every digit, symbol and abbreviation has
+to become the words a reader would say, and only characters the model has an embedding
+for may remain. This module does that conversion and the id mapping, and writes a
+tokenizer folder that transformers' ``VitsTokenizer`` reads back to the same ids.
+
+Reading decisions (all in :meth:`FinnishText.normalize`):
+
+* Cardinals use ``num2words(n, lang="fi")`` (``2026`` -> "kaksituhatta
+  kaksikymmentäkuusi"). Digit groups separated by a space, no-break space or thin space
+  (``10 000``) are one number, as Finnish typography writes them. A number with a
+  leading zero (``040``, phone numbers) is read digit by digit.
+* A number followed by a period and then a lower-case word is an ordinal (``3. päivä``
+  -> "kolmas päivä"); before a capital or at the end of the text the period ends the
+  sentence and the number stays a cardinal.
+* Dates ``22.11.2026`` and ``22.11.`` are read in the nominative, month in the
+  partitive, year as a cardinal: "kahdeskymmenestoinen marraskuuta kaksituhatta
+  kaksikymmentäkuusi". That is the neutral reading of a written date; the inflected
+  forms a sentence may call for ("kahdentenakymmenentenätoisena") need syntax we do not
+  have.
+* Times ``klo 14.30``, ``14:30`` and a bare ``14.30`` (hour <= 23, minutes 00-59) are read
+  as hours and minutes: "kello neljätoista kolmekymmentä"; ``:05`` is "nolla viisi",
+  ``:00`` is left unsaid.
+* A number joined by a hyphen to a word becomes part of it (``1990-luvulla`` ->
+  "tuhat yhdeksänsataayhdeksänkymmentäluvulla").
+* Decimals use the comma: ``3,5`` -> "kolme pilkku viisi", ``3,05`` -> "kolme pilkku
+  nolla viisi". Any other ``a.b`` number is "a piste b".
+* ``%`` is "prosenttia", ``€`` "euroa" (``12,50 €`` -> "kaksitoista euroa
+  viisikymmentä senttiä"), units after a number (km, m, cm, mm, kg, g, km/h, °C) are
+  spelled out; after exactly ``1`` the singular is used ("yksi euro").
+* Common abbreviations are expanded (see ``_ABBREVIATIONS``). Acronyms (``EU``) and
+  case endings after a colon (``EU:n``) are not; they are lower-cased and read as
+  letters of a word.
+* Letters outside the vocabulary fall back to the nearest letter that is in it
+  (é -> e, ü -> y, æ -> ä, ø -> ö, ß -> ss), the way a Finnish reader would say them.
+* Quotes are dropped; dashes, brackets and sentence punctuation become word breaks
+  unless the vocabulary has the character. Hyphens and apostrophes inside words are
+  kept when the vocabulary has them (``vaa'an``, ``EU-maa``).
+
+Anything else (Cyrillic, emoji, ``@``) is *unknown*: :meth:`FinnishText.unknown_chars`
+names it, :meth:`FinnishText.normalize` leaves it out, :meth:`FinnishText.encode` leaves
+it out and says so through its ``warn`` callback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import unicodedata
+from pathlib import Path
+from typing import Any, Callable
+
+from num2words import num2words
+
+#: Character vocabulary used when no MMS tokenizer is at hand.
+#:
+#: NOT VERIFIED against ``facebook/mms-tts-fin``: its ``vocab.json`` could not be read
+#: from this build environment. MMS vocabularies are in an arbitrary order, and the
+#: character at id 0 doubles as the blank that ``add_blank`` puts between characters,
+#: so these ids will not line up with the pretrained embeddings. Whenever the pretrained
+#: model is loaded (``init: facebook/mms-tts-fin``) build the front end with
+#: :meth:`FinnishText.from_tokenizer` from that model's tokenizer; it is authoritative.
+#: This set (Finnish and Latin letters incl. å ä ö, space, apostrophe, hyphen, with a
+#: dedicated blank ``_`` at id 0 that normalised text never contains) is our best guess
+#: at the characters a Finnish MMS vocabulary holds once numbers are spelled out; it
+#: serves training from scratch and tests.
+FALLBACK_VOCAB: dict[str, int] = {
+    symbol: index
+    for index, symbol in enumerate(["_", " ", "'", "-", *"abcdefghijklmnopqrstuvwxyz", "å", "ä", "ö"])
+}
+
+_UNKNOWN_TOKEN = "<unk>"
+
+_MONTHS_PARTITIVE = (
+    "tammikuuta helmikuuta maaliskuuta huhtikuuta toukokuuta kesäkuuta heinäkuuta "
+    "elokuuta syyskuuta lokakuuta marraskuuta joulukuuta"
+).split()
+
+#: Abbreviation (regex, matched case-insensitively at a word start) -> spoken form.
+_ABBREVIATIONS: tuple[tuple[str, str], ...] = (
+    (r"esim\.", "esimerkiksi"),
+    (r"jne\.", "ja niin edelleen"),
+    (r"ks\.", "katso"),
+    (r"vrt\.", "vertaa"),
+    (r"huom\.", "huomaa"),
+    (r"klo\b\.?", "kello"),
+    (r"n\.(?=\s+[\d\w])", "noin"),
+    (r"mm\.", "muun muassa"),
+    (r"ns\.", "niin sanottu"),
+    (r"ts\.", "toisin sanoen"),
+    (r"tms\.", "tai muuta sellaista"),
+    (r"yms\.", "ynnä muuta sellaista"),
+    (r"ym\.", "ynnä muuta"),
+    (r"prof\.", "professori"),
+    (r"tri\b\.?", "tohtori"),
+    (r"puh\.", "puhelin"),
+    (r"milj\.", "miljoonaa"),
+    (r"mrd\.", "miljardia"),
+    (r"ekr\.", "ennen kristusta"),
+    (r"jkr\.", "jälkeen kristuksen"),
+    (r"n:o\b", "numero"),
+    (r"nro\b\.?", "numero"),
+    (r"kpl\b\.?", "kappaletta"),
+)
+
+#: Unit after a number -> (singular, plural partitive).
+_UNITS: dict[str, tuple[str, str]] = {
+    "km/h": ("kilometri tunnissa", "kilometriä tunnissa"),
+    "km": ("kilometri", "kilometriä"),
+    "cm": ("senttimetri", "senttimetriä"),
+    "mm": ("millimetri", "millimetriä"),
+    "m": ("metri", "metriä"),
+    "kg": ("kilogramma", "kilogrammaa"),
+    "g": ("gramma", "grammaa"),
+    "°c": ("aste", "astetta"),
+    "°": ("aste", "astetta"),
+    "%": ("prosentti", "prosenttia"),
+    "‰": ("promille", "promillea"),
+    "€": ("euro", "euroa"),
+    "$": ("dollari", "dollaria"),
+}
+
+#: Symbols standing alone (not after a number) -> words.
+_SYMBOLS = {"&": " ja ", "+": " plus ", "§": " pykälä ", "€": " euroa ", "$": " dollaria ",
+            "%": " prosenttia ", "‰": " promillea ", "°": " astetta "}
+
+#: Letters a Finnish reader says as another letter; used only when the letter itself is
+#: not in the vocabulary.
+_LETTER_FALLBACKS = {"ü": "y", "ű": "y", "æ": "ä", "ø": "ö", "œ": "ö", "ß": "ss", "ð": "d", "þ": "th"}
+
+_QUOTES = "\"“”„‟«»‹›〝〞＂"
+_APOSTROPHES = "'’‘ʼ´`′"
+_DASHES = "‐‑‒–—―−"
+#: Punctuation that only marks a pause or structure: a word break unless in the vocab.
+_BREAKS = ".,;:!?()[]{}…/\\|_~*•·"
+
+_NUMBER = r"\d+(?:,\d+)?"
+#: Placeholders protecting in-word marks while other punctuation is removed.
+_KEEP_APOSTROPHE, _KEEP_HYPHEN = "\x01", "\x02"
+
+
+def _cardinal(digits: str) -> str:
+    if len(digits) > 1 and digits.startswith("0"):
+        return " ".join(num2words(int(d), lang="fi") for d in digits)
+    return num2words(int(digits), lang="fi")
+
+
+def _ordinal(digits: str) -> str:
+    return num2words(int(digits), lang="fi", to="ordinal")
+
+
+def _decimal(number: str) -> str:
+    """``3,05`` -> "kolme pilkku nolla viisi"; leading zeros of the fraction are said."""
+    whole, _, fraction = number.partition(",")
+    if not fraction:
+        return _cardinal(whole)
+    zeros = len(fraction) - len(fraction.lstrip("0"))
+    rest = fraction[zeros:]
+    spoken = ["nolla"] * zeros + ([num2words(int(rest), lang="fi")] if rest else [])
+    return f"{_cardinal(whole)} pilkku {' '.join(spoken)}"
+
+
+def _clock(hours: str, minutes: str | None) -> str:
+    spoken = num2words(int(hours), lang="fi")
+    if minutes and minutes != "00":
+        spoken += " " + (f"nolla {num2words(int(minutes[1]), lang='fi')}" if minutes[0] == "0"
+                         else num2words(int(minutes), lang="fi"))
+    return spoken
+
+
+def _join_digit_groups(text: str) -> str:
+    return re.sub(r"(?<![\d,.])\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?![\d])",
+                  lambda m: re.sub(r"\D", "", m.group()), text)
+
+
+def _units(text: str) -> str:
+    def money(m: re.Match) -> str:
+        euros, cents = m.group("euros"), m.group("cents")
+        spoken = f"{euros} {'euro' if euros == '1' else 'euroa'}"
+        if cents and int(cents):
+            spoken += f" {int(cents)} {'sentti' if int(cents) == 1 else 'senttiä'}"
+        return spoken
+
+    text = re.sub(r"(?P<euros>\d+)(?:,(?P<cents>\d{2}))?\s?€", money, text)
+    text = re.sub(r"€\s?(?P<euros>\d+)(?:,(?P<cents>\d{2}))?", money, text)
+    names = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
+
+    def unit(m: re.Match) -> str:
+        singular, plural = _UNITS[m.group(2).lower()]
+        return f"{m.group(1)} {singular if m.group(1) == '1' else plural}"
+
+    return re.sub(rf"({_NUMBER})\s?({names})(?![^\W\d_])", unit, text, flags=re.IGNORECASE)
+
+
+def _abbreviations(text: str) -> str:
+    for pattern, spoken in _ABBREVIATIONS:
+        text = re.sub(rf"(?<![^\W\d_]){pattern}", spoken, text, flags=re.IGNORECASE)
+    return text
+
+
+def _clock_times(text: str) -> str:
+    return re.sub(r"\bkello\s+(\d{1,2})(?:[.:](\d{2}))?\b",
+                  lambda m: f"kello {_clock(m.group(1), m.group(2))}", text)
+
+
+def _bare_times(text: str) -> str:
+    def time(m: re.Match) -> str:
+        if int(m.group(1)) > 23 or int(m.group(2)) > 59:
+            return m.group()
+        return _clock(m.group(1), m.group(2))
+
+    return re.sub(r"(?<![\d.,:])(\d{1,2})[.:](\d{2})(?!\d|[.:]\d)", time, text)
+
+
+def _dates(text: str) -> str:
+    def date(m: re.Match) -> str:
+        day, month, year = int(m.group(1)), int(m.group(2)), m.group(3)
+        if not (1 <= day <= 31 and 1 <= month <= 12):
+            return m.group()
+        spoken = f"{_ordinal(m.group(1))} {_MONTHS_PARTITIVE[month - 1]}"
+        return f"{spoken} {_cardinal(year)}" if year else spoken
+
+    return re.sub(r"(?<![\d.])(\d{1,2})\.(\d{1,2})\.(\d{4})?(?!\d)", date, text)
+
+
+def _numbers(text: str) -> str:
+    text = re.sub(r"(?<![\d.])(\d+)\.(?=\s+[a-zåäöéü])", lambda m: _ordinal(m.group(1)), text)
+    text = re.sub(r"(?<![\w\d])[-−](?=\d)", "miinus ", text)
+    text = re.sub(r"\d+,\d+", lambda m: _decimal(m.group()), text)
+    text = re.sub(r"(?<![\d.])(\d+)-(?=[^\W\d_])", lambda m: _cardinal(m.group(1)), text)
+    text = re.sub(r"(\d+)\.(\d+)", lambda m: f"{_cardinal(m.group(1))} piste {_cardinal(m.group(2))}", text)
+    return re.sub(r"\d+", lambda m: f" {_cardinal(m.group())} ", text)
+
+
+class FinnishText:
+    """Normalises Finnish and maps it to the ids of a VITS/MMS character vocabulary.
+
+    ``vocab`` maps symbols to ids as in a ``VitsTokenizer``'s ``vocab.json``; only its
+    one-character entries are characters text may contain. Id 0 is the blank that
+    ``add_blank`` puts between and around characters (MMS was trained that way).
+    """
+
+    def __init__(self, vocab: dict[str, int], add_blank: bool = True) -> None:
+        if not vocab:
+            raise ValueError("the vocabulary is empty; pass the vocab.json mapping of a VitsTokenizer")
+        if 0 not in vocab.values():
+            raise ValueError("the vocabulary has no id 0; VITS uses id 0 as the blank between characters")
+        if len(set(vocab.values())) != len(vocab):
+            raise ValueError("the vocabulary maps two symbols to the same id; check its vocab.json")
+        if " " not in vocab:
+            raise ValueError("the vocabulary has no space character; it cannot separate words")
+        self.vocab = dict(vocab)
+        self.add_blank = add_blank
+        self._chars = frozenset(symbol for symbol in vocab if len(symbol) == 1)
+
+    @classmethod
+    def default(cls) -> FinnishText:
+        """The built-in vocabulary (:data:`FALLBACK_VOCAB`, not verified against MMS)."""
+        return cls(FALLBACK_VOCAB)
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Any) -> FinnishText:
+        """Adopt a transformers ``VitsTokenizer``'s vocabulary and blank setting.
+
+        This is the authoritative source when fine-tuning a pretrained MMS model: its ids
+        index the model's embedding table. Added tokens (``<unk>``) lie outside that
+        table and are left out.
+        """
+        if getattr(tokenizer, "phonemize", False):
+            raise ValueError(
+                "this tokenizer phonemizes its input (an English VITS checkpoint); fintts needs an MMS "
+                "character tokenizer such as facebook/mms-tts-fin's"
+            )
+        vocab = {token: index for token, index in tokenizer.get_vocab().items() if index < tokenizer.vocab_size}
+        return cls(vocab, add_blank=bool(tokenizer.add_blank))
+
+    @property
+    def vocab_size(self) -> int:
+        """Rows of the embedding table these ids index (``VitsConfig.vocab_size``)."""
+        return max(self.vocab.values()) + 1
+
+    def normalize(self, text: str) -> str:
+        """Spoken, lower-case form of ``text`` holding only vocabulary characters."""
+        spoken = self._spoken(text)
+        return self._squeeze("".join(ch for ch in spoken if ch in self._chars))
+
+    def unknown_chars(self, text: str) -> set[str]:
+        """Characters the normalised text would need but the vocabulary lacks."""
+        return set(self._spoken(text)) - self._chars
+
+    def encode(self, text: str, *, warn: Callable[[str], None] | None = None) -> list[int]:
+        """Ids for ``text``: normalised, unknown characters dropped, blanks interspersed."""
+        unknown = self.unknown_chars(text)
+        if unknown and warn is not None:
+            names = ", ".join(repr(ch) for ch in sorted(unknown))
+            warn(f"dropped characters outside the vocabulary: {names} (in {text!r})")
+        ids = [self.vocab[ch] for ch in self.normalize(text)]
+        if not self.add_blank:
+            return ids
+        interspersed = [0] * (2 * len(ids) + 1)
+        interspersed[1::2] = ids
+        return interspersed
+
+    def save_tokenizer(self, out_dir: Path) -> None:
+        """Write a ``VitsTokenizer`` folder (vocab.json, tokenizer_config.json, ...).
+
+        ``VitsTokenizer.from_pretrained(out_dir)`` then gives :meth:`encode`'s ids for
+        already-normalised text, and a model saved beside it works in
+        ``pipeline("text-to-speech", ...)``. The blank (id 0) is declared the pad token,
+        as MMS does, and ``split_special_tokens`` is set: without it transformers would
+        split the text at every occurrence of that character (in MMS it is a real
+        letter) and leave out the blanks around it.
+        """
+        from transformers import VitsTokenizer
+
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        blank = next(symbol for symbol, index in self.vocab.items() if index == 0)
+        with tempfile.TemporaryDirectory() as tmp:
+            vocab_file = Path(tmp) / "vocab.json"
+            vocab_file.write_text(json.dumps(self.vocab, ensure_ascii=False, indent=2), encoding="utf-8")
+            tokenizer = VitsTokenizer(
+                str(vocab_file),
+                pad_token=blank,
+                unk_token=_UNKNOWN_TOKEN,
+                language="fin",
+                add_blank=self.add_blank,
+                normalize=True,
+                phonemize=False,
+                is_uroman=False,
+                split_special_tokens=True,
+            )
+            tokenizer.save_pretrained(str(out_dir))
+
+    def _spoken(self, text: str) -> str:
+        """Full normalisation, keeping characters outside the vocabulary."""
+        text = unicodedata.normalize("NFC", text)
+        text = _join_digit_groups(text)
+        text = _units(text)
+        text = _abbreviations(text)
+        text = _clock_times(text)
+        text = _dates(text)
+        text = _bare_times(text)
+        text = _numbers(text)
+        text = text.lower()
+        text = "".join(self._letter(ch) for ch in text)
+        text = self._punctuation(text)
+        return self._squeeze(text)
+
+    def _letter(self, ch: str) -> str:
+        if ch in self._chars:
+            return ch
+        if ch in _SYMBOLS:
+            return _SYMBOLS[ch]
+        if not ch.isalpha():
+            return ch
+        fallback = _LETTER_FALLBACKS.get(ch) or "".join(
+            c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c)
+        )
+        return fallback if fallback and all(c in self._chars for c in fallback) else ch
+
+    def _punctuation(self, text: str) -> str:
+        """Keep in-word hyphens/apostrophes the vocabulary has; other marks break words."""
+        inside_word = r"(?<=[^\W\d_]){}(?=[^\W\d_])"
+        if "'" in self._chars:
+            text = re.sub(inside_word.format(f"[{re.escape(_APOSTROPHES)}]"), _KEEP_APOSTROPHE, text)
+        if "-" in self._chars:
+            text = re.sub(inside_word.format("-"), _KEEP_HYPHEN, text)
+        out = []
+        for ch in text:
+            if ch in _QUOTES or ch in _APOSTROPHES:
+                continue
+            if ch in _DASHES or ch in "-_" or ch.isspace() or (ch in _BREAKS and ch not in self._chars):
+                out.append(" ")
+            else:
+                out.append(ch)
+        return "".join(out).replace(_KEEP_APOSTROPHE, "'").replace(_KEEP_HYPHEN, "-")
+
+    @staticmethod
+    def _squeeze(text: str) -> str:
+        return re.sub(r"\s+", " ", text).strip()
