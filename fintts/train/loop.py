@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+import shutil
 import math
 import socket
 import time
@@ -400,7 +402,7 @@ class Trainer:
                 )
                 if improved:
                     self.state.best_value, self.state.best_step, self.state.bad_evals = value, self.state.step, 0
-                    self.task.export(self.models, self.store.root / MODEL_DIR)
+                    self._export()
                 else:
                     self.state.bad_evals += 1
                     stop = bool(self.cfg.patience) and self.state.bad_evals >= self.cfg.patience
@@ -425,7 +427,7 @@ class Trainer:
             self.session.end_step = self.state.step
             self.session.ended = time.time()
             if self.state.best_step is None:  # no validated best yet: the newest weights are the voice
-                self.task.export(self.models, self.store.root / MODEL_DIR)
+                self._export()
             path = checkpoint.save(self.store.root, name, self._write_checkpoint)
             protect = [checkpoint.name_for_step(s) for s in self._best_checkpoint_steps()]
             self.store.prune(self.cfg.keep_last, protect)
@@ -435,6 +437,18 @@ class Trainer:
             self.state.durable_seconds = list(self.clock.measured)
         self.accelerator.wait_for_everyone()
         return path
+
+    def _export(self) -> None:
+        """Replace ``model/`` with the task's export, never leaving a half-written folder behind."""
+        final = self.store.root / MODEL_DIR
+        fresh, stale = final.with_name(f".{MODEL_DIR}-new"), final.with_name(f".{MODEL_DIR}-old")
+        for leftover in (fresh, stale):
+            shutil.rmtree(leftover, ignore_errors=True)
+        self.task.export(self.models, fresh)
+        if final.exists():
+            os.replace(final, stale)
+        os.replace(fresh, final)
+        shutil.rmtree(stale, ignore_errors=True)
 
     def _best_checkpoint_steps(self) -> list[int]:
         """The checkpoint saved closest after the best validation holds the best weights kept."""
