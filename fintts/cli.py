@@ -95,6 +95,49 @@ def format_status(status: dict) -> str:
     return "\n".join(lines)
 
 
+def cmd_check(args) -> int:
+    from fintts.tts.corpus import check_corpus
+
+    report = check_corpus(Path(args.data), format=args.format, sample_rate=args.sample_rate, progress=not args.no_progress)
+    print(report.format_text())
+    return EXIT_OK if report.items else EXIT_USAGE
+
+
+def cmd_eval(args) -> int:
+    from fintts.config import load_config
+    from fintts.train import checkpoint
+    from fintts.tts.vits.task import evaluate_voice
+
+    overrides = [f"data={args.data}"] if args.data else []
+    if args.store:
+        folder = checkpoint.latest_complete(Path(args.store), log=lambda _: None)
+        if folder is None:
+            raise ConfigError(f"--store {args.store} holds no complete checkpoint to take the run's settings from")
+        config = load_config(folder / "config.yaml", overrides)
+        model = Path(args.model or Path(args.store) / "model")
+    else:
+        if not args.model:
+            raise ConfigError("fintts eval needs --store PATH (a run) or --model DIR with --config/--data")
+        config = load_config(args.config, overrides)
+        model = Path(args.model)
+    result = evaluate_voice(model, config.task)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        for clip in result["clips"]:
+            print(f"{clip['mcd_db']:7.2f} dB  {clip['id']}")
+        print(f"mean MCD {result['mcd_mean_db']:.2f} dB over {len(result['clips'])} held-out clips ({model})")
+    return EXIT_OK
+
+
+def cmd_demo(args) -> int:
+    from fintts.tts.demo.run import DEFAULT_CONFIG, run_demo
+
+    run_demo(store=Path(args.store), budget=args.budget, out=Path(args.out), config=Path(args.config or DEFAULT_CONFIG),
+             extra=["--no-progress"] if args.no_progress else [])
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fintts", description="Fine-tune a Finnish VITS voice across GPU sessions.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -116,6 +159,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hub-repo", metavar="USER/NAME")
     p.add_argument("--json", action="store_true", help="machine-readable (keys: state, step, epoch, latest_checkpoint, sessions, ...)")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("check", help="check a corpus: clips, hours, speakers, and every bad item with the reason")
+    p.add_argument("data", help="corpus folder")
+    p.add_argument("--format", choices=["ljspeech", "ljspeech-speaker", "pairs", "speakers"], help="force a layout")
+    p.add_argument("--sample-rate", type=int, default=16000, help="the model's rate (clips below it are flagged)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("eval", help="mel-cepstral distortion of a voice on its run's held-out clips")
+    p.add_argument("--store", help="a run folder: its model/ and its settings")
+    p.add_argument("--model", help="an exported voice folder (default: <store>/model)")
+    p.add_argument("--config", help="the run's config, when no --store is given")
+    p.add_argument("--data", help="corpus to take held-out clips from (default: the run's)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("demo", help="train the embedded demo voice in two short sessions and write a wav")
+    p.add_argument("--store", default="runs/demo")
+    p.add_argument("--budget", default="4m", help="length of each of the two sessions")
+    p.add_argument("--out", default="demo.wav")
+    p.add_argument("--config", help="default: configs/demo.yaml of this checkout")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_demo)
     return parser
 
 
@@ -136,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigDrift as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_DRIFT
-    except (ConfigError, FileNotFoundError) as err:
+    except (ConfigError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except StoreError as err:

@@ -1,0 +1,360 @@
+"""Fine-tuning a Finnish VITS voice, as a task of the session trainer.
+
+Two optimizer groups, as in VITS: ``generator`` (the whole ``VitsModel``) and
+``discriminator``. For each micro-batch the trainer calls :meth:`VitsTask.step` for the
+generator first — one forward pass, all of VITS eq. 11 — and keeps the generated audio;
+the discriminator's step then scores that audio detached against the recording. Both
+optimizers step after the batch (simultaneous updates, which keeps gradient accumulation
+exact; the original alternates within a batch).
+
+Data: the corpus is checked once per session (bad clips are listed and skipped, never a
+crash hours later), features are computed once into a content-hashed cache kept in the
+run's store, items are bucketed by length by the trainer's sampler.
+
+Validation synthesises held-out sentences and scores them against their recordings with
+mel-cepstral distortion (``val/mcd``, lower is better: the monitored metric), and renders a
+few fixed sentences as wavs kept with the checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from fintts.config import _free
+from fintts.train.task import Evaluation, OptimizerGroup, Task, TrainData, unwrap
+from fintts.tts.audio import AUDIO_EXTENSIONS, Spectrogram, SpectrogramConfig, load_audio, wav_bytes
+from fintts.tts.corpus import Item, check_corpus
+from fintts.tts.eval import mel_cepstral_distortion
+from fintts.tts.features import FeatureCache
+from fintts.tts.text import FinnishText
+from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
+from fintts.tts.vits.generator import VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
+from fintts.tts.vits.init import build_generator
+from fintts.tts.vits.losses import LossWeights
+from fintts.tts.voice import SPEAKERS_FILE, Voice
+
+DEMO_CORPUS = Path(__file__).resolve().parent.parent / "demo" / "corpus"
+
+DEFAULT_SENTENCES = [
+    "Hyvää huomenta, tänään on kaunis päivä.",
+    "Kello on 7.30 ja juna lähtee laiturilta kolme.",
+    "Suomen kieli on kaunis ja vanha kieli.",
+]
+
+
+@dataclasses.dataclass
+class VitsTaskConfig:
+    #: the corpus folder (any layout ``fintts check`` knows), or ``demo`` for the embedded one.
+    data: str = "demo"
+    #: force a corpus layout (ljspeech, ljspeech-speaker, pairs, speakers); empty: detect.
+    format: str = ""
+    #: train only these speakers (empty: all).
+    speakers: list[str] = dataclasses.field(default_factory=list)
+    #: ``facebook/mms-tts-fin`` (or a Hub id in the local cache), a save_pretrained folder, or ``scratch``.
+    init: str = "facebook/mms-tts-fin"
+    #: VitsConfig fields: the whole architecture for ``scratch``, shape-neutral ones otherwise.
+    model: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: the MMS release's ``D_*.pth`` for a pretrained discriminator; empty: a fresh one.
+    discriminator: str = ""
+    #: DiscriminatorConfig fields (the defaults are VITS/MMS's sizes; smaller for CPU demos).
+    discriminator_config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    lr: float = 2e-4
+    betas: list[float] = dataclasses.field(default_factory=lambda: [0.8, 0.99])
+    eps: float = 1e-9
+    weight_decay: float = 0.01
+    #: clip each group's gradient norm (0: off). Guards fp16 fine-tunes against rare spikes.
+    clip_grad_norm: float = 0.0
+    #: frames decoded per item per step (VITS: 32, i.e. 8192 samples at hop 256).
+    segment_frames: int = 32
+    loss: LossWeights = dataclasses.field(default_factory=LossWeights)
+    min_seconds: float = 0.5
+    max_seconds: float = 20.0
+    #: clips held out of training for validation per speaker, when the corpus has no heldout.csv.
+    heldout_per_speaker: int = 2
+    #: recompute the decoder in the backward pass: less memory, same result, ~20% slower.
+    decoder_checkpointing: bool = _free(False)
+    eval_sentences: list[str] = _free(default_factory=lambda: list(DEFAULT_SENTENCES))
+    #: how many speakers say the eval sentences, and how many held-out clips are scored by MCD.
+    eval_speakers: int = _free(2)
+    mcd_items: int = _free(8)
+
+
+@dataclasses.dataclass
+class VitsBatch:
+    input_ids: torch.Tensor
+    input_mask: torch.Tensor
+    spec: torch.Tensor
+    spec_mask: torch.Tensor
+    wav: torch.Tensor
+    speaker_ids: torch.Tensor | None
+
+
+class _Clips(torch.utils.data.Dataset):
+    """Encoded text and cached features per clip; deterministic, so workers add no randomness."""
+
+    def __init__(self, items: list[tuple[list[int], Path, int]], cache: FeatureCache):
+        self.items, self.cache = items, cache
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int):
+        ids, audio, speaker = self.items[index]
+        features = self.cache.get(audio)
+        return torch.tensor(ids, dtype=torch.long), features.spec, features.wav, speaker
+
+
+class _Collate:
+    """Pads a micro-batch; a class (not a closure) so DataLoader workers can pickle it."""
+
+    def __init__(self, hop: int, multi_speaker: bool):
+        self.hop, self.multi_speaker = hop, multi_speaker
+
+    def __call__(self, items) -> VitsBatch:
+        ids, specs, wavs, speakers = zip(*items)
+        n, max_text = len(items), max(len(i) for i in ids)
+        max_frames = max(s.shape[-1] for s in specs)
+        input_ids = torch.zeros(n, max_text, dtype=torch.long)
+        input_mask = torch.zeros(n, max_text)
+        spec = torch.zeros(n, specs[0].shape[0], max_frames)
+        spec_mask = torch.zeros(n, max_frames)
+        wav = torch.zeros(n, 1, max_frames * self.hop)
+        for b, (i, s, w) in enumerate(zip(ids, specs, wavs)):
+            input_ids[b, : len(i)], input_mask[b, : len(i)] = i, 1
+            spec[b, :, : s.shape[-1]], spec_mask[b, : s.shape[-1]] = s, 1
+            w = w[: s.shape[-1] * self.hop]
+            wav[b, 0, : len(w)] = w
+        speaker_ids = torch.tensor(speakers, dtype=torch.long) if self.multi_speaker else None
+        return VitsBatch(input_ids, input_mask, spec, spec_mask, wav, speaker_ids)
+
+
+def read_heldout_files(root: Path) -> list[Item]:
+    """``heldout.csv`` files (``id|text``, audio in ``wavs/``) beside a corpus's metadata, as the demo ships."""
+    items = []
+    for table in sorted(root.rglob("heldout.csv")):
+        speaker = table.parent.name
+        for line in table.read_text(encoding="utf-8").splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            clip, text = line.split("|", 2)[:2]
+            audio = next((table.parent / "wavs" / f"{clip}{ext}" for ext in AUDIO_EXTENSIONS
+                          if (table.parent / "wavs" / f"{clip}{ext}").is_file()), None)
+            if audio is not None:
+                items.append(Item(id=f"{speaker}/{clip}", audio=audio, text=text, speaker=speaker))
+    return items
+
+
+@dataclasses.dataclass
+class CorpusSelection:
+    """The clips a run trains on and the ones it validates on; the same every session."""
+
+    speakers: list[str]
+    items: list[Item]
+    heldout: list[Item]
+    hours: float
+
+
+def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True) -> CorpusSelection:
+    """Check the corpus once, keep the good clips of the chosen speakers, set the held-out ones aside.
+
+    Held-out clips come from ``heldout.csv`` files when the corpus has them (the demo does);
+    otherwise, per speaker, the ``heldout_per_speaker`` clips whose ids hash lowest.
+    """
+    root = DEMO_CORPUS if cfg.data == "demo" else Path(cfg.data).expanduser()
+    report = check_corpus(
+        root, format=cfg.format or None, text=FinnishText.default(), sample_rate=16_000,
+        min_seconds=cfg.min_seconds, max_seconds=cfg.max_seconds, progress=progress,
+    )
+    if report.problems:
+        log(f"{len(report.problems)} clip(s) of {root} skipped (run `fintts check {root}` for the list):")
+        for problem in report.problems[:10]:
+            log(f"  {problem.path}: {problem.reason}")
+    items = report.items
+    if cfg.speakers:
+        missing = sorted(set(cfg.speakers) - {i.speaker for i in items})
+        if missing:
+            raise ValueError(f"speakers: {', '.join(missing)} not in {root} (it has: {', '.join(sorted(report.speakers))})")
+        items = [i for i in items if i.speaker in cfg.speakers]
+    if not items:
+        raise ValueError(f"data: {root} has no usable clips (run `fintts check {root}`)")
+    speakers = sorted({i.speaker for i in items})
+    heldout = [i for i in read_heldout_files(root) if i.speaker in speakers]
+    if not heldout:
+        for speaker in speakers:
+            own = sorted((i for i in items if i.speaker == speaker), key=lambda i: hashlib.sha256(i.id.encode()).hexdigest())
+            if len(own) > 2 * cfg.heldout_per_speaker:
+                heldout += own[: cfg.heldout_per_speaker]
+        held = {i.id for i in heldout}
+        items = [i for i in items if i.id not in held]
+    hours = sum(report.durations.get(i.id, 0.0) for i in items) / 3600
+    # round-robin over speakers, so the first ``mcd_items`` cover every voice
+    rank = {item.id: n for speaker in speakers for n, item in enumerate(i for i in heldout if i.speaker == speaker)}
+    heldout.sort(key=lambda i: (rank[i.id], speakers.index(i.speaker)))
+    return CorpusSelection(speakers, items, heldout, hours)
+
+
+def heldout_mcd(voice: Voice, items: list[Item]) -> list[float]:
+    """MCD (dB) of the voice saying each held-out clip's text against its recording."""
+    scores = []
+    multi = voice.model.config.num_speakers > 1
+    for item in items:
+        synthesized = voice.synthesize(item.text, item.speaker if multi else None, warn=None)
+        reference = load_audio(item.audio, voice.sample_rate)
+        scores.append(mel_cepstral_distortion(reference.numpy(), synthesized.numpy(), voice.sample_rate))
+    return scores
+
+
+class VitsTask(Task):
+    config_class = VitsTaskConfig
+    monitor = "val/mcd"
+    monitor_mode = "min"
+
+    # ------------------------------------------------------------------ models
+    def build_models(self) -> dict[str, nn.Module]:
+        cfg = self.config
+        self._prepare_corpus()
+        overrides = dict(cfg.model)
+        if cfg.init == "scratch":
+            overrides.setdefault("vocab_size", FinnishText.default().vocab_size)
+        vits, tokenizer = build_generator(
+            cfg.init, config_overrides=overrides, num_speakers=max(1, len(self.speakers)),
+        )
+        self.text = FinnishText.from_tokenizer(tokenizer) if tokenizer is not None else FinnishText.default()
+        if self.text.vocab_size > vits.config.vocab_size:
+            raise ValueError(
+                f"init: {cfg.init!r} has vocab_size {vits.config.vocab_size} but the text front end needs "
+                f"{self.text.vocab_size}; set model.vocab_size or use a matching tokenizer"
+            )
+        self.spectrogram_config = SpectrogramConfig.from_vits_config(vits.config)
+        self.spectrogram = Spectrogram(self.spectrogram_config)
+        self.sample_rate = vits.config.sampling_rate
+        discriminator = load_discriminator(
+            cfg.discriminator or None, DiscriminatorConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                                             for k, v in cfg.discriminator_config.items()})
+        )
+        return {
+            "model": VitsTrainingForward(vits, cfg.segment_frames, decoder_checkpointing=cfg.decoder_checkpointing),
+            "discriminator": discriminator,
+        }
+
+    def build_optimizers(self, models: Mapping[str, nn.Module]) -> list[OptimizerGroup]:
+        cfg = self.config
+
+        def adamw(module: nn.Module) -> torch.optim.Optimizer:
+            return torch.optim.AdamW(module.parameters(), lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
+
+        clip = cfg.clip_grad_norm or None
+        return [
+            OptimizerGroup("generator", adamw(models["model"]), ["model"], clip),
+            OptimizerGroup("discriminator", adamw(models["discriminator"]), ["discriminator"], clip),
+        ]
+
+    # ------------------------------------------------------------------ data
+    def _prepare_corpus(self) -> None:
+        selection = select_corpus(self.config, log=self.context.log, progress=self.context.is_main_process)
+        self.speakers, self.items, self.heldout = selection.speakers, selection.items, selection.heldout
+        self.hours = selection.hours
+
+    def train_data(self) -> TrainData:
+        cache = FeatureCache(self.context.cache_dir / "features", self.spectrogram_config)
+        encoded, lengths = [], []
+        for item in tqdm(self.items, desc="features", disable=not self.context.is_main_process, leave=False):
+            features = cache.get(item.audio)
+            encoded.append((self.text.encode(item.text, warn=None), item.audio, self.speakers.index(item.speaker)))
+            lengths.append(int(features.spec.shape[-1]))
+        if cache.misses:
+            self.context.log(f"features: {cache.misses} computed, {cache.hits} from the cache in {cache.folder}")
+        return TrainData(_Clips(encoded, cache), _Collate(self.spectrogram_config.hop_length, len(self.speakers) > 1), lengths)
+
+    # ------------------------------------------------------------------ training
+    def step(self, models, batch: VitsBatch, group: str):
+        if group == "generator":
+            output = models["model"](
+                batch.input_ids, batch.input_mask, batch.spec, batch.spec_mask, batch.wav, batch.speaker_ids
+            )
+            self._last_output = output
+            return generator_loss_terms(unwrap(models["discriminator"]), output, self.spectrogram.mel, self.config.loss)
+        output, self._last_output = self._last_output, None
+        return discriminator_loss_terms(models["discriminator"], output)
+
+    # ------------------------------------------------------------------ validation
+    def _voice(self, models) -> Voice:
+        return Voice(unwrap(models["model"]).model, self.text, self.speakers)
+
+    def evaluate(self, models, step: int) -> Evaluation:
+        voice = self._voice(models)
+        files: dict[str, bytes] = {}
+        for s, speaker in enumerate(self.speakers[: max(1, self.config.eval_speakers)] or [None]):
+            for n, sentence in enumerate(self.config.eval_sentences):
+                wav = voice.synthesize(sentence, speaker, warn=None)
+                files[f"samples/{n}-{speaker or 'voice'}.wav"] = wav_bytes(wav, self.sample_rate)
+        scores = heldout_mcd(voice, self.heldout[: self.config.mcd_items])
+        metrics = {"val/mcd": float(sum(scores) / len(scores))} if scores else {}
+        if not scores:
+            self.context.log("no held-out clips: val/mcd cannot be computed (add heldout.csv or more clips per speaker)")
+        return Evaluation(metrics, files)
+
+    # ------------------------------------------------------------------ export
+    def export(self, models, out_dir: Path) -> None:
+        vits = unwrap(models["model"]).model
+        out_dir.mkdir(parents=True, exist_ok=True)
+        vits.save_pretrained(out_dir)
+        self.text.save_tokenizer(out_dir)
+        (out_dir / SPEAKERS_FILE).write_text(json.dumps(self.speakers, ensure_ascii=False))
+        (out_dir / "README.md").write_text(self._model_card(vits), encoding="utf-8")
+
+    def _model_card(self, vits) -> str:
+        mms = "mms-tts" in self.config.init
+        licence = "cc-by-nc-4.0" if mms else "apache-2.0"
+        lines = [
+            "---", "language: fi", f"license: {licence}", "library_name: transformers", "pipeline_tag: text-to-speech",
+            *( [f"base_model: {self.config.init}"] if self.config.init not in {"scratch"} and not Path(self.config.init).exists() else []),
+            "tags: [vits, fintts, finnish]", "---", "",
+            "# Finnish VITS voice (fintts)", "",
+            f"Trained with fintts from `{self.config.init}` on {self.hours:.2f} h of Finnish speech, "
+            f"{len(self.speakers)} speaker(s): {', '.join(self.speakers)}.", "",
+        ]
+        if mms:
+            lines += ["The base weights are Meta's MMS-TTS, licensed **CC BY-NC 4.0**: this voice is for non-commercial use only.", ""]
+        lines += [
+            "```python", "from transformers import pipeline",
+            'tts = pipeline("text-to-speech", model="PATH_OR_REPO")',
+            'speech = tts("hyvää huomenta")  # plain lowercase Finnish; fintts say also reads numbers and dates', "```", "",
+            "Or with fintts: `fintts say \"Hyvää huomenta\" --model PATH`.",
+            f"Sampling rate {vits.config.sampling_rate} Hz.",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "data": self.config.data, "hours": round(getattr(self, "hours", 0.0), 3),
+            "clips": len(getattr(self, "items", [])), "speakers": getattr(self, "speakers", []),
+            "heldout_clips": len(getattr(self, "heldout", [])), "init": self.config.init,
+        }
+
+
+
+
+
+def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[str, Any]:
+    """Score an exported voice on its run's held-out clips (what ``fintts eval`` prints)."""
+    voice = Voice.load(model_dir)
+    heldout = select_corpus(cfg, log=log, progress=False).heldout
+    if not heldout:
+        raise ValueError(f"data: {cfg.data} has no held-out clips to score (add heldout.csv or more clips per speaker)")
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        scores = heldout_mcd(voice, heldout)
+    return {
+        "model": str(model_dir),
+        "mcd_mean_db": sum(scores) / len(scores),
+        "clips": [{"id": item.id, "speaker": item.speaker, "mcd_db": score} for item, score in zip(heldout, scores)],
+    }
