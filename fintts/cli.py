@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -25,10 +26,23 @@ from fintts.config import ConfigError
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DRIFT, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
-def _store_location(args) -> str | None:
+def _open_store(args, *, required: bool = False):
+    """``--hub-repo`` is the Hub store (``--store`` then names its local mirror); ``--store`` alone a folder."""
+    from fintts.config import parse_duration
+    from fintts.train.stores import open_store
+
     if getattr(args, "hub_repo", None):
-        return f"hf://{args.hub_repo}"
-    return args.store
+        options = {"root": args.store} if args.store else {}
+        if getattr(args, "push_every", None) is not None:
+            options["push_every"] = parse_duration(args.push_every, key="--push-every") or 0.0
+        if getattr(args, "storage_cap_gb", None) is not None:
+            options["storage_cap_gb"] = args.storage_cap_gb
+        return open_store(f"hf://{args.hub_repo}", **options)
+    if args.store:
+        return open_store(args.store)
+    if required:
+        raise ConfigError(f"fintts {args.command} needs --store PATH or --hub-repo USER/NAME")
+    return None
 
 
 def cmd_train(args) -> int:
@@ -37,7 +51,7 @@ def cmd_train(args) -> int:
     summary = train(
         args.config,
         overrides=args.overrides,
-        store=_store_location(args),
+        store=_open_store(args),
         budget=args.budget,
         max_steps=args.max_steps,
         allow_config_change=args.allow_config_change,
@@ -48,12 +62,7 @@ def cmd_train(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from fintts.train.stores import open_store
-
-    location = _store_location(args)
-    if not location:
-        raise ConfigError("fintts status needs --store PATH or --hub-repo user/name")
-    store = open_store(location)
+    store = _open_store(args, required=True)
     status = store.read_status()
     if status is None:
         print(f"no run in {store.url} (no status.json): nothing has been trained there yet", file=sys.stderr)
@@ -93,6 +102,22 @@ def format_status(status: dict) -> str:
             f"{s['start_step']:>6} → {s['end_step']:<6} {s['reason']}"
         )
     return "\n".join(lines)
+
+
+def cmd_push(args) -> int:
+    from fintts.train.stores.hub import push
+
+    url = push(args.store, args.hub_repo, force=args.force)
+    print(f"pushed {args.store} to {args.hub_repo}: {url}")
+    return EXIT_OK
+
+
+def cmd_pull(args) -> int:
+    from fintts.train.stores.hub import pull
+
+    where = pull(args.repo, args.out, checkpoint=args.checkpoint, full=args.full)
+    print(f"pulled {args.repo} ({args.checkpoint}{', full run' if args.full else ''}) into {where}")
+    return EXIT_OK
 
 
 def cmd_check(args) -> int:
@@ -152,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-config-change", action="store_true", help="resume although math-changing settings differ")
     p.add_argument("--force", action="store_true", help="take the run over from another session")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
+    p.add_argument("--push-every", help="with --hub-repo: push a full checkpoint at most this often (default 1h; session ends always push)")
+    p.add_argument("--storage-cap-gb", type=float, help="with --hub-repo: warn before the repo's storage passes this")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("status", help="where a run stands")
@@ -159,6 +186,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hub-repo", metavar="USER/NAME")
     p.add_argument("--json", action="store_true", help="machine-readable (keys: state, step, epoch, latest_checkpoint, sessions, ...)")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("push", help="upload a local run's newest checkpoint to its Hub repo now")
+    p.add_argument("--store", required=True, help="the local run folder")
+    p.add_argument("--hub-repo", required=True, metavar="USER/NAME")
+    p.add_argument("--force", action="store_true", help="take the lease / move the Hub's latest backwards")
+    p.set_defaults(func=cmd_push)
+
+    p = sub.add_parser("pull", help="download a voice (default) or a checkpoint from a Hub run")
+    p.add_argument("repo", metavar="USER/NAME")
+    p.add_argument("--out", required=True, help="folder to write")
+    p.add_argument("--checkpoint", default="model", help="model (the laptop-ready voice), latest, best or step-N")
+    p.add_argument("--full", action="store_true", help="the whole run (every checkpoint), usable as --store")
+    p.set_defaults(func=cmd_pull)
 
     p = sub.add_parser("check", help="check a corpus: clips, hours, speakers, and every bad item with the reason")
     p.add_argument("data", help="corpus folder")
@@ -189,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     from fintts.train import ConfigDrift
     from fintts.train.stores import StoreError
 
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    for noisy in ("httpx", "httpcore", "huggingface_hub", "urllib3", "filelock"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # key=value overrides may stand anywhere among train's options

@@ -1,0 +1,715 @@
+"""A local Hugging Face Hub that the real ``huggingface_hub`` client can talk to.
+
+Tests of the Hub store must not mock the client: the interesting bugs live in how
+``HfApi`` and the server actually talk (which call retries by itself, which headers a
+download needs, what a half-sent commit leaves behind). So this is a small HTTP server
+on 127.0.0.1 speaking just enough of the Hub API for ``create_repo``, ``repo_info``,
+``preupload``/``create_commit``, ``list_repo_tree``, ``hf_hub_download``,
+``list_lfs_files`` and ``permanently_delete_lfs_files``.
+
+What it models, because the store depends on it:
+
+* **Atomic commits.** The NDJSON payload is read to the end and every blob stored before
+  the branch moves; a payload cut short (client killed, connection dropped) changes
+  nothing. ``parentCommit`` is honoured (412 when the branch moved), as on the Hub.
+* **Storage that outlives deletion.** Every blob referenced by any commit in the history
+  counts towards ``usedStorage``; files of at least ``lfs_threshold`` bytes are "LFS
+  objects" that only :meth:`permanently_delete_lfs_files` (which rewrites history, so
+  commit ids change) frees.
+* **Regular uploads only.** ``preupload`` answers ``uploadMode: "regular"`` for every
+  file and no response carries ``X-Xet-*`` headers or ``xetHash``, so the client sends
+  file contents base64 in the commit and downloads with plain GETs, never through
+  ``hf_xet`` or LFS multipart (which would need real storage services).
+
+Fault switches for tests: :meth:`fail` (status N for the next k requests, optionally with
+``Retry-After``), :meth:`stall` (hold requests, optionally after part of the body),
+:meth:`stop`/:meth:`start` (refuse connections on the same port) and ``token=`` (401
+without the right bearer token). :attr:`requests` is the request log, with the
+``Authorization`` header replaced by whether it was right.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import http.server
+import json
+import os
+import re
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, BinaryIO, Iterator
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
+GITATTRIBUTES = b"*.safetensors filter=lfs diff=lfs merge=lfs -text\n*.bin filter=lfs diff=lfs merge=lfs -text\n"
+_LOGGED_BODY = 4096
+_CHUNK = 1 << 20
+_REPO = r"/api/models/(?P<ns>[^/]+)/(?P<name>[^/]+)"
+_ROUTES: list[tuple[str, re.Pattern[str], str]] = [
+    ("GET", re.compile(r"/api/whoami-v2"), "whoami"),
+    ("POST", re.compile(r"/api/validate-yaml"), "validate_yaml"),
+    ("POST", re.compile(r"/api/repos/create"), "create_repo"),
+    ("GET", re.compile(_REPO), "repo_info"),
+    ("GET", re.compile(_REPO + r"/revision/(?P<rev>[^/]+)"), "repo_info"),
+    ("POST", re.compile(_REPO + r"/preupload/(?P<rev>[^/]+)"), "preupload"),
+    ("POST", re.compile(_REPO + r"/commit/(?P<rev>[^/]+)"), "commit"),
+    ("GET", re.compile(_REPO + r"/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?"), "tree"),
+    ("GET", re.compile(_REPO + r"/lfs-files"), "lfs_files"),
+    ("POST", re.compile(_REPO + r"/lfs-files/batch"), "lfs_delete"),
+    ("GET", re.compile(r"/(?P<ns>[^/]+)/(?P<name>[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)"), "resolve"),
+    ("HEAD", re.compile(r"/(?P<ns>[^/]+)/(?P<name>[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)"), "resolve"),
+]
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+
+
+def _git_sha1(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+class _HttpError(Exception):
+    """An API error answered as the Hub does: status, ``X-Error-Code`` and a JSON ``error``."""
+
+    def __init__(self, status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None, **fields: Any):
+        super().__init__(message)
+        self.status, self.message, self.code, self.headers, self.fields = status, message, code, headers or {}, fields
+
+
+class _Aborted(Exception):
+    """The client went away (or the server stopped) before the request was complete."""
+
+
+@dataclasses.dataclass
+class LoggedRequest:
+    """One request as the server saw it; ``status`` is ``None`` when it was aborted."""
+
+    method: str
+    path: str
+    auth: str  # "ok", "missing", "invalid" or "not-required"
+    headers: dict[str, str]
+    body: bytes = b""
+    status: int | None = None
+
+
+@dataclasses.dataclass
+class _Fault:
+    kind: str  # "fail" or "stall"
+    pattern: re.Pattern[str] | None
+    method: str | None
+    remaining: int
+    status: int = 500
+    retry_after: int | None = None
+    seconds: float = 0.0
+    after_bytes: int = 0
+
+    def matches(self, method: str, path: str) -> bool:
+        return (
+            self.remaining > 0
+            and (self.method is None or self.method == method)
+            and (self.pattern is None or self.pattern.search(path) is not None)
+        )
+
+
+class _Repo:
+    """One model repo: a linear history of commits (path → blob sha256) and the blobs."""
+
+    def __init__(self, folder: Path, state: dict[str, Any]):
+        self.folder = folder
+        self.state = state
+
+    @classmethod
+    def create(cls, folder: Path, repo_id: str, private: bool) -> "_Repo":
+        (folder / "objects").mkdir(parents=True, exist_ok=True)
+        repo = cls(folder, {"id": repo_id, "private": private, "created": _now(), "history": [], "commits": {}, "blobs": {}})
+        sha = repo.store_blob(GITATTRIBUTES)
+        blob = (len(GITATTRIBUTES), _git_sha1(GITATTRIBUTES), ".gitattributes")
+        repo.add_commit({".gitattributes": sha}, "initial commit", {sha: blob}, lfs_threshold=1 << 62)
+        return repo
+
+    @classmethod
+    def load(cls, folder: Path) -> "_Repo":
+        return cls(folder, json.loads((folder / "state.json").read_text()))
+
+    def save(self) -> None:
+        tmp = self.folder / "state.json.tmp"
+        tmp.write_text(json.dumps(self.state))
+        os.replace(tmp, self.folder / "state.json")
+
+    @property
+    def head(self) -> str:
+        return self.state["history"][-1]
+
+    def resolve(self, rev: str) -> str:
+        if rev == "main":
+            return self.head
+        if rev in self.state["commits"]:
+            return rev
+        raise _HttpError(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+
+    def tree(self, rev: str = "main") -> dict[str, str]:
+        return self.state["commits"][self.resolve(rev)]["tree"]
+
+    def blob_path(self, sha: str) -> Path:
+        return self.folder / "objects" / sha
+
+    def store_blob(self, data: bytes) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        path = self.blob_path(sha)
+        if not path.exists():
+            tmp = path.with_name(f"{sha}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        return sha
+
+    def add_commit(
+        self, tree: dict[str, str], summary: str, new_blobs: dict[str, tuple[int, str, str]], lfs_threshold: int
+    ) -> str:
+        """Append a commit of ``tree``; ``new_blobs`` maps sha256 → (size, git sha1, first path) of blobs it brings."""
+        for sha, (size, git, path) in new_blobs.items():
+            self.state["blobs"].setdefault(
+                sha, {"size": size, "git": git, "lfs": size >= lfs_threshold, "filename": path, "pushedAt": _now()}
+            )
+        parent = self.state["history"][-1] if self.state["history"] else None
+        commit = {"parent": parent, "summary": summary, "time": _now(), "tree": tree}
+        oid = self._oid(commit, len(self.state["history"]))
+        self.state["commits"][oid] = commit
+        self.state["history"].append(oid)
+        self.save()
+        return oid
+
+    @staticmethod
+    def _oid(commit: dict[str, Any], index: int) -> str:
+        text = json.dumps([index, commit["parent"], sorted(commit["tree"].items()), commit["summary"], commit["time"]])
+        return hashlib.sha1(text.encode()).hexdigest()
+
+    def referenced(self) -> set[str]:
+        return {sha for commit in self.state["commits"].values() for sha in commit["tree"].values()}
+
+    def used_storage(self) -> int:
+        return sum(self.state["blobs"][sha]["size"] for sha in self.referenced())
+
+    def lfs_objects(self) -> list[dict[str, Any]]:
+        referenced = self.referenced()
+        return [
+            {
+                "fileOid": sha, "oid": sha, "filename": meta["filename"], "size": meta["size"],
+                "pushedAt": meta["pushedAt"], "ref": "refs/heads/main",
+            }
+            for sha, meta in sorted(self.state["blobs"].items())
+            if meta["lfs"] and sha in referenced
+        ]
+
+    def delete_lfs(self, shas: set[str]) -> None:
+        """Drop LFS objects and rewrite every commit that referenced them (new commit ids)."""
+        history, commits, parent = [], {}, None
+        for index, old in enumerate(self.state["history"]):
+            commit = dict(self.state["commits"][old])
+            commit["tree"] = {p: s for p, s in commit["tree"].items() if s not in shas}
+            commit["parent"] = parent
+            parent = self._oid(commit, index)
+            commits[parent] = commit
+            history.append(parent)
+        self.state["history"], self.state["commits"] = history, commits
+        for sha in shas:
+            if self.state["blobs"].get(sha, {}).get("lfs"):
+                del self.state["blobs"][sha]
+                self.blob_path(sha).unlink(missing_ok=True)
+        self.save()
+
+
+class _HTTPServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], hub: "HubServer"):
+        self.hub = hub
+        self.connections: set[socket.socket] = set()
+        super().__init__(address, _Handler)
+
+    def process_request(self, request, client_address):  # type: ignore[override]
+        with self.hub._lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):  # type: ignore[override]
+        with self.hub._lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+
+class HubServer:
+    """A Hub on ``127.0.0.1`` keeping its repos under ``root``; use as a context manager.
+
+    ``token``: when set, every API and download request needs ``Authorization: Bearer
+    <token>`` (401 otherwise). ``lfs_threshold``: files at least this big count as LFS
+    objects. ``page_size``: entries per page of tree and LFS listings (``Link`` header).
+    """
+
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        token: str | None = None,
+        user: str = "fintts-tester",
+        lfs_threshold: int = 1024,
+        page_size: int = 1000,
+        port: int = 0,
+    ):
+        self.root = Path(root)
+        self.token = token
+        self.user = user
+        self.lfs_threshold = lfs_threshold
+        self.page_size = page_size
+        self.port = port
+        self._lock = threading.RLock()
+        self._faults: list[_Fault] = []
+        self._log: list[LoggedRequest] = []
+        self._stall_event = threading.Event()
+        self._stalled = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._repos: dict[str, _Repo] = {}
+        for state in sorted((self.root / "repos").glob("*/*/state.json")):
+            repo = _Repo.load(state.parent)
+            self._repos[repo.state["id"]] = repo
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "HubServer":
+        """Listen (again, on the same port after :meth:`stop`)."""
+        if self._httpd is not None:
+            return self
+        self._stall_event.clear()
+        self._httpd = _HTTPServer(("127.0.0.1", self.port), self)
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Refuse connections: close the listening socket and drop open connections and stalls."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stall_event.set()
+        httpd.shutdown()
+        httpd.server_close()
+        with self._lock:
+            open_connections = list(httpd.connections)
+        for conn in open_connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    @property
+    def running(self) -> bool:
+        return self._httpd is not None
+
+    def __enter__(self) -> "HubServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- fault switches -----------------------------------------------------------------
+
+    def fail(
+        self, status: int, *, times: int = 1, path: str | None = None, method: str | None = None, retry_after: int | None = None
+    ) -> None:
+        """Answer the next ``times`` requests matching ``path`` (a regex) and ``method`` with ``status``."""
+        pattern = re.compile(path) if path else None
+        with self._lock:
+            self._faults.append(_Fault("fail", pattern, method, times, status=status, retry_after=retry_after))
+
+    def stall(
+        self, seconds: float, *, times: int = 1, path: str | None = None, method: str | None = None, after_bytes: int = 0
+    ) -> None:
+        """Hold matching requests for ``seconds`` (after reading ``after_bytes`` of the body), or until :meth:`release`."""
+        with self._lock:
+            self._stall_event.clear()
+            self._stalled.clear()
+            pattern = re.compile(path) if path else None
+            self._faults.append(_Fault("stall", pattern, method, times, seconds=seconds, after_bytes=after_bytes))
+
+    def wait_stalled(self, timeout: float) -> bool:
+        """Block until a request is being held by :meth:`stall`."""
+        return self._stalled.wait(timeout)
+
+    def release(self) -> None:
+        """End every stall now (held requests then continue)."""
+        self._stall_event.set()
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    @property
+    def requests(self) -> list[LoggedRequest]:
+        with self._lock:
+            return list(self._log)
+
+    # -- inspection (what a test asserts on) ----------------------------------------
+
+    def _repo(self, repo_id: str) -> _Repo:
+        try:
+            return self._repos[repo_id]
+        except KeyError:
+            raise _HttpError(404, "Repository not found", "RepoNotFound") from None
+
+    def head(self, repo_id: str) -> str:
+        with self._lock:
+            return self._repo(repo_id).head
+
+    def files(self, repo_id: str, revision: str = "main") -> dict[str, bytes]:
+        """Every file of ``revision`` with its content."""
+        with self._lock:
+            repo = self._repo(repo_id)
+            tree = dict(repo.tree(revision))
+        return {path: repo.blob_path(sha).read_bytes() for path, sha in tree.items()}
+
+    def commits(self, repo_id: str) -> list[dict[str, Any]]:
+        """The history of ``main``, oldest first: ``oid``, ``summary``, ``time``, ``paths``."""
+        with self._lock:
+            repo = self._repo(repo_id)
+            commits = repo.state["commits"]
+            return [
+                {"oid": oid, "summary": commits[oid]["summary"], "paths": sorted(commits[oid]["tree"])}
+                for oid in repo.state["history"]
+            ]
+
+    def used_storage(self, repo_id: str) -> int:
+        with self._lock:
+            return self._repo(repo_id).used_storage()
+
+    # -- request handling -------------------------------------------------------------
+
+    def _take_faults(self, method: str, path: str) -> tuple[_Fault | None, _Fault | None]:
+        with self._lock:
+            stall = next((f for f in self._faults if f.kind == "stall" and f.matches(method, path)), None)
+            fail = next((f for f in self._faults if f.kind == "fail" and f.matches(method, path)), None)
+            for fault in (stall, fail):
+                if fault is not None:
+                    fault.remaining -= 1
+            self._faults = [f for f in self._faults if f.remaining > 0]
+        return stall, fail
+
+    def _hold(self, fault: _Fault) -> None:
+        self._stalled.set()
+        self._stall_event.wait(fault.seconds)
+        if not self.running:
+            raise _Aborted("server stopped during a stall")
+
+    def _check_auth(self, header: str | None) -> str:
+        if self.token is None:
+            return "not-required"
+        if header is None:
+            return "missing"
+        return "ok" if header == f"Bearer {self.token}" else "invalid"
+
+    def _record(self, entry: LoggedRequest) -> None:
+        with self._lock:
+            self._log.append(entry)
+
+    def _dispatch(self, method: str, url: str, body: BinaryIO) -> tuple[int, dict[str, str], bytes | Path]:
+        parts = urlsplit(url)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        for route_method, pattern, name in _ROUTES:
+            match = pattern.fullmatch(parts.path)
+            if match and route_method == method:
+                args = {k: unquote(v) if v is not None else None for k, v in match.groupdict().items()}
+                return getattr(self, f"_api_{name}")(body=body, query=query, url=parts, method=method, **args)
+        raise _HttpError(404, f"no route for {method} {parts.path}")
+
+    # -- API ----------------------------------------------------------------------------
+
+    def _api_whoami(self, **_: Any):
+        auth = {"type": "access_token", "accessToken": {"role": "write"}}
+        return _json(200, {"type": "user", "name": self.user, "fullname": self.user, "orgs": [], "auth": auth})
+
+    def _api_validate_yaml(self, **_: Any):
+        return _json(200, {"errors": [], "warnings": []})
+
+    def _api_create_repo(self, body: BinaryIO, **_: Any):
+        payload = json.loads(body.read() or b"{}")
+        if payload.get("type", "model") != "model":
+            raise _HttpError(400, "this test server only hosts model repos")
+        repo_id = f"{payload.get('organization') or self.user}/{payload['name']}"
+        with self._lock:
+            if repo_id in self._repos:
+                raise _HttpError(409, "You already created this model repo", url=f"{self.endpoint}/{repo_id}")
+            private = payload.get("visibility", "private" if payload.get("private") else "public") == "private"
+            ns, name = repo_id.split("/")
+            self._repos[repo_id] = _Repo.create(self.root / "repos" / ns / name, repo_id, private)
+        return _json(200, {"url": f"{self.endpoint}/{repo_id}", "name": repo_id, "id": repo_id})
+
+    def _api_repo_info(self, ns: str, name: str, rev: str = "main", **_: Any):
+        with self._lock:
+            repo = self._repo(f"{ns}/{name}")
+            oid = repo.resolve(rev)
+            tree = repo.state["commits"][oid]["tree"]
+            info = {
+                "id": repo.state["id"],
+                "author": ns,
+                "sha": oid,
+                "private": repo.state["private"],
+                "createdAt": repo.state["created"],
+                "lastModified": repo.state["commits"][oid]["time"],
+                "siblings": [{"rfilename": path} for path in sorted(tree)],
+                "usedStorage": repo.used_storage(),
+                "tags": [],
+            }
+        return _json(200, info)
+
+    def _api_preupload(self, ns: str, name: str, rev: str, body: BinaryIO, **_: Any):
+        payload = json.loads(body.read())
+        with self._lock:
+            repo = self._repo(f"{ns}/{name}")
+            tree = repo.tree(rev)
+            blobs = repo.state["blobs"]
+            files = [
+                {
+                    "path": f["path"],
+                    "uploadMode": "regular",
+                    "shouldIgnore": False,
+                    "oid": blobs[tree[f["path"]]]["git"] if f["path"] in tree else None,
+                }
+                for f in payload["files"]
+            ]
+            head = repo.head
+        return _json(200, {"files": files, "commitOid": head})
+
+    def _api_commit(self, ns: str, name: str, rev: str, body: BinaryIO, **_: Any):
+        if rev != "main":
+            raise _HttpError(400, "this test server only commits to main")
+        repo_id = f"{ns}/{name}"
+        with self._lock:
+            repo = self._repo(repo_id)
+        header: dict[str, Any] = {}
+        operations: list[tuple[str, str, str | None]] = []
+        new_blobs: dict[str, tuple[int, str, str]] = {}
+        for raw in body:
+            if not raw.strip():
+                continue
+            item = json.loads(raw)
+            key, value = item["key"], item["value"]
+            if key == "header":
+                header = value
+                continue
+            path = value["path"]
+            if path.startswith("/") or ".." in path.split("/"):
+                raise _HttpError(400, f"invalid path {path!r}")
+            if key == "file":
+                data = base64.b64decode(value["content"]) if value.get("encoding") == "base64" else value["content"].encode()
+                sha = repo.store_blob(data)
+                new_blobs[sha] = (len(data), _git_sha1(data), path)
+                operations.append(("add", path, sha))
+            elif key == "lfsFile":
+                operations.append(("add", path, value["oid"]))
+            elif key in ("deletedFile", "deletedFolder"):
+                operations.append((key, path, None))
+            else:
+                raise _HttpError(400, f"unknown commit operation {key!r}")
+        with self._lock:
+            parent = header.get("parentCommit")
+            if parent is not None and not repo.head.startswith(parent):
+                raise _HttpError(412, "A commit has happened since. Please refresh and try again.")
+            tree = dict(repo.tree())
+            for kind, path, sha in operations:
+                if kind == "add":
+                    if sha not in repo.state["blobs"] and sha not in new_blobs:
+                        raise _HttpError(400, f"LFS object {sha} of {path} was never uploaded")
+                    tree[path] = sha  # type: ignore[assignment]
+                elif kind == "deletedFile":
+                    if tree.pop(path, None) is None:
+                        raise _HttpError(404, f"A file with this name doesn't exist: {path}", "EntryNotFound")
+                else:
+                    prefix = path.rstrip("/") + "/"
+                    doomed = [p for p in tree if p.startswith(prefix)]
+                    if not doomed:
+                        raise _HttpError(404, f"A folder with this name doesn't exist: {path}", "EntryNotFound")
+                    for p in doomed:
+                        del tree[p]
+            oid = repo.add_commit(tree, header.get("summary") or "commit", new_blobs, self.lfs_threshold)
+        url = f"{self.endpoint}/{repo_id}/commit/{oid}"
+        return _json(200, {"success": True, "commitOid": oid, "commitUrl": url, "hookOutput": ""})
+
+    def _api_tree(self, ns: str, name: str, rev: str, path: str | None, query: dict[str, str], url: Any, **_: Any):
+        recursive = query.get("recursive", "false").lower() in ("true", "1")
+        prefix = (path or "").strip("/")
+        with self._lock:
+            repo = self._repo(f"{ns}/{name}")
+            tree = dict(repo.tree(rev))
+            blobs = repo.state["blobs"]
+        base = prefix + "/" if prefix else ""
+        entries: dict[str, dict[str, Any]] = {}
+        for file_path, sha in tree.items():
+            if not file_path.startswith(base):
+                continue
+            rest = file_path[len(base):].split("/")
+            depth = len(rest) if recursive else 1
+            for i in range(1, min(depth, len(rest) - 1) + 1):
+                folder = base + "/".join(rest[:i])
+                folder_oid = hashlib.sha1(folder.encode()).hexdigest()
+                entries.setdefault(folder, {"type": "directory", "oid": folder_oid, "path": folder})
+            if recursive or len(rest) == 1:
+                meta = blobs[sha]
+                entry = {"type": "file", "oid": meta["git"], "size": meta["size"], "path": file_path}
+                if meta["lfs"]:
+                    entry["lfs"] = {"oid": sha, "size": meta["size"], "pointerSize": 134}
+                entries[file_path] = entry
+        if prefix and not entries:
+            raise _HttpError(404, f"{prefix} does not exist on main", "EntryNotFound")
+        return self._page([entries[k] for k in sorted(entries)], query, url)
+
+    def _api_lfs_files(self, ns: str, name: str, query: dict[str, str], url: Any, **_: Any):
+        with self._lock:
+            items = self._repo(f"{ns}/{name}").lfs_objects()
+        return self._page(items, query, url)
+
+    def _api_lfs_delete(self, ns: str, name: str, body: BinaryIO, **_: Any):
+        payload = json.loads(body.read())
+        shas = set(payload["deletions"]["sha"])
+        with self._lock:
+            self._repo(f"{ns}/{name}").delete_lfs(shas)
+        return _json(200, {})
+
+    def _api_resolve(self, ns: str, name: str, rev: str, path: str, method: str, **_: Any):
+        with self._lock:
+            repo = self._repo(f"{ns}/{name}")
+            oid = repo.resolve(rev)
+            sha = repo.state["commits"][oid]["tree"].get(path)
+            if sha is None:
+                raise _HttpError(404, f"Entry not found: {path}", "EntryNotFound", {"X-Repo-Commit": oid})
+            meta = repo.state["blobs"][sha]
+        etag = sha if meta["lfs"] else meta["git"]
+        headers = {"X-Repo-Commit": oid, "ETag": f'"{etag}"', "Content-Type": "application/octet-stream"}
+        if meta["lfs"]:
+            headers.update({"X-Linked-Etag": f'"{sha}"', "X-Linked-Size": str(meta["size"])})
+        return 200, headers, repo.blob_path(sha)
+
+    def _page(self, items: list[dict[str, Any]], query: dict[str, str], url: Any):
+        start = int(query.get("cursor", "0"))
+        headers = {}
+        if start + self.page_size < len(items):
+            next_query = dict(query, cursor=str(start + self.page_size))
+            headers["Link"] = f'<{self.endpoint}{url.path}?{urlencode(next_query)}>; rel="next"'
+        return _json(200, items[start:start + self.page_size], headers)
+
+
+def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    return status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(obj).encode()
+
+
+class _Body:
+    """The request body as a file, read from the socket up front (spooled to disk)."""
+
+    def __init__(self, handler: "_Handler", length: int, stall: _Fault | None, hub: HubServer):
+        self.file = tempfile.SpooledTemporaryFile(max_size=8 * _CHUNK)
+        self.excerpt = b""
+        remaining, done = length, 0
+        if stall is not None and stall.after_bytes == 0:
+            hub._hold(stall)
+        while remaining > 0:
+            want = min(_CHUNK, remaining)
+            if stall is not None and stall.after_bytes and done < stall.after_bytes:
+                want = min(want, stall.after_bytes - done)
+            chunk = handler.rfile.read(want)
+            if not chunk:
+                raise _Aborted(f"body ended after {done} of {length} bytes")
+            if len(self.excerpt) < _LOGGED_BODY:
+                self.excerpt += chunk[: _LOGGED_BODY - len(self.excerpt)]
+            self.file.write(chunk)
+            done += len(chunk)
+            remaining -= len(chunk)
+            if stall is not None and stall.after_bytes and done == stall.after_bytes:
+                hub._hold(stall)
+        self.file.seek(0)
+
+    def read(self, size: int = -1) -> bytes:
+        return self.file.read(size)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.file)
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
+        pass
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_HEAD(self) -> None:
+        self._handle("HEAD")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    def _handle(self, method: str) -> None:
+        hub = self.server.hub
+        headers = {k: v for k, v in self.headers.items() if k.lower() != "authorization"}
+        entry = LoggedRequest(method, self.path, hub._check_auth(self.headers.get("Authorization")), headers)
+        try:
+            stall, fail = hub._take_faults(method, urlsplit(self.path).path)
+            body = _Body(self, int(self.headers.get("Content-Length") or 0), stall, hub)
+            entry.body = body.excerpt
+            if fail is not None:
+                extra = {"Retry-After": str(fail.retry_after)} if fail.retry_after is not None else {}
+                raise _HttpError(fail.status, f"injected failure {fail.status}", headers=extra)
+            if entry.auth in ("missing", "invalid") and not self.path.startswith("/api/validate-yaml"):
+                raise _HttpError(401, INVALID_CREDENTIALS)
+            status, out_headers, payload = hub._dispatch(method, self.path, body)
+        except _Aborted:
+            self.close_connection = True
+            hub._record(entry)
+            return
+        except _HttpError as err:
+            status, out_headers, payload = _json(err.status, {"error": err.message, **err.fields}, err.headers)
+            out_headers["X-Error-Message"] = err.message
+            if err.code:
+                out_headers["X-Error-Code"] = err.code
+        except Exception as err:  # a bug in the stand-in must look like a server error, not hang the client
+            status, out_headers, payload = _json(500, {"error": f"{type(err).__name__}: {err}"})
+        entry.status = status
+        hub._record(entry)
+        try:
+            self._respond(method, status, out_headers, payload)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _respond(self, method: str, status: int, headers: dict[str, str], payload: bytes | Path) -> None:
+        size = payload.stat().st_size if isinstance(payload, Path) else len(payload)
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        if method == "HEAD":
+            return
+        if isinstance(payload, Path):
+            with open(payload, "rb") as handle:
+                for block in iter(lambda: handle.read(_CHUNK), b""):
+                    self.wfile.write(block)
+        else:
+            self.wfile.write(payload)
