@@ -138,6 +138,15 @@ def test_init_from_a_save_pretrained_folder_and_eval_cli(trained, tmp_path):
     assert scores["mcd_mean_db"] > 0 and {c["speaker"] for c in scores["clips"]} == {"espeak_f2", "espeak_m3"}
 
 
+def test_a_new_run_can_start_from_an_old_runs_checkpoint(trained, tmp_path):
+    folder, _, _ = trained
+    old_checkpoint = checkpoint.latest_complete(folder / "store")
+    config = tiny_config(tmp_path, init=str(old_checkpoint), model={}, max_steps=1, eval_every=0, lr=0.0)
+    train(config, store=tmp_path / "store", **QUIET)
+    # lr 0: one step changes nothing, so the new run holds exactly the old checkpoint's weights
+    assert_bit_identical(weights(tmp_path / "store"), weights(folder / "store"))
+
+
 def test_init_from_the_hub_without_network_says_what_to_do(tmp_path):
     config = tiny_config(tmp_path, init="facebook/mms-tts-fin", model={}, max_steps=1)
     result = cli("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", cwd=tmp_path)

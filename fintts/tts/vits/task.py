@@ -25,10 +25,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import torch
+from safetensors.torch import load_model
 from torch import nn
 from tqdm.auto import tqdm
 
 from fintts.config import _free
+from fintts.train import checkpoint
+from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import AUDIO_EXTENSIONS, Spectrogram, SpectrogramConfig, load_audio, wav_bytes
 from fintts.tts.corpus import Item, check_corpus
@@ -58,7 +61,8 @@ class VitsTaskConfig:
     format: str = ""
     #: train only these speakers (empty: all).
     speakers: list[str] = dataclasses.field(default_factory=list)
-    #: ``facebook/mms-tts-fin`` (or a Hub id in the local cache), a save_pretrained folder, or ``scratch``.
+    #: ``facebook/mms-tts-fin`` (or a Hub id in the local cache), a save_pretrained folder, a fintts
+    #: run or checkpoint folder, or ``scratch``.
     init: str = "facebook/mms-tts-fin"
     #: VitsConfig fields: the whole architecture for ``scratch``, shape-neutral ones otherwise.
     model: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -152,6 +156,25 @@ def read_heldout_files(root: Path) -> list[Item]:
     return items
 
 
+def resolve_init(init: str) -> tuple[str, Path | None]:
+    """Where the generator comes from, and a fintts checkpoint whose weights replace it.
+
+    ``init`` may also name a fintts run folder (its ``model/``, the best voice) or one of
+    its checkpoint folders (the architecture of the run's ``model/``, that checkpoint's
+    generator and discriminator weights): a new run can start from an older run.
+    """
+    path = Path(init).expanduser()
+    if (path / checkpoint.MANIFEST).is_file():
+        checkpoint.verify(path)
+        architecture = path.parent.parent / MODEL_DIR
+        if not (architecture / "config.json").is_file():
+            raise ValueError(f"init: {path} is a checkpoint, but its run has no {architecture} to read the architecture from")
+        return str(architecture), path
+    if (path / MODEL_DIR / "config.json").is_file():
+        return str(path / MODEL_DIR), None
+    return init, None
+
+
 @dataclasses.dataclass
 class CorpusSelection:
     """The clips a run trains on and the ones it validates on; the same every session."""
@@ -224,9 +247,8 @@ class VitsTask(Task):
         overrides = dict(cfg.model)
         if cfg.init == "scratch":
             overrides.setdefault("vocab_size", FinnishText.default().vocab_size)
-        vits, tokenizer = build_generator(
-            cfg.init, config_overrides=overrides, num_speakers=max(1, len(self.speakers)),
-        )
+        init, weights = resolve_init(cfg.init)
+        vits, tokenizer = build_generator(init, config_overrides=overrides, num_speakers=max(1, len(self.speakers)))
         self.text = FinnishText.from_tokenizer(tokenizer) if tokenizer is not None else FinnishText.default()
         if self.text.vocab_size > vits.config.vocab_size:
             raise ValueError(
@@ -240,10 +262,12 @@ class VitsTask(Task):
             cfg.discriminator or None, DiscriminatorConfig(**{k: tuple(v) if isinstance(v, list) else v
                                                              for k, v in cfg.discriminator_config.items()})
         )
-        return {
-            "model": VitsTrainingForward(vits, cfg.segment_frames, decoder_checkpointing=cfg.decoder_checkpointing),
-            "discriminator": discriminator,
-        }
+        generator = VitsTrainingForward(vits, cfg.segment_frames, decoder_checkpointing=cfg.decoder_checkpointing)
+        if weights is not None:
+            load_model(generator, str(weights / "model.safetensors"), strict=True)
+            if (weights / "discriminator.safetensors").is_file() and not cfg.discriminator:
+                load_model(discriminator, str(weights / "discriminator.safetensors"), strict=True)
+        return {"model": generator, "discriminator": discriminator}
 
     def build_optimizers(self, models: Mapping[str, nn.Module]) -> list[OptimizerGroup]:
         cfg = self.config
