@@ -29,6 +29,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from fintts.train.checkpoint import sha256_file
 from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio
 
 #: Bumped when what is stored changes meaning, so old caches are not reused.
@@ -41,15 +42,6 @@ class Features:
 
     wav: torch.Tensor
     spec: torch.Tensor
-
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def config_hash(config: SpectrogramConfig) -> str:
@@ -75,7 +67,7 @@ class FeatureCache:
 
     def get(self, audio_path: Path) -> Features:
         """Features of ``audio_path``, from the cache when its bytes were seen before."""
-        entry = self.folder / f"{file_sha256(audio_path)}.safetensors"
+        entry = self.folder / f"{sha256_file(audio_path)}.safetensors"
         cached = self._load(entry)
         if cached is not None:
             self.hits += 1
