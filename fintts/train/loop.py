@@ -15,6 +15,7 @@ import math
 import socket
 import time
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -168,7 +169,7 @@ class Trainer:
         cache = self.store.root / CACHE_DIR
         self.task: Task = task_cls(
             self.config.task,
-            TaskContext(self.cfg.seed, self.device, autocast_dtype, cache, self.main, self.log),
+            TaskContext(self.cfg.seed, self.device, autocast_dtype, cache, self.main, self.log, self.progress and self.main),
         )
         torch.manual_seed(self.cfg.seed)  # model init; replaced by the checkpoint's weights when resuming
         models = self.task.build_models()
@@ -349,7 +350,10 @@ class Trainer:
         self.scaler.update()
         for group in self.groups:
             group.optimizer.zero_grad(set_to_none=True)
-            self.schedulers[group.name].step()
+            with warnings.catch_warnings():
+                # when fp16 overflows, the scaler skips the optimizer step; the schedule moves on regardless
+                warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler.step\(\)` before")
+                self.schedulers[group.name].step()
         values = torch.stack(list(totals.values())).cpu().tolist()  # one device sync per step
         return dict(zip(totals, values))
 

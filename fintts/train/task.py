@@ -86,6 +86,8 @@ class TaskContext:
     cache_dir: Path
     is_main_process: bool = True
     log: Callable[[str], None] = print
+    #: show progress bars (the main process of a run started with progress on).
+    progress: bool = True
 
 
 class Task(abc.ABC):

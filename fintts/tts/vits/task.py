@@ -283,14 +283,14 @@ class VitsTask(Task):
 
     # ------------------------------------------------------------------ data
     def _prepare_corpus(self) -> None:
-        selection = select_corpus(self.config, log=self.context.log, progress=self.context.is_main_process)
+        selection = select_corpus(self.config, log=self.context.log, progress=self.context.progress)
         self.speakers, self.items, self.heldout = selection.speakers, selection.items, selection.heldout
         self.hours = selection.hours
 
     def train_data(self) -> TrainData:
         cache = FeatureCache(self.context.cache_dir / "features", self.spectrogram_config)
         encoded, lengths = [], []
-        for item in tqdm(self.items, desc="features", disable=not self.context.is_main_process, leave=False):
+        for item in tqdm(self.items, desc="features", disable=not self.context.progress, leave=False):
             features = cache.get(item.audio)
             encoded.append((self.text.encode(item.text, warn=None), item.audio, self.speakers.index(item.speaker)))
             lengths.append(int(features.spec.shape[-1]))
