@@ -55,7 +55,7 @@ def synthetic_batch(batch: int = 3, seed: int = 0):
     """Tokens and audio of different lengths; the linear spectrogram is computed from the audio."""
     generator = torch.Generator().manual_seed(seed)
     text_lengths = torch.tensor([9, 7, 5, 6][:batch])
-    frame_lengths = torch.tensor([48, 40, 28, 36][:batch])
+    frame_lengths = torch.tensor([48, 40, 32, 36][:batch])
     num_tokens, num_frames = int(text_lengths.max()), int(frame_lengths.max())
     input_mask = torch.arange(num_tokens)[None] < text_lengths[:, None]
     spec_mask = torch.arange(num_frames)[None] < frame_lengths[:, None]
@@ -318,8 +318,14 @@ def test_duration_flows_training_direction_inverts_the_inference_direction(monke
     torch.testing.assert_close(log_durations, latents[:, :1], rtol=1e-4, atol=1e-4)
 
 
-def _training_steps(autocast_dtype: torch.dtype | None, steps: int, segment_frames: int = 8, seed: int = 0):
-    """Generator + discriminator steps on one batch; returns the mel loss of every step."""
+def _training_steps(autocast_dtype: torch.dtype | None, steps: int, segment_frames: int = 32, seed: int = 0):
+    """Generator + discriminator steps on one batch; returns the mel loss of every step.
+
+    Windows are kept at 512 samples: with 128, the scale discriminator's last grouped conv
+    sees 2 samples under a 41-tap kernel, and torch 2.13's CPU bf16 weight gradient for
+    that shape intermittently returns garbage for one group (a kernel bug, reproducible
+    on the discriminator alone; not seen from 512 samples up or in fp16/fp32).
+    """
     model, discriminator, batch = tiny_model(seed), VitsDiscriminator(TINY_DISCRIMINATOR), synthetic_batch()
     g_optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, betas=(0.8, 0.99))
     d_optimizer = torch.optim.AdamW(discriminator.parameters(), lr=2e-3, betas=(0.8, 0.99))
@@ -353,6 +359,6 @@ def test_mixed_precision_steps_stay_finite(dtype):
 
 
 def test_overfitting_one_batch_lowers_the_mel_loss():
-    mel_losses = _training_steps(None, steps=50, segment_frames=28)
-    first, last = np.mean(mel_losses[:3]), np.mean(mel_losses[-3:])
+    mel_losses = _training_steps(None, steps=40)
+    first, last = np.mean(mel_losses[:3]), np.mean(mel_losses[-5:])
     assert last < 0.7 * first, mel_losses

@@ -112,16 +112,18 @@ def train_forward(
         attention_mask=input_mask.long(),
     )
     text_hidden = encoded.last_hidden_state.transpose(1, 2)
+    # The encoder's own sample (global RNG, autocast dtype) is dropped and z is drawn
+    # below in float32 from ``generator``.
     _, m_q, logs_q = model.posterior_encoder(spec, frame_mask, speaker_embedding)
 
     with torch.autocast(device_type, enabled=False):
         m_p = encoded.prior_means.transpose(1, 2).float()
         logs_p = encoded.prior_log_variances.transpose(1, 2).float()
         m_q, logs_q = m_q.float(), logs_q.float()
-        g32 = None if speaker_embedding is None else speaker_embedding.float()
+        speaker_fp32 = None if speaker_embedding is None else speaker_embedding.float()
 
         z = (m_q + _standard_normal(m_q, generator) * torch.exp(logs_q)) * frame_mask
-        z_p = model.flow(z, frame_mask, g32)
+        z_p = model.flow(z, frame_mask, speaker_fp32)
 
         alignment = monotonic_alignment_search(
             prior_log_likelihood(z_p, m_p, logs_p), input_mask.bool(), spec_mask.bool()
@@ -129,11 +131,11 @@ def train_forward(
         durations = alignment.sum(dim=2).unsqueeze(1)  # [B, 1, T_text]
         if config.use_stochastic_duration_prediction:
             nll = stochastic_duration_nll(
-                model.duration_predictor, text_hidden.float(), text_mask, durations, g32, generator
+                model.duration_predictor, text_hidden.float(), text_mask, durations, speaker_fp32, generator
             )
             duration_loss = stochastic_duration_loss(nll, text_mask)
         else:
-            predicted = model.duration_predictor(text_hidden.float(), text_mask, g32)
+            predicted = model.duration_predictor(text_hidden.float(), text_mask, speaker_fp32)
             duration_loss = deterministic_duration_loss(predicted, durations, text_mask)
 
         m_p_frames = torch.matmul(m_p, alignment)
@@ -222,8 +224,10 @@ def generator_loss_terms(
     """The generator's step: every term of VITS eq. 11, their weighted sum as ``loss``.
 
     ``log_mel`` maps float32 audio ``[B, samples]`` to a log-mel spectrogram; it runs in
-    float32 with autocast disabled. The discriminator's parameters receive gradients
-    here too; the trainer steps only the generator's group with this loss.
+    float32 with autocast disabled. Backward ``loss`` into the generator's parameters
+    only (the trainer passes them as ``backward(inputs=...)``), or the discriminator
+    accumulates gradients from it; under data parallelism pass the unwrapped
+    discriminator so that this forward does not take part in its gradient sync.
     """
     device_type = output.wav_fake.device.type
     with torch.autocast(device_type, enabled=False):
