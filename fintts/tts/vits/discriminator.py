@@ -42,6 +42,17 @@ class DiscriminatorConfig:
             raise ValueError("scale_channels and scale_groups must have the same length")
 
 
+def _conv_stack(convs: nn.ModuleList, conv_post: nn.Module, hidden: Tensor) -> tuple[Tensor, list[Tensor]]:
+    """Leaky-ReLU conv stack then the output conv; every activation is a feature map (eq. 10)."""
+    feature_maps = []
+    for conv in convs:
+        hidden = nn.functional.leaky_relu(conv(hidden), LEAKY_RELU_SLOPE)
+        feature_maps.append(hidden)
+    hidden = conv_post(hidden)
+    feature_maps.append(hidden)
+    return torch.flatten(hidden, 1), feature_maps
+
+
 class ScaleDiscriminator(nn.Module):
     """HiFi-GAN/MelGAN scale discriminator on the raw waveform (VITS ``DiscriminatorS``)."""
 
@@ -58,14 +69,7 @@ class ScaleDiscriminator(nn.Module):
         self.conv_post = weight_norm(nn.Conv1d(channels[-1], 1, 3, 1, padding=1))
 
     def forward(self, wav: Tensor) -> tuple[Tensor, list[Tensor]]:
-        feature_maps = []
-        hidden = wav
-        for conv in self.convs:
-            hidden = nn.functional.leaky_relu(conv(hidden), LEAKY_RELU_SLOPE)
-            feature_maps.append(hidden)
-        hidden = self.conv_post(hidden)
-        feature_maps.append(hidden)
-        return torch.flatten(hidden, 1), feature_maps
+        return _conv_stack(self.convs, self.conv_post, wav)
 
 
 class PeriodDiscriminator(nn.Module):
@@ -90,14 +94,7 @@ class PeriodDiscriminator(nn.Module):
             pad = self.period - length % self.period
             wav = nn.functional.pad(wav, (0, pad), mode="reflect")
             length += pad
-        hidden = wav.view(batch, channels, length // self.period, self.period)
-        feature_maps = []
-        for conv in self.convs:
-            hidden = nn.functional.leaky_relu(conv(hidden), LEAKY_RELU_SLOPE)
-            feature_maps.append(hidden)
-        hidden = self.conv_post(hidden)
-        feature_maps.append(hidden)
-        return torch.flatten(hidden, 1), feature_maps
+        return _conv_stack(self.convs, self.conv_post, wav.view(batch, channels, length // self.period, self.period))
 
 
 class VitsDiscriminator(nn.Module):
