@@ -267,6 +267,7 @@ class Trainer:
         every = parse_duration(cfg.checkpoint_every, key="checkpoint_every")
         last_save = time.time()
         step_times: list[float] = []
+        eval_seconds = 0.0
         window: dict[str, float] = {}
         bar = tqdm(total=cfg.max_steps, initial=self.state.step, disable=not (self.progress and self.main), desc=cfg.run_name, dynamic_ncols=True)
         writer = self._tensorboard()
@@ -290,13 +291,16 @@ class Trainer:
                 self._record_losses(window, cfg.log_every, writer)
                 window = {}
             if cfg.eval_every and self.state.step % cfg.eval_every == 0:
+                eval_started = time.time()
                 if self._evaluate(writer):
                     reason = "early_stopping"
+                eval_seconds = time.time() - eval_started
+            next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
             if self.state.step >= cfg.max_steps:
                 reason = reason or "max_steps"
             elif self._agree(bool(stop)):
                 reason = stop.signal_name or "signal"
-            elif self._agree(self.clock.must_stop(max(step_times) * 1.2)):
+            elif self._agree(self.clock.must_stop(max(step_times) * 1.2 + (eval_seconds if next_eval else 0.0))):
                 reason = "deadline"
             elif (every and time.time() - last_save >= every) or (
                 cfg.checkpoint_every_steps and self.state.step % cfg.checkpoint_every_steps == 0
