@@ -474,7 +474,7 @@ class Trainer:
         torch.save(self.scaler.state_dict(), folder / "scaler.pt")
         (folder / "state.json").write_text(self.state.to_json())
         (folder / "config.yaml").write_text(yaml.safe_dump(self.config.to_dict(), sort_keys=False, allow_unicode=True))
-        if self.last_eval is not None and self.last_eval["step"] == self.state.step:
+        if self.last_eval is not None:  # the newest validation's samples (state.json's evals say at which step)
             for rel, data in self.last_eval["files"].items():
                 target = folder / rel
                 target.parent.mkdir(parents=True, exist_ok=True)

@@ -124,6 +124,14 @@ class _Failure(Exception):
         return self._ERRORS.get(self.kind, StoreError)(self.message)
 
 
+#: Why a session refuses to start without the Hub, and what to do instead.
+UNREACHABLE_ADVICE = (
+    ". The run's newest checkpoint and its writer's lease live on the Hub, so a session cannot safely start"
+    " without it (it would fork the run). Check the network (on Kaggle: Settings > Internet on) and HF_ENDPOINT,"
+    " then run again; or train with --store PATH alone and `fintts push --store PATH --hub-repo USER/NAME` later."
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Backoff:
     """Waits between retries: ``base * 2**n`` capped at ``cap``, times a jitter in ``[1 - jitter, 1]``.
@@ -810,7 +818,8 @@ class HubStore(Store):
             except Exception as err:
                 failure = self._failure(err)
                 if not failure.transient or attempt == self.sync_attempts:
-                    raise _Failure(f"could not {what}: {failure.message}", failure.kind).error() from None
+                    advice = UNREACHABLE_ADVICE if failure.kind == "unreachable" else ""
+                    raise _Failure(f"could not {what}: {failure.message}{advice}", failure.kind).error() from None
                 time.sleep(self.backoff.delay(attempt, failure.retry_after))
         raise AssertionError("unreachable")
 
