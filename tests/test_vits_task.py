@@ -13,7 +13,6 @@ import yaml
 from transformers import VitsModel, pipeline
 
 from fintts.train import checkpoint, train
-from fintts.tts.vits.init import tiny_vits_config
 from fintts.tts.vits.task import DEMO_CORPUS
 from fintts.tts.voice import Voice
 from trainer_helpers import assert_bit_identical, cli
@@ -154,6 +153,3 @@ def test_init_from_the_hub_without_network_says_what_to_do(tmp_path, monkeypatch
     assert result.returncode != 0
     assert "init: PATH" in result.stderr or "init: PATH" in result.stdout
 
-
-def test_tiny_factory_matches_the_task_sizes():
-    assert tiny_vits_config().sampling_rate == TINY_MODEL["sampling_rate"]

@@ -35,7 +35,7 @@ from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolate
 from fintts.train.stores import Store, open_store
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
 from fintts.train.summary import SessionSummary, loss_plot_png
-from fintts.train.task import OptimizerGroup, Task, TaskContext, load_task_class, unwrap
+from fintts.train.task import OptimizerGroup, Task, TaskContext, load_task_class
 
 
 class ConfigDrift(ConfigError):
