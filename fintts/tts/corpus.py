@@ -369,13 +369,25 @@ def _read_layout(
     if format == "pairs":
         _read_pairs(folder, speaker, id_prefix, items, problems)
     else:
-        _read_metadata(folder, format == "ljspeech-speaker", speaker, id_prefix, items, problems)
+        _read_metadata(folder / METADATA, format == "ljspeech-speaker", speaker, id_prefix, items, problems)
+
+
+def read_table(table: Path, speaker: str, id_prefix: str = "") -> tuple[list[Item], list[Problem]]:
+    """Items of an LJSpeech-style ``id|text[|normalized]`` table other than ``metadata.csv``.
+
+    A corpus may ship extra tables beside its metadata (the demo's ``heldout.csv``); they are
+    read exactly like ``metadata.csv``, audio in ``wavs/`` beside the table.
+    """
+    items: list[Item] = []
+    problems: list[Problem] = []
+    _read_metadata(table, False, speaker, id_prefix, items, problems)
+    return items, problems
 
 
 def _read_metadata(
-    folder: Path, speaker_column: bool, speaker: str, id_prefix: str, items: list[Item], problems: list[Problem]
+    metadata: Path, speaker_column: bool, speaker: str, id_prefix: str, items: list[Item], problems: list[Problem]
 ) -> None:
-    metadata = folder / METADATA
+    folder = metadata.parent
     try:
         lines = metadata.read_text(encoding="utf-8-sig").splitlines()
     except UnicodeDecodeError as error:
@@ -414,13 +426,13 @@ def _read_metadata(
             problems.append(
                 Problem(
                     folder / "wavs" / clip_id,
-                    f"audio not found for {METADATA} line {number}: looked for wavs/{clip_id}"
+                    f"audio not found for {metadata.name} line {number}: looked for wavs/{clip_id}"
                     f"{{{','.join(AUDIO_EXTENSIONS)}}}; add the file or remove the line",
                 )
             )
             continue
         if not transcript:
-            problems.append(Problem(audio, f"empty transcript ({METADATA} line {number}); write it or remove the line"))
+            problems.append(Problem(audio, f"empty transcript ({metadata.name} line {number}); write it or remove the line"))
             continue
         items.append(Item(id=id_prefix + clip_id, audio=audio, text=transcript, speaker=clip_speaker))
 

@@ -33,8 +33,8 @@ from fintts.config import _free
 from fintts.train import checkpoint
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Evaluation, OptimizerGroup, Task, TrainData, unwrap
-from fintts.tts.audio import AUDIO_EXTENSIONS, Spectrogram, SpectrogramConfig, load_audio, wav_bytes
-from fintts.tts.corpus import Item, check_corpus
+from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio, wav_bytes
+from fintts.tts.corpus import Item, check_corpus, read_table
 from fintts.tts.eval import mel_cepstral_distortion
 from fintts.tts.features import FeatureCache
 from fintts.tts.text import FinnishText
@@ -141,18 +141,11 @@ class _Collate:
 
 
 def read_heldout_files(root: Path) -> list[Item]:
-    """``heldout.csv`` files (``id|text``, audio in ``wavs/``) beside a corpus's metadata, as the demo ships."""
-    items = []
+    """``heldout.csv`` tables (``id|text``, audio in ``wavs/``) beside a corpus's metadata, as the demo ships."""
+    items: list[Item] = []
     for table in sorted(root.rglob("heldout.csv")):
         speaker = table.parent.name
-        for line in table.read_text(encoding="utf-8").splitlines():
-            if not line.strip() or line.startswith("#"):
-                continue
-            clip, text = line.split("|", 2)[:2]
-            audio = next((table.parent / "wavs" / f"{clip}{ext}" for ext in AUDIO_EXTENSIONS
-                          if (table.parent / "wavs" / f"{clip}{ext}").is_file()), None)
-            if audio is not None:
-                items.append(Item(id=f"{speaker}/{clip}", audio=audio, text=text, speaker=speaker))
+        items += read_table(table, speaker, id_prefix=f"{speaker}/")[0]
     return items
 
 
