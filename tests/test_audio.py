@@ -164,3 +164,16 @@ def test_feature_cache_recomputes_a_damaged_entry(tmp_path: Path) -> None:
 
     torch.testing.assert_close(cache.get(clip).spec, good.spec)
     assert cache.misses == 2
+
+
+def test_feature_cache_entries_are_read_back_without_rehashing_and_survive_loss(tmp_path: Path) -> None:
+    clip = tmp_path / "clip.wav"
+    sf.write(clip, _tone(1.0, 16000), 16000)
+    cache = FeatureCache(tmp_path / "cache", MMS)
+    entry, first = cache.lookup(clip)
+    assert entry.is_file() and entry.parent == cache.folder
+    torch.testing.assert_close(cache.load(entry, clip).spec, first.spec)
+    assert (cache.misses, cache.hits) == (1, 1)
+    entry.unlink()  # e.g. a cache folder cleaned between epochs
+    torch.testing.assert_close(cache.load(entry, clip).spec, first.spec)
+    assert cache.misses == 2 and entry.is_file()

@@ -67,16 +67,32 @@ class FeatureCache:
 
     def get(self, audio_path: Path) -> Features:
         """Features of ``audio_path``, from the cache when its bytes were seen before."""
+        return self.lookup(audio_path)[1]
+
+    def lookup(self, audio_path: Path) -> tuple[Path, Features]:
+        """The cache entry of ``audio_path`` (computed if missing) and its features.
+
+        Hashing the audio is the cost of a lookup; a training loop that reads the same clips
+        every epoch keeps the entry and reads it back with :meth:`load` instead.
+        """
         entry = self.folder / f"{sha256_file(audio_path)}.safetensors"
         cached = self._load(entry)
         if cached is not None:
             self.hits += 1
-            return cached
+            return entry, cached
         wav = load_audio(audio_path, self.cfg.sample_rate)
         features = Features(wav=wav, spec=self._spectrogram.linear(wav).contiguous())
         self._store(entry, features)
         self.misses += 1
-        return features
+        return entry, features
+
+    def load(self, entry: Path, audio_path: Path) -> Features:
+        """Features of an entry :meth:`lookup` returned; recomputed from ``audio_path`` if it is gone or damaged."""
+        cached = self._load(entry)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        return self.get(audio_path)
 
     def _load(self, entry: Path) -> Features | None:
         if not entry.is_file():

@@ -104,15 +104,15 @@ class VitsBatch:
 class _Clips(torch.utils.data.Dataset):
     """Encoded text and cached features per clip; deterministic, so workers add no randomness."""
 
-    def __init__(self, items: list[tuple[list[int], Path, int]], cache: FeatureCache):
+    def __init__(self, items: list[tuple[list[int], Path, Path, int]], cache: FeatureCache):
         self.items, self.cache = items, cache
 
     def __len__(self) -> int:
         return len(self.items)
 
     def __getitem__(self, index: int):
-        ids, audio, speaker = self.items[index]
-        features = self.cache.get(audio)
+        ids, entry, audio, speaker = self.items[index]
+        features = self.cache.load(entry, audio)
         return torch.tensor(ids, dtype=torch.long), features.spec, features.wav, speaker
 
 
@@ -284,8 +284,8 @@ class VitsTask(Task):
         cache = FeatureCache(self.context.cache_dir / "features", self.spectrogram_config)
         encoded, lengths = [], []
         for item in tqdm(self.items, desc="features", disable=not self.context.progress, leave=False):
-            features = cache.get(item.audio)
-            encoded.append((self.text.encode(item.text, warn=None), item.audio, self.speakers.index(item.speaker)))
+            entry, features = cache.lookup(item.audio)
+            encoded.append((self.text.encode(item.text, warn=None), entry, item.audio, self.speakers.index(item.speaker)))
             lengths.append(int(features.spec.shape[-1]))
         if cache.misses:
             self.context.log(f"features: {cache.misses} computed, {cache.hits} from the cache in {cache.folder}")
