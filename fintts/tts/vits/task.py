@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 
 from fintts.config import _free
 from fintts.train import checkpoint
+from fintts.train.state import isolated_rng
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio, wav_bytes
@@ -367,8 +368,7 @@ def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[s
     heldout = select_corpus(cfg, log=log, progress=False).heldout
     if not heldout:
         raise ValueError(f"data: {cfg.data} has no held-out clips to score (add heldout.csv or more clips per speaker)")
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
+    with isolated_rng(0):
         scores = heldout_mcd(voice, heldout)
     return {
         "model": str(model_dir),
