@@ -15,7 +15,7 @@ from transformers import VitsModel, pipeline
 from fintts.train import checkpoint, train
 from fintts.tts.vits.task import DEMO_CORPUS
 from fintts.tts.voice import Voice
-from trainer_helpers import assert_bit_identical, cli
+from trainer_helpers import assert_bit_identical, cli, final_weights
 
 QUIET = {"progress": False, "log": lambda message: None}
 
@@ -40,13 +40,6 @@ def tiny_config(folder, **settings):
     return path
 
 
-def weights(store):
-    folder = checkpoint.latest_complete(store, log=lambda _: None)
-    from safetensors.torch import load_file
-
-    return {f"{n}.{k}": v for n in ("model", "discriminator") for k, v in load_file(folder / f"{n}.safetensors").items()}
-
-
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     folder = tmp_path_factory.mktemp("vits")
@@ -61,7 +54,7 @@ def test_vits_training_resumes_bit_identically(trained, tmp_path):
     train(config, store=tmp_path / "store", max_steps=4, **QUIET)
     summary = train(config, store=tmp_path / "store", **QUIET)
     assert summary.end_step == 6
-    assert_bit_identical(weights(tmp_path / "store"), weights(folder / "store"))
+    assert_bit_identical(final_weights(tmp_path / "store"), final_weights(folder / "store"))
 
 
 def test_validation_scores_mcd_and_keeps_samples_and_a_plot(trained):
@@ -97,7 +90,7 @@ def test_a_few_steps_under_cpu_autocast_stay_finite(tmp_path, precision):
     train(config, store=tmp_path / "store", **QUIET)
     status = json.loads((tmp_path / "store" / "status.json").read_text())
     assert all(np.isfinite(v) for k, v in status["loss"].items())
-    for tensor in weights(tmp_path / "store").values():
+    for tensor in final_weights(tmp_path / "store").values():
         assert torch.isfinite(tensor).all()
     if precision == "fp16":
         scaler = torch.load(checkpoint.latest_complete(tmp_path / "store") / "scaler.pt", weights_only=True)
@@ -143,7 +136,7 @@ def test_a_new_run_can_start_from_an_old_runs_checkpoint(trained, tmp_path):
     config = tiny_config(tmp_path, init=str(old_checkpoint), model={}, max_steps=1, eval_every=0, lr=0.0)
     train(config, store=tmp_path / "store", **QUIET)
     # lr 0: one step changes nothing, so the new run holds exactly the old checkpoint's weights
-    assert_bit_identical(weights(tmp_path / "store"), weights(folder / "store"))
+    assert_bit_identical(final_weights(tmp_path / "store"), final_weights(folder / "store"))
 
 
 def test_init_from_the_hub_without_network_says_what_to_do(tmp_path, monkeypatch):

@@ -39,10 +39,8 @@ def final_weights(store: Path) -> dict[str, torch.Tensor]:
     folder = checkpoint.latest_complete(store, log=lambda _: None)
     assert folder is not None, f"no complete checkpoint in {store}"
     weights = {}
-    for name in ("model", "critic"):
-        path = folder / f"{name}.safetensors"
-        if path.exists():
-            weights.update({f"{name}.{k}": v for k, v in load_file(path).items()})
+    for path in sorted(folder.glob("*.safetensors")):  # every model the task saved
+        weights.update({f"{path.stem}.{k}": v for k, v in load_file(path).items()})
     return weights
 
 
