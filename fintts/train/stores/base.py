@@ -71,7 +71,7 @@ class Store(abc.ABC):
         return checkpoint.prune(self.root, keep_last, protect)
 
     def transfer_seconds(self) -> list[float]:
-        """Measured seconds of this session's publishes, for the session clock's reserve."""
+        """Measured seconds of this run's recent publishes (earlier sessions too), for the clock's reserve."""
         return []
 
     def pending(self) -> str | None:
