@@ -42,6 +42,26 @@ def test_scratch_builds_a_random_model_from_the_overrides():
     assert model.config.hidden_size == 16 and model.config.layerdrop == 0.0
 
 
+def test_scratch_starts_as_vits_does_quiet_decoder_and_identity_flows():
+    # transformers' Kaiming init made the decoder emit loud noise and the flows scramble
+    # their input; VITS starts from a near-silent decoder and identity flows.
+    torch.manual_seed(0)
+    overrides = {**tiny_vits_config().to_diff_dict(), "upsample_initial_channel": 64}
+    model, _ = build_generator("scratch", config_overrides=overrides, num_speakers=2, speaker_embedding_size=4)
+    latents = torch.randn(3, model.config.flow_size, 20)
+    speakers = model.embed_speaker(torch.tensor([0, 1, 1])).unsqueeze(-1)
+    mask = torch.ones(3, 1, 20)
+    with torch.no_grad():
+        assert torch.equal(model.flow(latents, mask, speakers), latents)
+        assert model.decoder(latents, speakers).std() < 0.02
+        reference = VitsModel(model.config).decoder(latents, speakers)
+    assert reference.std() > 10 * model.decoder(latents, speakers).detach().std()
+    assert model.text_encoder.embed_tokens.weight.std().item() == pytest.approx(model.config.hidden_size**-0.5, rel=0.2)
+    # weight-normed layers were re-initialised through their parametrization, not bypassed
+    wavenet = model.posterior_encoder.wavenet.in_layers[0]
+    assert torch.allclose(wavenet.parametrizations.weight.original0.flatten(), wavenet.weight.flatten(1).norm(dim=1))
+
+
 def test_scratch_with_speakers_gets_speaker_conditioning():
     overrides = tiny_vits_config().to_diff_dict()
     model, _ = build_generator("scratch", config_overrides=overrides, num_speakers=3, speaker_embedding_size=4)

@@ -9,12 +9,15 @@ extended model starts out producing exactly what the checkpoint produced.
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.utils import parametrize
 from transformers import VitsConfig, VitsModel, VitsTokenizer
+from transformers.models.vits.modeling_vits import VitsAttention, VitsConvFlow, VitsResidualCouplingLayer
 
 #: Settings applied under the caller's ``config_overrides`` for training. transformers'
 #: text encoder adds LayerDrop (default 0.1), which the original VITS never used; the
@@ -88,7 +91,7 @@ def build_generator(
             overrides["num_speakers"] = num_speakers
             if not overrides.get("speaker_embedding_size"):
                 overrides["speaker_embedding_size"] = speaker_embedding_size
-        return VitsModel(VitsConfig(**overrides)), None
+        return vits_initialisation(VitsModel(VitsConfig(**overrides))), None
 
     folder = Path(init).expanduser()
     source = str(folder) if folder.is_dir() else str(init)
@@ -117,6 +120,64 @@ def build_generator(
             )
         model = add_speakers(model, num_speakers, speaker_embedding_size)
     return model, tokenizer
+
+
+def vits_initialisation(model: VitsModel) -> VitsModel:
+    """Re-initialise a fresh ``VitsModel`` the way the original VITS code does; returns it.
+
+    transformers initialises every convolution with Kaiming-normal weights, which suits
+    loading a checkpoint (it is overwritten) but not training from random weights: the
+    HiFi-GAN decoder then starts out emitting loud broadband noise (output std ≈ 0.5)
+    and the flows start far from the identity, and in our CPU demo the discriminator
+    won within 300 steps while the voice stayed a buzz. The original
+    (jaywalnut310/vits) uses PyTorch's default layer initialisation everywhere except:
+    the HiFi-GAN upsampling and residual convolutions drawn from N(0, 0.01)
+    (``commons.init_weights``), the last layer of every flow coupling zeroed so each
+    flow starts as the identity (``ResidualCouplingLayer.post``, ``ConvFlow.proj``),
+    token embeddings from N(0, hidden^-½) and Xavier-uniform attention projections.
+    """
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (nn.Conv1d, nn.ConvTranspose1d, nn.Linear)):
+                _default_init(module)
+        for convs in (model.decoder.upsampler, model.decoder.resblocks):
+            for module in convs.modules():
+                if isinstance(module, (nn.Conv1d, nn.ConvTranspose1d)):
+                    _set_weight(module, torch.randn_like(module.weight) * 0.01)
+        for module in model.modules():
+            if isinstance(module, VitsResidualCouplingLayer):
+                _set_weight(module.conv_post, torch.zeros_like(module.conv_post.weight))
+                module.conv_post.bias.zero_()
+            elif isinstance(module, VitsConvFlow):
+                _set_weight(module.conv_proj, torch.zeros_like(module.conv_proj.weight))
+                module.conv_proj.bias.zero_()
+            elif isinstance(module, VitsAttention):
+                for projection in (module.q_proj, module.k_proj, module.v_proj):
+                    _set_weight(projection, nn.init.xavier_uniform_(torch.empty_like(projection.weight)))
+        embeddings = model.text_encoder.embed_tokens.weight
+        embeddings.normal_(0.0, model.config.hidden_size**-0.5)
+        if model.config.num_speakers > 1:
+            model.embed_speaker.weight.normal_(0.0, 1.0)
+    return model
+
+
+def _default_init(module: nn.Module) -> None:
+    """PyTorch's own initialisation of a conv/linear layer, weight-normed or not."""
+    weight = torch.empty_like(module.weight)
+    nn.init.kaiming_uniform_(weight, a=math.sqrt(5))
+    _set_weight(module, weight)
+    if module.bias is not None:
+        fan_in = weight.shape[1] * math.prod(weight.shape[2:])  # as torch computes it, transposed convs too
+        bound = 1 / math.sqrt(fan_in) if fan_in else 0.0
+        module.bias.uniform_(-bound, bound)
+
+
+def _set_weight(module: nn.Module, weight: torch.Tensor) -> None:
+    """Assign a weight; through the weight-norm parametrization's inverse when there is one."""
+    if parametrize.is_parametrized(module, "weight"):
+        module.weight = weight
+    else:
+        module.weight.copy_(weight)
 
 
 def add_speakers(model: VitsModel, num_speakers: int, speaker_embedding_size: int) -> VitsModel:
