@@ -150,15 +150,18 @@ def cmd_eval(args) -> int:
         print(json.dumps(result, indent=1))
     else:
         for clip in result["clips"]:
-            print(f"{clip['mcd_db']:7.2f} dB  {clip['id']}")
+            said = "said" if clip["identified"] else "NOT identified"
+            print(f"{clip['mcd_db']:7.2f} dB  {said} (among {clip['candidates']})  {clip['id']}")
         print(f"mean MCD {result['mcd_mean_db']:.2f} dB over {len(result['clips'])} held-out clips ({model})")
+        print(f"sentence identified by its nearest recording: {result['identified']} of {len(result['clips'])} "
+              f"(chance: {result['chance']:.1f})")
     return EXIT_OK
 
 
 def cmd_demo(args) -> int:
-    from fintts.tts.demo.run import DEFAULT_CONFIG, run_demo
+    from fintts.tts.demo.run import DEFAULT_BUDGET, DEFAULT_CONFIG, run_demo
 
-    run_demo(store=Path(args.store), budget=args.budget, out=Path(args.out), config=Path(args.config or DEFAULT_CONFIG),
+    run_demo(store=Path(args.store), budget=args.budget or DEFAULT_BUDGET, out=Path(args.out), config=Path(args.config or DEFAULT_CONFIG),
              extra=["--no-progress"] if args.no_progress else [])
     return EXIT_OK
 
@@ -217,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="train the embedded demo voice in two short sessions and write a wav")
     p.add_argument("--store", default="runs/demo")
-    p.add_argument("--budget", default="4m", help="length of each of the two sessions")
+    p.add_argument("--budget", help="length of each of the two sessions (default 15m)")
     p.add_argument("--out", default="demo.wav")
     p.add_argument("--config", help="default: configs/demo.yaml of this checkout")
     p.add_argument("--no-progress", action="store_true")

@@ -10,7 +10,7 @@ import soundfile as sf
 import torch
 
 from fintts.tts.demo import make_corpus
-from fintts.tts.eval import dtw_path, mel_cepstral_distortion
+from fintts.tts.eval import dtw_path, mel_cepstral_distortion, nearest_reference
 
 SR = 16_000
 
@@ -43,6 +43,20 @@ def test_mcd_grows_with_noise(clip):
         for snr in (30, 20, 10)
     ]
     assert 0 < scores[0] < scores[1] < scores[2]
+
+
+def test_nearest_reference_finds_the_same_sentence_said_differently():
+    clips = sorted((make_corpus.DEFAULT_OUT / "espeak_m3" / "wavs").glob("*.flac"))[:6]
+    references = [sf.read(path, dtype="float64")[0] for path in clips]
+    noise = np.random.default_rng(0)
+    for k, reference in enumerate(references):
+        # 20% slower (every fifth 10 ms block said twice: pitch and formants unchanged), noisy at 20 dB SNR
+        blocks = np.array_split(reference, len(reference) // 160)
+        stretched = np.concatenate([piece for n, block in enumerate(blocks) for piece in [block] * (1 + (n % 5 == 0))])
+        said = stretched + noise.standard_normal(len(stretched)) * np.sqrt(np.mean(reference**2) / 100)
+        nearest, scores = nearest_reference(said, references, SR)
+        assert nearest == k and len(scores) == len(references)
+        assert scores[k] == min(scores) < sorted(scores)[1]
 
 
 def test_mcd_rejects_multichannel(clip):

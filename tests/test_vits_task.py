@@ -62,6 +62,7 @@ def test_validation_scores_mcd_and_keeps_samples_and_a_plot(trained):
     status = json.loads((folder / "store" / "status.json").read_text())
     assert [e["step"] for e in status["evals"]] == [3, 6]
     assert all(np.isfinite(e["val/mcd"]) and e["val/mcd"] > 0 for e in status["evals"])
+    assert all(0 <= e["val/identified"] <= 1 for e in status["evals"])
     assert status["about"]["speakers"] == ["espeak_f2", "espeak_m3"] and status["about"]["clips"] > 40
     sample = folder / "store" / "checkpoints" / "step-00000006" / "samples" / "0-espeak_f2.wav"
     audio, rate = sf.read(sample)
@@ -128,6 +129,9 @@ def test_init_from_a_save_pretrained_folder_and_eval_cli(trained, tmp_path):
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)
     assert scores["mcd_mean_db"] > 0 and {c["speaker"] for c in scores["clips"]} == {"espeak_f2", "espeak_m3"}
+    # each clip is matched among its speaker's 5 held-out recordings (demo heldout.csv)
+    assert {c["candidates"] for c in scores["clips"]} == {5} and scores["chance"] == pytest.approx(len(scores["clips"]) / 5)
+    assert 0 <= scores["identified"] == sum(c["identified"] for c in scores["clips"]) <= len(scores["clips"])
 
 
 def test_a_new_run_can_start_from_an_old_runs_checkpoint(trained, tmp_path):

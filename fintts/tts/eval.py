@@ -17,7 +17,7 @@ not identical to it. Compare systems only with numbers from this same function.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from scipy.fft import dct
@@ -64,6 +64,26 @@ def mel_cepstral_distortion(
     cost = cdist(ref[:, 1:], syn[:, 1:])  # exact per-pair distance: MCD(x, x) is exactly 0
     rows, cols = np.asarray(dtw_path(cost)).T
     return float(_MCD_SCALE * cost[rows, cols].mean())
+
+
+def nearest_reference(
+    synthesized: np.ndarray | torch.Tensor,
+    references: Sequence[np.ndarray | torch.Tensor],
+    sample_rate: int,
+) -> tuple[int, list[float]]:
+    """Which of ``references`` the synthesised clip is closest to by MCD, and every MCD.
+
+    Used as a content check that MCD alone is not: synthesise the text of reference
+    ``k`` and see whether reference ``k`` — rather than another sentence in the same
+    voice — is the nearest. A voice that only matches the speaker's timbre, or mumbles,
+    picks the wrong sentence about as often as chance (``1 / len(references)``); a voice
+    that says the right sounds in the right order picks its own. It is a proxy for
+    intelligibility that needs no ASR model, not a measure of it.
+    """
+    if not references:
+        raise ValueError("nearest_reference needs at least one reference")
+    scores = [mel_cepstral_distortion(reference, synthesized, sample_rate) for reference in references]
+    return int(np.argmin(scores)), scores
 
 
 def dtw_path(cost: np.ndarray) -> list[tuple[int, int]]:

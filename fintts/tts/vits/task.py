@@ -12,8 +12,10 @@ crash hours later), features are computed once into a content-hashed cache kept 
 run's store, items are bucketed by length by the trainer's sampler.
 
 Validation synthesises held-out sentences and scores them against their recordings with
-mel-cepstral distortion (``val/mcd``, lower is better: the monitored metric), and renders a
-few fixed sentences as wavs kept with the checkpoint.
+mel-cepstral distortion (``val/mcd``, lower is better: the monitored metric) and by whether
+each is nearest to its own recording among its speaker's held-out clips (``val/identified``,
+a content check MCD alone is not), and renders a few fixed sentences as wavs kept with the
+checkpoint.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio, wav_bytes
 from fintts.tts.corpus import Item, check_corpus, read_table
-from fintts.tts.eval import mel_cepstral_distortion
+from fintts.tts.eval import nearest_reference
 from fintts.tts.features import FeatureCache
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
@@ -87,7 +89,8 @@ class VitsTaskConfig:
     #: recompute the decoder in the backward pass: less memory, same result, ~20% slower.
     decoder_checkpointing: bool = _free(False)
     eval_sentences: list[str] = _free(default_factory=lambda: list(DEFAULT_SENTENCES))
-    #: how many speakers say the eval sentences, and how many held-out clips are scored by MCD.
+    #: how many speakers say the eval sentences, and how many held-out clips are scored
+    #: (``val/mcd``, and ``val/identified``: each clip's text told apart from the others of its speaker).
     eval_speakers: int = _free(2)
     mcd_items: int = _free(8)
 
@@ -218,14 +221,39 @@ def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True) -> C
     return CorpusSelection(speakers, items, heldout, hours)
 
 
-def heldout_mcd(voice: Voice, items: list[Item]) -> list[float]:
-    """MCD (dB) of the voice saying each held-out clip's text against its recording."""
-    scores = []
+@dataclasses.dataclass
+class HeldoutScores:
+    """How a voice does on held-out clips, one entry per clip.
+
+    ``mcd``: dB against the clip's own recording (lower is better). ``identified``: the
+    clip's own recording is the nearest, by MCD, among the held-out recordings of the same
+    speaker — the voice said *that* sentence, not just something in that voice; chance is
+    ``1 / candidates``.
+    """
+
+    mcd: list[float]
+    identified: list[bool]
+    candidates: list[int]
+
+    def metrics(self) -> dict[str, float]:
+        if not self.mcd:
+            return {}
+        return {"val/mcd": sum(self.mcd) / len(self.mcd), "val/identified": sum(self.identified) / len(self.identified)}
+
+
+def score_heldout(voice: Voice, items: list[Item]) -> HeldoutScores:
+    """Have the voice say each held-out clip's text; score it against that speaker's recordings."""
     multi = voice.model.config.num_speakers > 1
+    recordings = {item.id: load_audio(item.audio, voice.sample_rate).numpy() for item in items}
+    scores = HeldoutScores([], [], [])
     for item in items:
-        synthesized = voice.synthesize(item.text, item.speaker if multi else None, warn=None)
-        reference = load_audio(item.audio, voice.sample_rate)
-        scores.append(mel_cepstral_distortion(reference.numpy(), synthesized.numpy(), voice.sample_rate))
+        same_voice = [other for other in items if other.speaker == item.speaker]
+        synthesized = voice.synthesize(item.text, item.speaker if multi else None, warn=None).numpy()
+        nearest, mcds = nearest_reference(synthesized, [recordings[o.id] for o in same_voice], voice.sample_rate)
+        own = same_voice.index(item)
+        scores.mcd.append(mcds[own])
+        scores.identified.append(nearest == own)
+        scores.candidates.append(len(same_voice))
     return scores
 
 
@@ -314,9 +342,8 @@ class VitsTask(Task):
             for n, sentence in enumerate(self.config.eval_sentences):
                 wav = voice.synthesize(sentence, speaker, warn=None)
                 files[f"samples/{n}-{speaker or 'voice'}.wav"] = wav_bytes(wav, self.sample_rate)
-        scores = heldout_mcd(voice, self.heldout[: self.config.mcd_items])
-        metrics = {"val/mcd": float(sum(scores) / len(scores))} if scores else {}
-        if not scores:
+        metrics = score_heldout(voice, self.heldout[: self.config.mcd_items]).metrics()
+        if not metrics:
             self.context.log("no held-out clips: val/mcd cannot be computed (add heldout.csv or more clips per speaker)")
         return Evaluation(metrics, files)
 
@@ -369,9 +396,14 @@ def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[s
     if not heldout:
         raise ValueError(f"data: {cfg.data} has no held-out clips to score (add heldout.csv or more clips per speaker)")
     with isolated_rng(0):
-        scores = heldout_mcd(voice, heldout)
+        scores = score_heldout(voice, heldout)
     return {
         "model": str(model_dir),
-        "mcd_mean_db": sum(scores) / len(scores),
-        "clips": [{"id": item.id, "speaker": item.speaker, "mcd_db": score} for item, score in zip(heldout, scores)],
+        "mcd_mean_db": sum(scores.mcd) / len(scores.mcd),
+        "identified": sum(scores.identified),
+        "chance": sum(1 / n for n in scores.candidates),
+        "clips": [
+            {"id": item.id, "speaker": item.speaker, "mcd_db": mcd, "identified": hit, "candidates": n}
+            for item, mcd, hit, n in zip(heldout, scores.mcd, scores.identified, scores.candidates)
+        ],
     }
