@@ -13,7 +13,7 @@ from trainer_helpers import cli
 
 @pytest.mark.slow
 def test_demo_trains_pauses_resumes_and_speaks(tmp_path):
-    config = tiny_config(tmp_path, max_steps=100_000, eval_every=20, batch_size=4)
+    config = tiny_config(tmp_path, max_steps=100_000, eval_every=20, batch_size=4, patience=0)  # as configs/demo.yaml
     result = cli(
         "demo", "--config", str(config), "--budget", "35s", "--store", str(tmp_path / "demo"),
         "--out", str(tmp_path / "demo.wav"), "--no-progress", cwd=tmp_path, timeout=240,
@@ -25,4 +25,4 @@ def test_demo_trains_pauses_resumes_and_speaks(tmp_path):
     assert sessions[1]["start_step"] == sessions[0]["end_step"] > 0
     audio, rate = sf.read(tmp_path / "demo.wav")
     assert rate == 16000 and len(audio) > rate // 4
-    assert "the demo voice says" in result.stdout
+    assert "the demo voice says" in result.stdout and "held-out MCD: best" in result.stdout
