@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from fintts.tts.corpus import read_table
 from fintts.tts.demo import make_corpus
 from fintts.tts.eval import nearest_reference
 from fintts.tts.voice import Voice
@@ -60,7 +61,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args()
 
-    trained = {line.split("|", 1)[1].strip() for table in make_corpus.DEFAULT_OUT.rglob("*.csv") for line in table.read_text(encoding="utf-8").splitlines() if "|" in line}
+    trained = {item.text for table in make_corpus.DEFAULT_OUT.rglob("*.csv") for item in read_table(table, table.parent.name)[0]}
     overlap = [s for s in SENTENCES if s in trained]
     if overlap:
         raise SystemExit(f"these sentences are in the demo corpus, so they do not test generalisation: {overlap}")
