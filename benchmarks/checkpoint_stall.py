@@ -28,11 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fintts.config import load_config  # noqa: E402
 from fintts.examples.toy import ToyTask  # noqa: E402
-from fintts.train import Trainer  # noqa: E402
+from fintts.train import Trainer, checkpoint  # noqa: E402
+from fintts.train.config import load_config  # noqa: E402
 from fintts.train.state import TrainerState  # noqa: E402
-from fintts.train import checkpoint  # noqa: E402
 
 
 class TimedToyTask(ToyTask):
@@ -55,9 +54,9 @@ def parse_size(text: str) -> int:
 def run(store: Path, params: int, max_steps: int) -> tuple[Trainer, float]:
     config = load_config(None, {
         "task": "checkpoint_stall:TimedToyTask", "params": params, "max_steps": max_steps, "batch_size": 16,
-        "checkpoint_every_steps": 1, "eval_every": 0, "num_workers": 0, "keep_last": 2, "dropout": 0.0,
+        "checkpoint_every_steps": 1, "eval_every": 0, "num_workers": 0, "keep_last": 2, "dropout": 0.0, "store": str(store),
     })
-    trainer = Trainer(config, store=store, progress=False, log=lambda _: None)
+    trainer = Trainer(config, progress=False, log=lambda _: None)
     called = time.perf_counter()
     trainer.run()
     return trainer, trainer.task.first_step_at - called

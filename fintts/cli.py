@@ -21,39 +21,37 @@ import sys
 import time
 from pathlib import Path
 
-from fintts.config import ConfigError
+from fintts.train.config import ConfigError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DRIFT, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
-def _open_store(args, *, required: bool = False):
-    """``--hub-repo`` is the Hub store (``--store`` then names its local mirror); ``--store`` alone a folder."""
-    from fintts.config import parse_duration
-    from fintts.train.stores import open_store
+#: Options of ``fintts train`` that are config settings: each becomes the override ``key=value``.
+TRAIN_OPTIONS = {
+    "store": "store", "hub_repo": "hub_repo", "max_steps": "max_steps", "budget": "session_limit",
+    "push_every": "push_every", "storage_cap_gb": "storage_cap_gb",
+}
 
-    if getattr(args, "hub_repo", None):
-        options = {"root": args.store} if args.store else {}
-        if getattr(args, "push_every", None) is not None:
-            options["push_every"] = parse_duration(args.push_every, key="--push-every") or 0.0
-        if getattr(args, "storage_cap_gb", None) is not None:
-            options["storage_cap_gb"] = args.storage_cap_gb
-        return open_store(f"hf://{args.hub_repo}", **options)
-    if args.store:
-        return open_store(args.store)
-    if required:
+
+def _store_settings(args):
+    """``--store``/``--hub-repo`` of the commands without a config, checked as the same config keys."""
+    from fintts.train.config import TrainConfig, check_train_config
+
+    if not (args.store or getattr(args, "hub_repo", None)):
         raise ConfigError(f"fintts {args.command} needs --store PATH or --hub-repo USER/NAME")
-    return None
+    hub_repo = getattr(args, "hub_repo", None) or ""
+    settings = TrainConfig(store=args.store or "", hub_repo=hub_repo, run_name=hub_repo.split("/")[-1])
+    check_train_config(settings)
+    return settings
 
 
 def cmd_train(args) -> int:
     from fintts.train import train
 
+    options = [f"{key}={getattr(args, flag)}" for flag, key in TRAIN_OPTIONS.items() if getattr(args, flag) is not None]
     summary = train(
         args.config,
-        overrides=args.overrides,
-        store=_open_store(args),
-        budget=args.budget,
-        max_steps=args.max_steps,
+        overrides=list(args.overrides) + options,
         allow_config_change=args.allow_config_change,
         force=args.force,
         progress=not args.no_progress,
@@ -62,7 +60,9 @@ def cmd_train(args) -> int:
 
 
 def cmd_status(args) -> int:
-    store = _open_store(args, required=True)
+    from fintts.train.stores import store_for
+
+    store = store_for(_store_settings(args))
     status = store.read_status()
     if status is None:
         print(f"no run in {store.url} (no status.json): nothing has been trained there yet", file=sys.stderr)
@@ -107,14 +107,17 @@ def format_status(status: dict) -> str:
 def cmd_push(args) -> int:
     from fintts.train.stores.hub import push
 
-    url = push(args.store, args.hub_repo, force=args.force)
+    settings = _store_settings(args)
+    url = push(settings.local_dir(), settings.hub_repo, force=args.force)
     print(f"pushed {args.store} to {args.hub_repo}: {url}")
     return EXIT_OK
 
 
 def cmd_pull(args) -> int:
+    from fintts.train.config import TrainConfig, check_train_config
     from fintts.train.stores.hub import pull
 
+    check_train_config(TrainConfig(hub_repo=args.repo))
     where = pull(args.repo, args.out, checkpoint=args.checkpoint, full=args.full)
     print(f"pulled {args.repo} ({args.checkpoint}{', full run' if args.full else ''}) into {where}")
     return EXIT_OK
@@ -129,8 +132,8 @@ def cmd_check(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from fintts.config import load_config
     from fintts.train import checkpoint
+    from fintts.train.config import load_config
     from fintts.tts.vits.task import evaluate_voice
 
     overrides = [f"data={args.data}"] if args.data else []
@@ -173,19 +176,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train one session of a run (resumes automatically)")
     p.add_argument("config", help="YAML config, e.g. configs/demo.yaml")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="override settings, e.g. max_steps=500 data=/kaggle/input/x")
-    p.add_argument("--store", help="run folder (default runs/<run_name>)")
-    p.add_argument("--hub-repo", metavar="USER/NAME", help="keep the run in this Hugging Face Hub repo")
-    p.add_argument("--max-steps", type=int)
-    p.add_argument("--budget", help="session length, e.g. 11h30m or 90s (overrides session_limit)")
+    p.add_argument("--store", help="the run's local folder (store=; default runs/<run_name>)")
+    p.add_argument("--hub-repo", metavar="USER/NAME", help="keep the run in this Hugging Face Hub repo (hub_repo=)")
+    p.add_argument("--max-steps", help="stop the run at this step (max_steps=)")
+    p.add_argument("--budget", help="this session's length, e.g. 11h30m or 90s (session_limit=)")
     p.add_argument("--allow-config-change", action="store_true", help="resume although math-changing settings differ")
     p.add_argument("--force", action="store_true", help="take the run over from another session")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
-    p.add_argument("--push-every", help="with --hub-repo: push a full checkpoint at most this often (default 1h; session ends always push)")
-    p.add_argument("--storage-cap-gb", type=float, help="with --hub-repo: warn before the repo's storage passes this")
+    p.add_argument("--push-every", help="with --hub-repo: push a full checkpoint at most this often (push_every=; default 1h; a session's end always pushes)")
+    p.add_argument("--storage-cap-gb", help="with --hub-repo: warn before the repo's storage passes this (storage_cap_gb=)")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("status", help="where a run stands")
-    p.add_argument("--store", help="run folder")
+    p.add_argument("--store", help="run folder (with --hub-repo: its local mirror, default runs/<name>)")
     p.add_argument("--hub-repo", metavar="USER/NAME")
     p.add_argument("--json", action="store_true", help="machine-readable (keys: state, step, epoch, latest_checkpoint, sessions, ...)")
     p.set_defaults(func=cmd_status)

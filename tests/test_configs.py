@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fintts.config import load_config
+from fintts.train.config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

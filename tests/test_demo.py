@@ -7,8 +7,8 @@ import json
 import pytest
 import soundfile as sf
 
-from test_vits_task import tiny_config
 from trainer_helpers import cli
+from vits_helpers import tiny_config
 
 
 @pytest.mark.slow

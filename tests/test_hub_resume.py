@@ -7,13 +7,11 @@ import shutil
 import signal
 import time
 
-import pytest
-
-from fintts.testing.hub_server import HubServer
+from fintts.testing import HubServer
 from fintts.train import checkpoint
+from hub_helpers import TOKEN
 from trainer_helpers import assert_bit_identical, cli, final_weights, start_cli, stop, write_config
 
-TOKEN = "hf_fintts_e2e_secret_token_0123456789"
 REPO = "alice/finnish-voice"
 RUN = {"step_delay": 0.05, "checkpoint_every_steps": 4, "max_steps": 40, "keep_last": 2}
 
@@ -26,16 +24,8 @@ def hub_latest_step(hub: HubServer) -> int:
     return checkpoint.step_of(name) if name else -1
 
 
-@pytest.fixture
-def hub(tmp_path, monkeypatch):
-    with HubServer(tmp_path / "hub", token=TOKEN) as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
-        monkeypatch.setenv("HF_TOKEN", TOKEN)
-        monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-        yield server
-
-
-def test_killed_run_resumes_from_the_hub_on_an_empty_disk_to_the_same_weights(tmp_path, hub):
+def test_killed_run_resumes_from_the_hub_on_an_empty_disk_to_the_same_weights(tmp_path, hub_env):
+    hub = hub_env
     config = write_config(tmp_path, **RUN)
     unbroken = cli("train", str(config), "--store", str(tmp_path / "unbroken"), "--no-progress", cwd=tmp_path)
     assert unbroken.returncode == 0, unbroken.stderr
@@ -67,6 +57,8 @@ def test_killed_run_resumes_from_the_hub_on_an_empty_disk_to_the_same_weights(tm
     assert hub_latest_step(hub) == 40
     status = json.loads(cli("status", "--hub-repo", REPO, "--json", cwd=tmp_path).stdout)
     assert status["state"] == "finished" and status["step"] == 40 and len(status["sessions"]) >= 2
+    page = hub.files(REPO)["README.md"].decode()  # the run's page, as the last session left it
+    assert "finished at step 40 of 40" in page and f"fintts pull {REPO}" in page and "| 2 | " in page
 
     laptop = tmp_path / "laptop"
     pulled = cli("pull", REPO, "--out", str(laptop / "voice"), cwd=tmp_path)

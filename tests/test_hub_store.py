@@ -24,20 +24,13 @@ from safetensors.torch import save_file
 
 from fintts.testing import HubServer
 from fintts.train import checkpoint
+from hub_helpers import TOKEN
 from fintts.train.stores import LeaseConflict, StoreError, open_store
-from fintts.train.stores.hub import Backoff, HubStore, pull, push
-from fintts.train.stores.hub_auth import HubAuthError
+from fintts.train.stores.hub import Backoff, HubAuthError, HubStore, pull, push
 
-TOKEN = "hf_fintts" + "Test" * 6 + "Q9"  # distinctive, so a leak cannot hide in other text
 REPO = "fintts-tester/finnish-voice"
 FAST = Backoff(base=0.05, cap=0.3, jitter=0.5, retry_after_cap=5)
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def hub(tmp_path):
-    with HubServer(tmp_path / "hub", token=TOKEN) as server:
-        yield server
 
 
 def make_store(hub: HubServer, root: Path, repo: str = REPO, **options) -> HubStore:
@@ -69,11 +62,17 @@ def export_model(root: Path, step: int) -> None:
 def status(state: str, step: int) -> dict:
     """A status.json as the trainer writes it."""
     return {
-        "state": state, "step": step, "monitor": "val/mcd", "best": {"value": 7.25, "step": 100},
-        "about": {"init": "facebook/mms-tts-fin", "hours": 1.5, "speakers": ["a", "b"]},
+        "state": state, "step": step, "monitor": "val/mcd", "best": {"value": 7.25, "step": 100, "checkpoint": "step-00000100"},
         "sessions": [{"id": "session-1", "host": "kaggle", "devices": "2xT4", "started": 1.7e9, "ended": None,
                       "start_step": 0, "end_step": step, "reason": "running"}],
     }
+
+
+def write_status(root: Path, state: str, step: int) -> None:
+    """What the trainer does whenever the run's state changes: status.json and the run's card beside it."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "status.json").write_text(json.dumps(status(state, step)))
+    (root / "README.md").write_text(f"# the run's card: {state} at step {step}\n")
 
 
 def contents(folder: Path) -> dict[str, bytes]:
@@ -101,12 +100,12 @@ def test_round_trip_into_an_empty_root(hub, tmp_path):
     for step in (100, 200):
         name = save(first.root, step)
         export_model(first.root, step)
-        first.write_status(status("running", step))
+        write_status(first.root, "running", step)
         first.prune(keep_last=2)
         first.publish(name, final=step == 200)
     assert first.wait(timeout=30)
     assert first.pending() is None
-    first.write_status(status("paused", 200))
+    write_status(first.root, "paused", 200)
     first.release()
     first.close()
 
@@ -115,10 +114,8 @@ def test_round_trip_into_an_empty_root(hub, tmp_path):
     files = hub.files(REPO)
     assert latest_on_hub(hub) == "step-00000200"
     assert "lease.json" not in files  # released
-    assert json.loads(files["status.json"])["state"] == "paused"  # release pushes the final status
-    card = files["README.md"].decode()
-    assert "language:\n- fi" in card and "base_model: facebook/mms-tts-fin" in card and "fintts pull" in card
-    assert "MCD, dB, lower is better):** 7.250" in card and "| 1 | session-1 | kaggle 2xT4 |" in card
+    assert json.loads(files["status.json"])["state"] == "paused"  # release pushes the final status and card
+    assert files["README.md"].decode() == "# the run's card: paused at step 200\n"
     assert {"tb/events.out.tfevents.1", "samples/0.wav", "loss.png", "model/model.safetensors"} <= set(files)
     assert HfApi(endpoint=hub.endpoint, token=TOKEN).model_info(REPO).private
     assert not any("xet" in r.path.lower() or "/info/lfs/" in r.path for r in hub.requests)  # plain commits only
@@ -333,7 +330,9 @@ def test_pull_model_only_a_checkpoint_or_everything(hub, tmp_path):
     for step in (1, 2):
         save(source, step)
         export_model(source, step)
-        (source / "status.json").write_text(json.dumps({"state": "paused", "step": step, "best": {"value": 6.5, "step": 1}}))
+        best = {"value": 6.5, "step": 1, "checkpoint": "step-00000001"}  # the trainer names the checkpoint holding it
+        (source / "status.json").write_text(json.dumps({"state": "paused", "step": step, "best": best}))
+        (source / "README.md").write_text("# the run's card\n")
         url = push(source, REPO, endpoint=hub.endpoint, token=TOKEN)
         assert url.startswith(hub.endpoint) and latest_on_hub(hub) == checkpoint.name_for_step(step)
 
@@ -361,7 +360,7 @@ def test_missing_or_rejected_token_says_what_to_do(hub, tmp_path, monkeypatch):
     monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-cached-login"))
     with pytest.raises(HubAuthError, match="HF_TOKEN") as missing:
-        open_store(f"hf://{REPO}", root=tmp_path / "run", endpoint=hub.endpoint)
+        open_store(tmp_path / "run", hub_repo=REPO, endpoint=hub.endpoint)
     assert "Kaggle" in str(missing.value)
 
     with pytest.raises(HubAuthError, match="rejected the token"):
@@ -375,7 +374,7 @@ def test_the_token_never_leaks(hub, tmp_path, caplog, capfd):
     hub.fail(500, times=1, path="/commit/")
     name = save(store.root, 1)
     export_model(store.root, 1)
-    store.write_status({"state": "running", "step": 1})
+    write_status(store.root, "running", 1)
     store.publish(name, final=True)
     assert store.wait(timeout=30)
     store.release()

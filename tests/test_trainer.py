@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
-from fintts.config import ConfigError, load_config
+from fintts.train.config import ConfigError, load_config
 from fintts.train import ConfigDrift, checkpoint, train
 from fintts.train.clock import SessionClock
 from fintts.train.sampler import EpochPlan, MicroBatchSampler
-from trainer_helpers import assert_bit_identical, final_weights, write_config
+from trainer_helpers import QUIET, assert_bit_identical, final_weights, write_config
 
-QUIET = {"progress": False, "log": lambda message: None}
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +129,22 @@ def test_unknown_settings_name_the_key_and_the_valid_ones(tmp_path):
         load_config(config, ["lr=fast"])
 
 
+def test_store_settings_are_config_keys_with_one_rule_for_the_local_folder(tmp_path):
+    config = write_config(tmp_path)
+    assert load_config(config).train.local_dir() == Path("runs/toy")
+    hub = load_config(config, ["hub_repo=alice/finnish-voice", "push_every=10m", "storage_cap_gb=5"]).train
+    assert hub.local_dir() == Path("runs/toy") and hub.push_every == "10m" and hub.storage_cap_gb == 5.0
+    assert load_config(config, ["store=/tmp/elsewhere", "hub_repo=alice/x"]).train.local_dir() == Path("/tmp/elsewhere")
+    with pytest.raises(ConfigError, match="hub_repo: alice/x"):
+        load_config(config, ["store=hf://alice/x"])
+    with pytest.raises(ConfigError, match="hub_repo: 'alice' is not a Hub repo id"):
+        load_config(config, ["hub_repo=alice"])
+    with pytest.raises(ConfigError, match="push_every: 'soon' is not a duration"):
+        load_config(config, ["hub_repo=alice/x", "push_every=soon"])
+    with pytest.raises(ConfigError, match=r"task: missing.*toy"):
+        load_config(None, {"max_steps": 3})
+
+
 def test_early_stopping_keeps_the_best_checkpoint_and_export(tmp_path):
     # A learning rate this high makes the validation loss stop improving quickly.
     config = write_config(tmp_path, lr=0.5, max_steps=400, eval_every=2, patience=2, keep_last=1, checkpoint_every_steps=1)
@@ -139,6 +156,10 @@ def test_early_stopping_keeps_the_best_checkpoint_and_export(tmp_path):
     kept = checkpoint.list_names(store)
     assert checkpoint.name_for_step(best_step) in kept and checkpoint.name_for_step(summary.end_step) in kept
     assert len(kept) == 2 and (store / "model" / "model.safetensors").exists()
+    assert state["best"]["checkpoint"] == checkpoint.name_for_step(best_step)  # what `fintts pull --checkpoint best` fetches
+    best_weights = load_file(store / "checkpoints" / state["best"]["checkpoint"] / "model.safetensors")
+    assert_bit_identical(load_file(store / "model" / "model.safetensors"), best_weights)
+    assert summary.last_eval["step"] == summary.end_step and "validation step" in summary.format()
     again = train(config, store=store, **QUIET)  # nothing left to do: it says so and changes nothing
     assert again.steps == 0 and again.reason == "early_stopping"
 

@@ -9,36 +9,14 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
-import yaml
 from transformers import VitsModel, pipeline
 
-from fintts.train import checkpoint, train
-from fintts.tts.vits.task import DEMO_CORPUS
+from fintts.train import TaskContext, checkpoint, train
+from fintts.train.card import render
+from fintts.tts.vits.task import DEMO_CORPUS, VitsTask, VitsTaskConfig
 from fintts.tts.voice import Voice
-from trainer_helpers import assert_bit_identical, cli, final_weights
-
-QUIET = {"progress": False, "log": lambda message: None}
-
-TINY_MODEL = {
-    "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "ffn_dim": 32, "flow_size": 8,
-    "spectrogram_bins": 65, "upsample_initial_channel": 32, "upsample_rates": [4, 4, 4], "upsample_kernel_sizes": [8, 8, 8],
-    "resblock_kernel_sizes": [3], "resblock_dilation_sizes": [[1, 3]], "prior_encoder_num_flows": 2,
-    "prior_encoder_num_wavenet_layers": 1, "posterior_encoder_num_wavenet_layers": 2, "duration_predictor_num_flows": 2,
-    "duration_predictor_filter_channels": 16, "depth_separable_num_layers": 2, "sampling_rate": 16000,
-}
-TINY_DISCRIMINATOR = {"periods": [2, 3], "scale_channels": [8, 16, 16], "scale_groups": [1, 2, 1], "period_channels": [8, 16]}
-TINY = {
-    "task": "vits", "data": "demo", "init": "scratch", "max_steps": 6, "batch_size": 4, "eval_every": 3,
-    "num_workers": 0, "segment_frames": 16, "mcd_items": 2, "eval_speakers": 1, "eval_sentences": ["Kello on 7.30."],
-    "speakers": ["espeak_f2", "espeak_m3"], "model": TINY_MODEL, "discriminator_config": TINY_DISCRIMINATOR,
-}
-
-
-def tiny_config(folder, **settings):
-    path = folder / "tiny.yaml"
-    path.write_text(yaml.safe_dump({**TINY, **settings}, allow_unicode=True))
-    return path
-
+from trainer_helpers import QUIET, assert_bit_identical, cli, final_weights
+from vits_helpers import tiny_config
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
@@ -150,3 +128,27 @@ def test_init_from_the_hub_without_network_says_what_to_do(tmp_path, monkeypatch
     assert result.returncode != 0
     assert "init: PATH" in result.stderr or "init: PATH" in result.stdout
 
+
+
+def test_the_runs_page_describes_the_finnish_voice_and_the_run(trained):
+    folder, _, summary = trained
+    page = (folder / "store" / "README.md").read_text()
+    assert "language:\n- fi" in page and "pipeline_tag: text-to-speech" in page and "license: apache-2.0" in page
+    assert "# tiny: a Finnish text-to-speech voice" in page  # the run's name: its config file's stem
+    assert f"at step {summary.end_step} of 6" in page and "**Base model:** scratch" in page
+    assert "MCD, dB, lower is better):** " in page and "**Speakers:** 2" in page
+    assert "![training curves](loss.png)" in page and (folder / "store" / "loss.png").is_file()
+    assert "| 1 | " in page and "max_steps |" in page  # the sessions table
+    assert f"fintts train CONFIG.yaml --store {folder / 'store'}" in page
+
+
+def test_a_fine_tune_of_mms_names_its_base_model_and_licence(tmp_path):
+    context = TaskContext(seed=0, device=torch.device("cpu"), autocast_dtype=None, cache_dir=tmp_path)
+    task = VitsTask(VitsTaskConfig(init="facebook/mms-tts-fin"), context)
+    status = {"state": "paused", "step": 500, "max_steps": 2800, "monitor": "val/mcd", "best": {"value": 7.25, "step": 250},
+              "sessions": [{"id": "a1", "host": "kaggle", "devices": "2×Tesla T4", "start_step": 0, "end_step": 500,
+                            "reason": "deadline"}]}
+    page = render(status, task.card(status, "alice/voice"), repo="alice/voice", loss_plot=False)
+    assert "base_model: facebook/mms-tts-fin" in page and "license: cc-by-nc-4.0" in page and "non-commercial" in page
+    assert "MCD, dB, lower is better):** 7.250" in page and "| 1 | a1 | kaggle 2×Tesla T4 |" in page
+    assert "fintts pull alice/voice --out my-model" in page and "--hub-repo alice/voice" in page

@@ -15,6 +15,8 @@ from safetensors.torch import load_file
 
 from fintts.train import checkpoint
 
+QUIET = {"progress": False, "log": lambda message: None}
+
 TOY = {
     "task": "toy",
     "seed": 11,

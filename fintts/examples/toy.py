@@ -20,7 +20,7 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
-from fintts.config import _free
+from fintts.train.config import free_setting
 from fintts.train.task import Evaluation, OptimizerGroup, Task, TrainData, unwrap
 
 
@@ -36,7 +36,7 @@ class ToyConfig:
     adversarial: bool = False
     data_seed: int = 7
     #: seconds slept in each step, so tests can stop a run at a chosen moment.
-    step_delay: float = _free(0.0)
+    step_delay: float = free_setting(0.0)
 
 
 class _Items(torch.utils.data.Dataset):

@@ -133,16 +133,26 @@ def read_latest(root: Path) -> str | None:
     return name or None
 
 
+def resume_order(names: Iterable[str], pointed: str | None) -> list[str]:
+    """Checkpoints to try when resuming: the one ``latest`` points at, then the rest newest first.
+
+    ``latest`` goes first even when a higher-numbered folder exists (a session that
+    resumed from an older checkpoint after a corrupt newer one was skipped).
+    """
+    order = sorted(set(names), key=step_of, reverse=True)
+    if pointed in order:
+        order.remove(pointed)
+        order.insert(0, pointed)
+    return order
+
+
 def latest_complete(root: Path, log: Callable[[str], None] = print) -> Path | None:
     """The checkpoint to resume from: ``latest`` if it verifies, else the newest that does."""
     pointed = read_latest(root)
-    candidates = list(reversed(list_names(root)))
-    if pointed in candidates:
-        candidates.remove(pointed)
-        candidates.insert(0, pointed)
-    elif pointed:
+    names = list_names(root)
+    if pointed and pointed not in names:
         log(f"warning: {root / LATEST} names {pointed!r}, which is not in {root / CHECKPOINTS}")
-    for name in candidates:
+    for name in resume_order(names, pointed):
         folder = root / CHECKPOINTS / name
         try:
             verify(folder)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import shutil
-import math
-import socket
 import time
 import uuid
 import warnings
@@ -27,15 +26,16 @@ from safetensors.torch import load_model, save_model
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from fintts.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, parse_duration
-from fintts.train import checkpoint
-from fintts.train.clock import PLATFORM_LIMITS, SessionClock, StopRequest, detect_platform, session_start
+from fintts.train import card, checkpoint, status
+from fintts.train.clock import SessionClock, StopRequest
+from fintts.train.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, load_config, parse_duration
+from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, session_start
 from fintts.train.sampler import EpochPlan, MicroBatchSampler
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
-from fintts.train.stores import Store, open_store
+from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
 from fintts.train.summary import SessionSummary, loss_plot_png
-from fintts.train.task import OptimizerGroup, Task, TaskContext, load_task_class
+from fintts.train.task import OptimizerGroup, Task, TaskContext
 
 
 class ConfigDrift(ConfigError):
@@ -80,18 +80,17 @@ def _to_device(batch: Any, device: torch.device) -> Any:
 class Trainer:
     """Trains one session of a run and leaves it resumable.
 
-    ``budget`` (``"90s"``, ``"11h30m"``) replaces the config's ``session_limit``;
-    ``max_steps`` replaces the config's. ``allow_config_change`` accepts a resumed run
-    whose math-changing settings differ from its checkpoint's; ``force`` takes the store
-    from another writer.
+    Every setting comes from ``config``. ``store`` replaces the store the config describes
+    (for a store built in code, e.g. a Hub store with other retry timings).
+    ``allow_config_change`` accepts a resumed run whose math-changing settings differ from
+    its checkpoint's; ``force`` takes the store from another writer.
     """
 
     def __init__(
         self,
         config: RunConfig,
         *,
-        store: Store | str | None = None,
-        budget: str | float | None = None,
+        store: Store | None = None,
         allow_config_change: bool = False,
         force: bool = False,
         progress: bool = True,
@@ -100,9 +99,7 @@ class Trainer:
         self.config, self.cfg = config, config.train
         self.allow_config_change, self.force = allow_config_change, force
         self.progress, self._log = progress, log
-        location = store or self.cfg.store or Path("runs") / self.cfg.run_name
-        self.store = location if isinstance(location, Store) else open_store(location)
-        self.budget = budget
+        self.store = store or store_for(self.cfg)
 
     # ------------------------------------------------------------------ the story
     def run(self) -> SessionSummary:
@@ -113,7 +110,7 @@ class Trainer:
         self.precision = resolve_precision(self.cfg.precision, self.device)
         self.clock = self._make_clock()
         self.session = SessionRecord(
-            id=uuid.uuid4().hex[:12], host=self._host(), devices=self._devices(), precision=self.precision, started=time.time()
+            id=uuid.uuid4().hex[:12], host=host_name(), devices=self._devices(), precision=self.precision, started=time.time()
         )
         if self.main:
             self.store.acquire(self.session.id, force=self.force)
@@ -139,9 +136,7 @@ class Trainer:
     def _make_clock(self) -> SessionClock:
         platform = detect_platform()
         start, how = session_start(platform)
-        if self.budget is not None:
-            limit = parse_duration(self.budget, key="--budget")
-        elif self.cfg.session_limit == "auto":
+        if self.cfg.session_limit == "auto":
             limit = PLATFORM_LIMITS.get(platform)
         else:
             limit = parse_duration(self.cfg.session_limit, key="session_limit")
@@ -154,17 +149,13 @@ class Trainer:
             initial_reserve=parse_duration(self.cfg.initial_reserve) or 0.0,
         )
 
-    def _host(self) -> str:
-        platform = detect_platform()
-        return f"{platform}:{socket.gethostname()}" if platform == "local" else platform
-
     def _devices(self) -> str:
         if self.device.type == "cuda":
             return f"{self.world}×{torch.cuda.get_device_name(self.device)}"
         return f"{self.world}×{self.device.type}"
 
     def _build(self) -> None:
-        task_cls = load_task_class(self.cfg.task)
+        task_cls = self.config.task_class
         autocast_dtype = AUTOCAST_DTYPES[self.precision]
         cache = self.store.root / CACHE_DIR
         self.task: Task = task_cls(
@@ -271,6 +262,7 @@ class Trainer:
         window: dict[str, float] = {}
         bar = tqdm(total=cfg.max_steps, initial=self.state.step, disable=not (self.progress and self.main), desc=cfg.run_name, dynamic_ncols=True)
         writer = self._tensorboard()
+        main_loss = status.main_loss_key([g.name for g in self.groups])
         batches = iter(self._loader())
         for model in self.models.values():
             model.train()
@@ -310,7 +302,7 @@ class Trainer:
             bar.update(1)
             left = self.clock.remaining()
             bar.set_postfix(
-                loss=f"{losses.get(self._main_loss(losses), float('nan')):.4g}",
+                loss=f"{losses.get(main_loss, float('nan')):.4g}",
                 s_step=f"{sum(step_times) / len(step_times):.2f}",
                 left="∞" if left is None else time.strftime("%H:%M:%S", time.gmtime(max(0.0, left))),
                 refresh=False,
@@ -360,9 +352,6 @@ class Trainer:
                 self.schedulers[group.name].step()
         values = torch.stack(list(totals.values())).cpu().tolist()  # one device sync per step
         return dict(zip(totals, values))
-
-    def _main_loss(self, losses: dict[str, float]) -> str:
-        return "loss" if "loss" in losses else f"{self.groups[0].name}/loss"
 
     def _agree(self, flag: bool) -> bool:
         """All processes stop at the same step: one process's signal stops them all."""
@@ -434,11 +423,11 @@ class Trainer:
             self.state.world_size, self.state.micro_batch_size = self.world, self.micro
             self.session.end_step = self.state.step
             self.session.ended = time.time()
-            if self.state.best_step is None:  # no validated best yet: the newest weights are the voice
+            if self.state.best_step is None:  # no validated best yet: the newest weights are the model
                 self._export()
             path = checkpoint.save(self.store.root, name, self._write_checkpoint)
-            protect = [checkpoint.name_for_step(s) for s in self._best_checkpoint_steps()]
-            self.store.prune(self.cfg.keep_last, protect)
+            holder = status.best_checkpoint(self.state.best_step, checkpoint.list_names(self.store.root))
+            self.store.prune(self.cfg.keep_last, [holder] if holder else [])
             self._write_status("running")
             self.store.publish(name, final=final)
             self.clock.record(time.time() - started + max(self.store.transfer_seconds()[-5:] or [0.0]))
@@ -457,14 +446,6 @@ class Trainer:
             os.replace(final, stale)
         os.replace(fresh, final)
         shutil.rmtree(stale, ignore_errors=True)
-
-    def _best_checkpoint_steps(self) -> list[int]:
-        """The checkpoint saved closest after the best validation holds the best weights kept."""
-        if self.state.best_step is None:
-            return []
-        existing = [checkpoint.step_of(n) for n in checkpoint.list_names(self.store.root)]
-        after = [s for s in existing if s >= self.state.best_step]
-        return [min(after)] if after else []
 
     def _write_checkpoint(self, folder: Path) -> None:
         for name, model in self.raw_models.items():
@@ -493,16 +474,18 @@ class Trainer:
             self.store.publish(latest, final=True)
         finished = reason in {"max_steps", "early_stopping"}
         durable, pending = True, None
+        final_status = None
         if self.main:
             hard_end = None if self.clock.limit is None else self.clock.start + self.clock.limit - time.time() - 5.0
             durable = self.store.wait(timeout=None if hard_end is None else max(1.0, hard_end))
             pending = self.store.pending()
             self.session.end_step, self.session.ended = self.state.step, time.time()
-            self._write_status("finished" if finished else "paused", reason=reason)
+            final_status = self._write_status("finished" if finished else "paused", reason=reason)
             self.store.release()
             self.store.close()
-        summary = SessionSummary.build(
-            self, reason=reason, resumed_from=resumed_from, finished=finished, durable=durable, pending=pending
+        final_status = gather_object([final_status])[0]  # rank 0's, so every process returns the same summary
+        summary = SessionSummary.from_status(
+            final_status, resumed_from=resumed_from, durable=durable, pending=pending, clock_origin=self.clock_origin
         )
         self.log(summary.format())
         return summary
@@ -522,57 +505,49 @@ class Trainer:
             self.store.release()
             self.store.close()
 
-    def _write_status(self, state: str, *, reason: str | None = None) -> None:
+    def _write_status(self, state: str, *, reason: str | None = None) -> dict[str, Any] | None:
+        """Write ``status.json`` and, from it, the run's card (with the newest loss plot beside it)."""
         if not self.main:
-            return
-        latest = checkpoint.read_latest(self.store.root)
-        self.store.write_status({
-            "state": state,
-            "reason": reason,
-            "run_name": self.cfg.run_name,
-            "task": self.cfg.task,
-            "step": self.state.step,
-            "max_steps": self.cfg.max_steps,
-            "epoch": self.state.epoch,
-            "monitor": self.monitor or None,
-            "best": None if self.state.best_step is None else {"value": self.state.best_value, "step": self.state.best_step},
-            "latest_checkpoint": str(self.store.root / checkpoint.CHECKPOINTS / latest) if latest else None,
-            "loss": self.state.history[-1] if self.state.history else None,
-            "evals": self.state.evals[-20:],
-            "sessions": [dataclasses.asdict(s) | {"seconds": round(s.seconds, 1)} for s in self.state.sessions],
-            "time_used_seconds": round(self.state.seconds_trained, 1),
-            "store": self.store.url,
-            "about": self.task.describe(),
-            "updated": time.time(),
-        })
+            return None
+        root = self.store.root
+        current = status.build(
+            state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.cfg.max_steps,
+            groups=[g.name for g in self.groups], monitor=self.monitor, monitor_mode=self.monitor_mode,
+            root=root, store=self.store.url, about=self.task.describe(),
+        )
+        self.store.write_status(current)
+        latest = checkpoint.read_latest(root)
+        plot = root / checkpoint.CHECKPOINTS / latest / card.LOSS_PLOT if latest else None
+        if plot is not None and plot.is_file():
+            checkpoint.write_atomic(root / card.LOSS_PLOT, plot.read_bytes())
+        repo = self.store.hub_repo
+        page = card.render(current, self.task.card(current, repo), repo=repo, loss_plot=(root / card.LOSS_PLOT).is_file())
+        checkpoint.write_atomic(root / card.CARD, page.encode())
+        return current
 
 
 def train(
     config: RunConfig | str | Path,
     *,
     overrides: list[str] | dict[str, Any] = (),
-    store: Store | str | None = None,
-    budget: str | float | None = None,
-    max_steps: int | None = None,
     allow_config_change: bool = False,
     force: bool = False,
     progress: bool = True,
     log: Callable[[str], None] = print,
+    **settings: Any,
 ) -> SessionSummary:
     """Train one session of the run a config describes; resume if its store holds a checkpoint.
 
-    The notebook's and the CLI's single entry point. Returns the session's summary (also printed).
+    ``overrides`` (``["max_steps=500", "hub_repo=me/my-run"]``) and ``settings`` (the same as
+    keyword arguments: ``max_steps=500, store="runs/x"``) are applied to the config and
+    validated as if they were in the file. Returns the session's summary (also printed).
     """
-    from fintts.config import load_config
-
     if not isinstance(config, RunConfig):
         config = load_config(config, overrides)
-    if max_steps is not None:
-        config.train.max_steps = max_steps
-    trainer = Trainer(
-        config, store=store, budget=budget, allow_config_change=allow_config_change, force=force, progress=progress, log=log
-    )
+    elif overrides:
+        config = config.with_overrides(overrides)
+    config = config.with_overrides(settings)
+    trainer = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress, log=log)
     return trainer.run()
-
 
 __all__ = ["ConfigDrift", "Trainer", "train"]

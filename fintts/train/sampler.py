@@ -9,7 +9,8 @@ one GPU with accumulation, or two GPUs: the effective batch is the config's quan
 
 With item lengths, the plan sorts each window of ``bucket_windows`` step batches by
 length before cutting it (and shuffles the order of the resulting step batches), so a
-micro-batch holds clips of similar length and little padding, as Piper/VITS bucketing does.
+micro-batch holds items of similar length and little padding, as bucketing samplers of
+sequence models do.
 """
 
 from __future__ import annotations

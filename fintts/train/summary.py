@@ -1,13 +1,15 @@
-"""What a person reads at the end of a session, and the loss plot kept with each checkpoint."""
+"""What a person reads at the end of a session, and the loss plot kept with each checkpoint.
+
+The summary is a view of the run's status (:mod:`fintts.train.status`) plus the few facts
+only the ending session knows (was its checkpoint made safe, where it resumed from, how
+its clock was started), so it says exactly what ``status.json`` says.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import io
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from fintts.train.loop import Trainer
+from typing import Any, Mapping
 
 REASONS = {
     "max_steps": "reached max_steps",
@@ -38,6 +40,7 @@ class SessionSummary:
     loss: float | None
     best: dict[str, Any] | None
     monitor: str | None
+    last_eval: dict[str, float] | None
     latest_checkpoint: str | None
     resumed_from: str | None
     durable: bool
@@ -49,37 +52,38 @@ class SessionSummary:
         return self.end_step - self.start_step
 
     @classmethod
-    def build(cls, trainer: "Trainer", *, reason: str, resumed_from: str | None, finished: bool, durable: bool, pending: str | None) -> "SessionSummary":
-        from fintts.train import checkpoint
-
-        state = trainer.state
-        history = state.history[-1] if state.history else {}
-        loss_key = next((k for k in ("loss", f"{trainer.groups[0].name}/loss") if k in history), None)
-        latest = checkpoint.read_latest(trainer.store.root)
+    def from_status(
+        cls, status: Mapping[str, Any], *, resumed_from: str | None, durable: bool, pending: str | None, clock_origin: str
+    ) -> "SessionSummary":
+        """The summary of the session that wrote ``status`` (its newest entry of ``sessions``)."""
+        session = status["sessions"][-1]
+        loss = status.get("loss") or {}
+        evals = status.get("evals") or []
         return cls(
-            run_name=trainer.cfg.run_name,
-            store=trainer.store.url,
-            state="finished" if finished else "paused",
-            reason=reason,
-            start_step=trainer.session.start_step,
-            end_step=state.step,
-            max_steps=trainer.cfg.max_steps,
-            session_seconds=trainer.session.seconds,
-            total_seconds=state.seconds_trained,
-            sessions=len(state.sessions),
-            loss=history.get(loss_key) if loss_key else None,
-            best=None if state.best_step is None else {"value": state.best_value, "step": state.best_step},
-            monitor=trainer.monitor or None,
-            latest_checkpoint=str(trainer.store.root / checkpoint.CHECKPOINTS / latest) if latest else None,
+            run_name=status["run_name"],
+            store=status["store"],
+            state=status["state"],
+            reason=status["reason"],
+            start_step=session["start_step"],
+            end_step=status["step"],
+            max_steps=status["max_steps"],
+            session_seconds=session["seconds"],
+            total_seconds=status["time_used_seconds"],
+            sessions=len(status["sessions"]),
+            loss=loss.get(status.get("main_loss")),
+            best=status.get("best"),
+            monitor=status.get("monitor"),
+            last_eval=evals[-1] if evals else None,
+            latest_checkpoint=status.get("latest_checkpoint"),
             resumed_from=resumed_from,
             durable=durable,
             pending=pending,
-            clock_origin=trainer.clock_origin,
+            clock_origin=clock_origin,
         )
 
     def next_step(self) -> str:
         if self.state == "finished":
-            return f"done: the voice is in {self.store}/model (fintts status --store {self.store} for details)"
+            return f"done: the model is in {self.store}/model (fintts status --store {self.store} for details)"
         return f"run the same command again (next session or after a restart) to continue from step {self.end_step}"
 
     def format(self) -> str:
@@ -95,6 +99,9 @@ class SessionSummary:
             if self.best and self.monitor:
                 best = f"   best {self.monitor} {self.best['value']:.4g} at step {self.best['step']}"
             lines.append(f"loss       {self.loss:.4g}{best}")
+        if self.last_eval:
+            metrics = ", ".join(f"{k} {v:.4g}" for k, v in self.last_eval.items() if k != "step")
+            lines.append(f"validation step {self.last_eval.get('step')}: {metrics}")
         lines.append(
             f"time used  {hms(self.session_seconds)} this session, {hms(self.total_seconds)} in {self.sessions} session(s)"
             f"   (clock from {self.clock_origin})"

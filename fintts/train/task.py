@@ -2,9 +2,10 @@
 
 The trainer owns time, devices, precision, accumulation, data order, checkpoints and
 stores. A task owns everything about the model: what the modules are, how a batch
-becomes losses, how quality is measured and what the user-facing artefact is. Nothing in
-:mod:`fintts.train` imports a task's modules; a config names its task (``task: vits`` or
-``package.module:Class``) and :func:`load_task_class` finds it.
+becomes losses, how quality is measured, what the user-facing artefact is and how the
+run's page describes it. Nothing in :mod:`fintts.train` imports a task's modules; a config
+names its task (a name registered in the ``fintts.tasks`` entry points, or
+``package.module:Class``) and :func:`fintts.train.config.resolve_task` finds it.
 
 A GAN is two optimizer groups. For every micro-batch the loop calls :meth:`Task.step`
 once per group, in the order :meth:`Task.build_optimizers` returns them, and backwards
@@ -18,18 +19,11 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import importlib
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import torch
 from torch import nn
-
-#: Short names a config may use for the tasks fintts ships.
-BUILTIN_TASKS = {
-    "vits": "fintts.tts.vits.task:VitsTask",
-    "toy": "fintts.examples.toy:ToyTask",
-}
 
 
 @dataclasses.dataclass
@@ -65,13 +59,29 @@ class TrainData:
 class Evaluation:
     """What one validation produced.
 
-    ``metrics`` are logged and may be monitored for early stopping (e.g. ``val/mcd``).
+    ``metrics`` are logged and may be monitored for early stopping (e.g. ``val/loss``).
     ``files`` maps a relative path (``samples/0.wav``) to bytes; they are kept in the
     checkpoint folder so a person can listen to what this step sounds like.
     """
 
     metrics: dict[str, float]
     files: dict[str, bytes] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Card:
+    """What a task says about its run on the run's page (``README.md``, the Hub repo's card).
+
+    The trainer adds what it knows — the run's state, best metric, loss plot and sessions —
+    around these. ``metadata`` becomes the card's YAML front matter (the Hub reads ``language``,
+    ``pipeline_tag``, ``tags``, ``base_model``, ``license`` from it); ``facts`` are Markdown
+    bullet items; ``usage`` is Markdown telling a person what to do with the exported model.
+    """
+
+    title: str
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    facts: list[str] = dataclasses.field(default_factory=list)
+    usage: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,8 +146,12 @@ class Task(abc.ABC):
         """Write the user-facing artefact (the best model so far) into ``out_dir``."""
 
     def describe(self) -> dict[str, Any]:
-        """Facts about the data and model for summaries and model cards (hours, speakers...)."""
+        """Facts about the data and model for the run's status (hours, speakers...); JSON-serialisable."""
         return {}
+
+    def card(self, status: Mapping[str, Any], repo: str | None) -> Card:
+        """How the run's page presents this task's model; ``repo`` is the Hub repo id, ``None`` for a local run."""
+        return Card(title="a model trained with fintts")
 
 
 def unwrap(module: nn.Module) -> nn.Module:
@@ -145,22 +159,3 @@ def unwrap(module: nn.Module) -> nn.Module:
     while hasattr(module, "module") and isinstance(module.module, nn.Module):
         module = module.module
     return module
-
-
-def load_task_class(name: str) -> type[Task]:
-    """Resolve ``vits`` or ``package.module:Class`` to a Task subclass, with a clear error."""
-    target = BUILTIN_TASKS.get(name, name)
-    if ":" not in target:
-        raise ValueError(
-            f"task: {name!r} is neither a built-in task ({', '.join(sorted(BUILTIN_TASKS))}) "
-            "nor an import path of the form package.module:Class"
-        )
-    module_name, class_name = target.split(":", 1)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ValueError(f"task: cannot import {module_name!r} for task {name!r}: {err}") from err
-    cls = getattr(module, class_name, None)
-    if not (isinstance(cls, type) and issubclass(cls, Task)):
-        raise ValueError(f"task: {target!r} is not a fintts.train.task.Task subclass")
-    return cls

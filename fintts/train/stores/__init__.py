@@ -1,20 +1,35 @@
-"""Checkpoint stores: a local folder (default) or a Hugging Face Hub repo."""
+"""Checkpoint stores: a local folder (default), kept on a Hugging Face Hub repo too when one is named."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fintts.train.stores.base import LeaseConflict, Store, StoreError
 from fintts.train.stores.local import LocalStore
 
-__all__ = ["LeaseConflict", "LocalStore", "Store", "StoreError", "open_store"]
+if TYPE_CHECKING:
+    from fintts.train.config import TrainConfig
+
+__all__ = ["LeaseConflict", "LocalStore", "Store", "StoreError", "open_store", "store_for"]
 
 
-def open_store(location: str | Path, **hub_options) -> Store:
-    """``hf://user/name`` opens the Hub store (with a local mirror), anything else a folder."""
-    text = str(location)
-    if text.startswith("hf://"):
+def open_store(local_dir: str | Path, *, hub_repo: str = "", **hub_options: Any) -> Store:
+    """The run in ``local_dir``; with ``hub_repo`` (``user/name``) the Hub store, ``local_dir`` being its mirror."""
+    if hub_repo:
         from fintts.train.stores.hub import HubStore
 
-        return HubStore(text[len("hf://"):], **hub_options)
-    return LocalStore(text)
+        return HubStore(hub_repo, root=local_dir, **hub_options)
+    return LocalStore(local_dir)
+
+
+def store_for(cfg: "TrainConfig") -> Store:
+    """The store a run's config describes."""
+    from fintts.train.config import parse_duration
+
+    if not cfg.hub_repo:
+        return open_store(cfg.local_dir())
+    return open_store(
+        cfg.local_dir(), hub_repo=cfg.hub_repo,
+        push_every=parse_duration(cfg.push_every, key="push_every") or 0.0, storage_cap_gb=cfg.storage_cap_gb or None,
+    )

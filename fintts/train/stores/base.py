@@ -10,8 +10,9 @@ Layout of ``root`` (the same tree on the Hub)::
 
     checkpoints/step-00002800/...   one complete checkpoint per folder
     latest                          name of the newest complete checkpoint
-    model/                          the best voice so far (the task's export)
+    model/                          the best model so far (the task's export)
     status.json                     running|paused|finished|failed and a summary
+    README.md  loss.png             the run's page (the Hub's repo card) and the newest loss plot
     cache/                          task caches worth keeping between sessions
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -27,6 +29,17 @@ from fintts.train import checkpoint
 STATUS = "status.json"
 MODEL_DIR = "model"
 CACHE_DIR = "cache"
+
+
+_REPO_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def repo_id_problem(repo_id: str) -> str | None:
+    """Why ``repo_id`` cannot name a Hub repo (``None`` if it can), for the caller's own error."""
+    parts = repo_id.split("/")
+    if len(parts) == 2 and all(_REPO_PART.fullmatch(p) for p in parts):
+        return None
+    return f"{repo_id!r} is not a Hub repo id; write USER/NAME (e.g. alice/my-model)"
 
 
 class StoreError(Exception):
@@ -39,6 +52,8 @@ class LeaseConflict(StoreError):
 
 class Store(abc.ABC):
     root: Path
+    #: the Hugging Face Hub repo (``user/name``) the run is kept in, ``None`` for a store on this machine only.
+    hub_repo: str | None = None
 
     @property
     @abc.abstractmethod

@@ -31,16 +31,17 @@ from safetensors.torch import load_model
 from torch import nn
 from tqdm.auto import tqdm
 
-from fintts.config import _free
+from fintts.train.config import free_setting
 from fintts.train import checkpoint
 from fintts.train.state import isolated_rng
 from fintts.train.stores.base import MODEL_DIR
-from fintts.train.task import Evaluation, OptimizerGroup, Task, TrainData, unwrap
+from fintts.train.task import Card, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio, wav_bytes
 from fintts.tts.corpus import Item, check_corpus, read_table
 from fintts.tts.eval import nearest_reference
 from fintts.tts.features import FeatureCache
 from fintts.tts.text import FinnishText
+from fintts.tts.vits.card import is_mms, run_card
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
 from fintts.tts.vits.generator import VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
 from fintts.tts.vits.init import build_generator
@@ -87,12 +88,12 @@ class VitsTaskConfig:
     #: clips held out of training for validation per speaker, when the corpus has no heldout.csv.
     heldout_per_speaker: int = 2
     #: recompute the decoder in the backward pass: less memory, same result, ~20% slower.
-    decoder_checkpointing: bool = _free(False)
-    eval_sentences: list[str] = _free(default_factory=lambda: list(DEFAULT_SENTENCES))
+    decoder_checkpointing: bool = free_setting(False)
+    eval_sentences: list[str] = free_setting(default_factory=lambda: list(DEFAULT_SENTENCES))
     #: how many speakers say the eval sentences, and how many held-out clips are scored
     #: (``val/mcd``, and ``val/identified``: each clip's text told apart from the others of its speaker).
-    eval_speakers: int = _free(2)
-    mcd_items: int = _free(8)
+    eval_speakers: int = free_setting(2)
+    mcd_items: int = free_setting(8)
 
 
 @dataclasses.dataclass
@@ -357,7 +358,7 @@ class VitsTask(Task):
         (out_dir / "README.md").write_text(self._model_card(vits), encoding="utf-8")
 
     def _model_card(self, vits) -> str:
-        mms = "mms-tts" in self.config.init
+        mms = is_mms(self.config.init)
         licence = "cc-by-nc-4.0" if mms else "apache-2.0"
         lines = [
             "---", "language: fi", f"license: {licence}", "library_name: transformers", "pipeline_tag: text-to-speech",
@@ -372,8 +373,7 @@ class VitsTask(Task):
         lines += [
             "```python", "from transformers import pipeline",
             'tts = pipeline("text-to-speech", model="PATH_OR_REPO")',
-            'speech = tts("hyvää huomenta")  # plain lowercase Finnish; fintts say also reads numbers and dates', "```", "",
-            "Or with fintts: `fintts say \"Hyvää huomenta\" --model PATH`.",
+            'speech = tts("hyvää huomenta")  # plain lowercase Finnish', "```", "",
             f"Sampling rate {vits.config.sampling_rate} Hz.",
         ]
         return "\n".join(lines) + "\n"
@@ -385,8 +385,8 @@ class VitsTask(Task):
             "heldout_clips": len(getattr(self, "heldout", [])), "init": self.config.init,
         }
 
-
-
+    def card(self, status: Mapping[str, Any], repo: str | None) -> Card:
+        return run_card(status, self.config.init)
 
 
 def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[str, Any]:

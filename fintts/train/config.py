@@ -6,28 +6,46 @@ One file describes one run. Its top-level keys are either the trainer's own
 are reached with dots (``model.hidden_size=96``). Unknown keys are errors that list the
 valid ones: a typo must not silently train with a default for twelve hours.
 
-A field whose metadata says ``math=False`` may change between sessions of one run; all
+Every setting has one route: the command line's options (``--budget``, ``--store``,
+``--hub-repo``...) are overrides of keys here, so they are validated when the config loads,
+before any device or network is touched, and a notebook sets them the same way.
+
+A field made with :func:`free_setting` may change between sessions of one run; all
 other fields are part of the run's fingerprint (see :func:`fingerprint`).
+
+``task:`` names the task class: ``package.module:Class``, or a short name that an installed
+package registers in the ``fintts.tasks`` entry-point group (fintts registers its own tasks
+in its ``pyproject.toml``). The trainer itself knows no task.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.metadata
 import re
 import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
+
+from fintts.train.stores.base import repo_id_problem
+
+if TYPE_CHECKING:
+    from fintts.train.task import Task
+
+#: The entry-point group in which packages register their tasks under short names.
+TASK_ENTRY_POINTS = "fintts.tasks"
 
 
 class ConfigError(ValueError):
     """A config file or override is invalid; the message names the key and the fix."""
 
 
-def _free(default: Any = dataclasses.MISSING, **kwargs) -> Any:
-    """A field that does not change the math, so it may differ between sessions."""
+def free_setting(default: Any = dataclasses.MISSING, **kwargs) -> Any:
+    """A dataclass field that does not change the math, so it may differ between sessions of a run."""
     return dataclasses.field(default=default, metadata={"math": False}, **kwargs)
 
 
@@ -35,16 +53,16 @@ def _free(default: Any = dataclasses.MISSING, **kwargs) -> Any:
 class TrainConfig:
     """The session trainer's settings; everything else in a config file belongs to the task."""
 
-    #: ``vits``, ``toy`` or ``package.module:Class``.
-    task: str = "vits"
-    #: the run's name; default: the config file's stem. Names the default store ``runs/<name>``.
-    run_name: str = _free("")
+    #: a task registered under this name (``fintts.tasks`` entry points) or ``package.module:Class``.
+    task: str = ""
+    #: the run's name; default: the config file's stem. Names the default local folder ``runs/<name>``.
+    run_name: str = free_setting("")
     seed: int = 1234
-    max_steps: int = _free(1000)
+    max_steps: int = free_setting(1000)
     #: samples per optimizer step, whatever the number of devices (the effective batch).
     batch_size: int = 16
     #: samples per device per forward pass; 0 = batch_size / devices. Accumulation follows.
-    micro_batch_size: int = _free(0)
+    micro_batch_size: int = free_setting(0)
     #: fp16 | bf16 | fp32 | auto (fp16 on T4-class GPUs, bf16 where supported, fp32 on CPU).
     precision: str = "auto"
     warmup_steps: int = 0
@@ -53,40 +71,58 @@ class TrainConfig:
     lr_decay: float = 0.9999
     decay_steps: int = 100_000
     #: validate every N steps (0 = never) and stop after ``patience`` validations without improvement (0 = never).
-    eval_every: int = _free(100)
-    patience: int = _free(5)
+    eval_every: int = free_setting(100)
+    patience: int = free_setting(5)
     #: minimum improvement of the monitored metric that resets patience.
-    min_delta: float = _free(0.0)
+    min_delta: float = free_setting(0.0)
     #: metric for early stopping and "best"; default: the task's.
-    monitor: str = _free("")
+    monitor: str = free_setting("")
     #: a checkpoint every this long (e.g. 30m), so a hard kill loses at most that; and/or every N steps.
-    checkpoint_every: str = _free("30m")
-    checkpoint_every_steps: int = _free(0)
-    keep_last: int = _free(3)
-    #: session length: a duration, ``auto`` (12h on Kaggle, 12h on Colab, unlimited elsewhere) or ``none``.
-    session_limit: str = _free("auto")
+    checkpoint_every: str = free_setting("30m")
+    checkpoint_every_steps: int = free_setting(0)
+    keep_last: int = free_setting(3)
+    #: session length (``--budget``): a duration, ``auto`` (12 h on Kaggle and Colab, unlimited elsewhere) or ``none``.
+    session_limit: str = free_setting("auto")
     #: stop this long before the session limit as well as the measured reserve.
-    safety_margin: str = _free("5m")
+    safety_margin: str = free_setting("5m")
     #: the reserve for the final save + upload is this × the longest recent measured one.
-    reserve_factor: float = _free(2.0)
+    reserve_factor: float = free_setting(2.0)
     #: reserve used until this run has measured a save (at most a quarter of the session).
-    initial_reserve: str = _free("3m")
-    num_workers: int = _free(2)
-    log_every: int = _free(10)
-    #: where the run lives: a folder (default ``runs/<run_name>``) or ``hf://user/name``.
-    store: str = _free("")
+    initial_reserve: str = free_setting("3m")
+    num_workers: int = free_setting(2)
+    log_every: int = free_setting(10)
+    #: the run's local folder (``--store``); default ``runs/<run_name>``. With ``hub_repo`` it is the Hub's mirror.
+    store: str = free_setting("")
+    #: keep the run in this Hugging Face Hub repo, ``user/name`` (``--hub-repo``); empty: the local folder only.
+    hub_repo: str = free_setting("")
+    #: with ``hub_repo``: push a full checkpoint at most this often (0: every checkpoint); a session's end always pushes.
+    push_every: str = free_setting("1h")
+    #: with ``hub_repo``: warn before the repo's storage passes this many GB (0: no warning).
+    storage_cap_gb: float = free_setting(0.0)
+
+    def local_dir(self) -> Path:
+        """The one rule for where a run lives on this machine, whatever its store."""
+        return Path(self.store or Path("runs") / self.run_name).expanduser()
 
 
 @dataclasses.dataclass
 class RunConfig:
-    """A loaded config: the trainer's part, the task's part, and where it came from."""
+    """A loaded config: the trainer's part, the task's part and class, and where it came from."""
 
     train: TrainConfig
     task: Any
+    task_class: type["Task"]
     source: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self.train), **dataclasses.asdict(self.task)}
+
+    def with_overrides(self, overrides: list[str] | Mapping[str, Any]) -> "RunConfig":
+        """A copy with ``overrides`` applied and validated as if they had been given at load time."""
+        if not overrides:
+            return self
+        extra = dict(overrides) if isinstance(overrides, Mapping) else parse_overrides(list(overrides))
+        return split_config(_merge(self.to_dict(), extra), source=self.source, default_name=self.train.run_name)
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?", re.IGNORECASE)
@@ -209,7 +245,7 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def load_config(path: str | Path | None, overrides: list[str] | dict[str, Any] = ()) -> RunConfig:
+def load_config(path: str | Path | None, overrides: list[str] | Mapping[str, Any] = ()) -> RunConfig:
     """Read a YAML config (or none: all defaults), apply overrides, split and validate."""
     data: dict[str, Any] = {}
     source = ""
@@ -225,19 +261,17 @@ def load_config(path: str | Path | None, overrides: list[str] | dict[str, Any] =
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path} must be a mapping of settings, not {type(loaded).__name__}")
         data = loaded
-    extra = overrides if isinstance(overrides, dict) else parse_overrides(list(overrides))
+    extra = dict(overrides) if isinstance(overrides, Mapping) else parse_overrides(list(overrides))
     data = _merge(data, extra)
     return split_config(data, source=source, default_name=Path(source).stem if source else "run")
 
 
 def split_config(data: dict[str, Any], *, source: str = "", default_name: str = "run") -> RunConfig:
-    from fintts.train.task import load_task_class
-
     train_keys = {f.name for f in dataclasses.fields(TrainConfig)}
     train_part = {k: v for k, v in data.items() if k in train_keys}
-    task_name = str(train_part.get("task", TrainConfig.task))
+    task_name = str(train_part.get("task") or "")
     try:
-        task_cls = load_task_class(task_name)
+        task_cls = resolve_task(task_name)
     except ValueError as err:
         raise ConfigError(f"{source or 'config'}: {err}") from None
     task_keys = {f.name for f in dataclasses.fields(task_cls.config_class)}
@@ -253,7 +287,34 @@ def split_config(data: dict[str, Any], *, source: str = "", default_name: str = 
         train.run_name = default_name
     task = build(task_cls.config_class, {k: v for k, v in data.items() if k in task_keys})
     check_train_config(train)
-    return RunConfig(train=train, task=task, source=source)
+    return RunConfig(train=train, task=task, task_class=task_cls, source=source)
+
+
+def registered_tasks() -> dict[str, str]:
+    """Short task names → ``package.module:Class``, as installed packages register them."""
+    return {ep.name: ep.value for ep in importlib.metadata.entry_points(group=TASK_ENTRY_POINTS)}
+
+
+def resolve_task(name: str) -> type["Task"]:
+    """A registered short name or ``package.module:Class`` → the Task subclass, with a clear error."""
+    from fintts.train.task import Task
+
+    registered = registered_tasks()
+    known = ", ".join(sorted(registered)) or "none: is fintts installed (pip install -e .)?"
+    if not name:
+        raise ValueError(f"task: missing; name the task to train, one of the installed ones ({known}) or package.module:Class")
+    target = registered.get(name, name)
+    if ":" not in target:
+        raise ValueError(f"task: {name!r} is neither an installed task ({known}) nor an import path package.module:Class")
+    module_name, class_name = target.split(":", 1)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(f"task: cannot import {module_name!r} for task {name!r}: {err}") from err
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        raise ValueError(f"task: {target!r} is not a fintts.train.task.Task subclass")
+    return cls
 
 
 def check_train_config(cfg: TrainConfig) -> None:
@@ -266,9 +327,19 @@ def check_train_config(cfg: TrainConfig) -> None:
             raise ConfigError(f"{key}: must be positive, got {getattr(cfg, key)}")
     if cfg.micro_batch_size < 0:
         raise ConfigError("micro_batch_size: must be 0 (automatic) or positive")
-    for key in ("checkpoint_every", "session_limit", "safety_margin", "initial_reserve"):
+    for key in ("checkpoint_every", "session_limit", "safety_margin", "initial_reserve", "push_every"):
         if getattr(cfg, key) != "auto":
             parse_duration(getattr(cfg, key), key=key)
+    if cfg.store.startswith("hf://"):
+        raise ConfigError(
+            f"store: {cfg.store!r} — store is the run's local folder; name the Hub repo with hub_repo: "
+            f"{cfg.store[len('hf://'):]} (--hub-repo on the command line)"
+        )
+    problem = repo_id_problem(cfg.hub_repo) if cfg.hub_repo else None
+    if problem:
+        raise ConfigError(f"hub_repo: {problem}")
+    if cfg.storage_cap_gb < 0:
+        raise ConfigError("storage_cap_gb: must be 0 (no warning) or a positive number of GB")
 
 
 def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:

@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import os
 
-from fintts.train.stores.base import StoreError
+from fintts.train.stores.hub.errors import HubAuthError
 
 SECRET_NAME = "HF_TOKEN"
 _REDACTED = "<token>"
-
-
-class HubAuthError(StoreError):
-    """No usable Hugging Face token, or the Hub rejected it; the message says how to fix it."""
 
 
 def find_token(explicit: str | None = None) -> str:

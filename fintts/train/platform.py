@@ -1,0 +1,63 @@
+"""Where this session runs: Kaggle, Colab or elsewhere, and when the session began.
+
+One place for the facts the services' environments give away, used by the session clock
+(limits, true start) and by the Hub lease (how the writing machine is named).
+
+The session's true start matters: on Kaggle the 12-hour limit counts from when the
+notebook's container started, not from when ``train()`` was called after an hour of
+installs and data copying. On Linux every container's PID 1 starts with it, so its start
+time (``/proc/1/stat`` field 22, in clock ticks after boot, plus ``btime`` from
+``/proc/stat``) is the container start; Kaggle and Colab run each session in a fresh
+container. Elsewhere a session is this process, so the clock starts at this process's
+own start time (``/proc/self/stat``), which also counts Python's import time.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+
+def detect_platform() -> str:
+    """``kaggle``, ``colab`` or ``local``, from variables those services set in every kernel."""
+    if os.environ.get("KAGGLE_KERNEL_RUN_TYPE") or os.environ.get("KAGGLE_URL_BASE"):
+        return "kaggle"
+    if os.environ.get("COLAB_RELEASE_TAG") or os.environ.get("COLAB_GPU") is not None:
+        return "colab"
+    return "local"
+
+
+#: default session limits of the services fintts targets (seconds).
+PLATFORM_LIMITS = {"kaggle": 12 * 3600.0, "colab": 12 * 3600.0}
+
+
+def process_start_time(pid: int | str = "self") -> float | None:
+    """Wall-clock start of a process from /proc, or ``None`` where /proc does not say."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            stat = handle.read()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22 overall, after "pid (comm)"
+        with open("/proc/stat") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime"))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def session_start(platform: str) -> tuple[float, str]:
+    """When this session began, and how that was determined (for the summary)."""
+    if platform in PLATFORM_LIMITS:
+        started = process_start_time(1)
+        if started is not None:
+            return started, f"{platform} container start (PID 1)"
+    started = process_start_time("self")
+    if started is not None:
+        return started, "process start"
+    return time.time(), "train() call"
+
+
+def host_name() -> str:
+    """How a session names its machine to other sessions (the Hub lease, the sessions table)."""
+    platform = detect_platform()
+    return f"{platform}:{socket.gethostname()}" if platform == "local" else platform

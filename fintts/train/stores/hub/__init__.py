@@ -1,0 +1,21 @@
+"""The Hugging Face Hub store (``hub_repo: user/name``): a run that outlives every Kaggle session.
+
+Rooms with one job each:
+
+- :mod:`.auth` — where the token comes from, and keeping it out of everything written;
+- :mod:`.errors` — Hub failures as exceptions that say whether retrying can help;
+- :mod:`.client` — :class:`HubClient`, the one route to the Hub, and the retry loop;
+- :mod:`.lease` — ``lease.json``: which session writes the run;
+- :mod:`.publisher` — the background worker: when to push, retries, heartbeats;
+- :mod:`.store` — :class:`HubStore`, the :class:`~fintts.train.stores.base.Store` the trainer uses;
+- :mod:`.transfer` — ``fintts push`` and ``fintts pull``.
+"""
+
+from fintts.train.stores.hub.client import Backoff, HubClient
+from fintts.train.stores.hub.errors import HubAuthError, HubError, HubRepoError, HubUnavailable, LeaseLost
+from fintts.train.stores.hub.store import HubStore
+from fintts.train.stores.hub.transfer import pull, push
+
+__all__ = [
+    "Backoff", "HubAuthError", "HubClient", "HubError", "HubRepoError", "HubStore", "HubUnavailable", "LeaseLost", "pull", "push",
+]

@@ -1,0 +1,100 @@
+"""What can go wrong talking to the Hub, as exceptions that say whether trying again can help.
+
+Every client error is turned into one of these by :func:`classify`, with a message that
+has no token in it and says what to do. ``transient`` errors (the network, an overloaded
+Hub, a branch that moved under a commit, a local file race) are retried with backoff;
+the others need a person (a bad token, a missing repo, a refused request, a lease taken
+by another session).
+"""
+
+from __future__ import annotations
+
+from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RemoteEntryNotFoundError, RepositoryNotFoundError
+
+from fintts.train.stores.base import LeaseConflict, StoreError
+
+_RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
+_NETWORK_MODULES = {"httpx", "httpx2", "httpcore", "requests", "urllib3"}
+
+
+class HubError(StoreError):
+    """A Hub request failed; ``transient`` says whether retrying may succeed, ``retry_after`` when the Hub asked."""
+
+    transient = False
+
+    def __init__(self, message: str, *, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def prefixed(self, context: str, advice: str = "") -> "HubError":
+        """The same failure, its message saying what was being done and what to do."""
+        return type(self)(f"{context}: {self}{advice}", retry_after=self.retry_after)
+
+
+class HubAuthError(HubError):
+    """No usable Hugging Face token, or the Hub rejected it; the message says how to fix it."""
+
+
+class HubRepoError(HubError):
+    """The repo does not exist, or the token cannot see it."""
+
+
+class HubRefused(HubError):
+    """The Hub refused a request for a reason retrying will not change (4xx)."""
+
+
+class HubUnavailable(HubError):
+    """The Hub could not be reached, or is overloaded (5xx, 429); local checkpoints are untouched."""
+
+    transient = True
+
+
+class HubMoved(HubError):
+    """The repo's branch moved while committing (another writer, or our own earlier commit landing late)."""
+
+    transient = True
+
+
+class HubLocalError(HubError):
+    """A local file changed under an upload (e.g. pruned while being read)."""
+
+    transient = True
+
+
+class LeaseLost(HubError, LeaseConflict):
+    """Another session took the run's lease; this one must stop writing to it."""
+
+
+def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: str) -> HubError:
+    """Turn a client error into a :class:`HubError` whose message has no token and says what to do."""
+    from fintts.train.stores.hub.auth import scrub
+
+    if isinstance(err, HubError):
+        return err
+    if isinstance(err, StoreError):
+        return HubError(scrub(str(err), token))
+    if isinstance(err, HfHubHTTPError) and getattr(err, "response", None) is not None:
+        status = err.response.status_code
+        detail = scrub((getattr(err, "server_message", None) or str(err).splitlines()[0]).strip(), token)
+        if status in (409, 412):
+            return HubMoved(f"the repo changed while committing ({status})")
+        if status in _RETRY_STATUSES:
+            retry_after = err.response.headers.get("Retry-After", "").strip()
+            return HubUnavailable(f"the Hub answered {status}", retry_after=float(retry_after) if retry_after.isdigit() else None)
+        if status == 401:
+            return HubAuthError(
+                f"the Hub rejected the token (401: {detail}). Create a write token at https://huggingface.co/settings/tokens "
+                "and set it as HF_TOKEN (on Kaggle: the secret HF_TOKEN)"
+            )
+        if status == 403:
+            return HubAuthError(f"the token may not write to {repo_id} (403: {detail}); it needs the write role")
+        if isinstance(err, RepositoryNotFoundError) or (status == 404 and not isinstance(err, RemoteEntryNotFoundError)):
+            return HubRepoError(
+                f"repo {repo_id} not found at {endpoint}, or the token cannot see it. Check the name (user/name) and the token"
+            )
+        return HubRefused(f"the Hub refused the request ({status}: {detail})")
+    if isinstance(err, LocalEntryNotFoundError) or any(c.__module__.split(".")[0] in _NETWORK_MODULES for c in type(err).__mro__):
+        return HubUnavailable(f"cannot reach {endpoint} ({type(err).__name__})")
+    if isinstance(err, OSError):
+        return HubLocalError(f"local file problem: {scrub(str(err), token)}")
+    return HubError(f"{type(err).__name__}: {scrub(str(err), token)}")

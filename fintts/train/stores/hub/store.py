@@ -1,0 +1,512 @@
+"""The Hugging Face Hub store: a run that outlives every Kaggle session.
+
+The trainer writes checkpoints into a local mirror (``root``) exactly as with a folder
+store; this store makes them durable in a Hub model repo that has the same layout, so a
+later session on an empty disk resumes from it and a laptop pulls the model from it.
+
+**One commit per pushed checkpoint.** Every full push is one atomic Hub commit with the
+checkpoint's files, the new ``latest``, ``status.json``, the run's card ``README.md``,
+``model/``, ``loss.png``, ``samples/`` and ``tb/`` (when present), the lease heartbeat,
+``pushes.json`` and the deletion of checkpoints pruned since the last push. The Hub
+therefore never shows a ``latest`` naming a half-uploaded checkpoint: a commit lands whole
+or not at all. Commits name their parent (``parent_commit``), so a concurrent writer makes
+ours fail instead of interleaving. When pushes happen is the :class:`Publisher`'s business.
+
+**Local copies.** :meth:`HubStore.prune` never deletes the checkpoint being uploaded nor
+the newest one waiting to be; any other checkpoint it removes is either on the Hub or
+superseded by a newer one that will be pushed instead. The same keep-last rule, with the
+protected (best) checkpoints, is applied on the Hub at the next full push; a protected
+checkpoint not yet on the Hub rides along in that commit.
+
+**Bounded storage.** LFS objects no longer referenced at the head are freed for good after
+each push (``permanently_delete_lfs_files``, which rewrites history), so deleted checkpoints
+stop counting towards the repo's storage. :meth:`HubStore.describe` reports the repo size and
+a warning is logged when the next push would cross ``storage_cap_gb``.
+
+**Lease.** See :mod:`fintts.train.stores.hub.lease`. A session whose lease was taken stops
+pushing and says so in :meth:`HubStore.pending`.
+
+The local folder ``root/.hub/`` is this store's own (snapshots waiting for upload,
+downloads in progress); nothing in it is pushed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+from fintts.train import checkpoint as ckpt
+from fintts.train.card import CARD, LOSS_PLOT
+from fintts.train.platform import host_name
+from fintts.train.stores.base import MODEL_DIR, STATUS, LeaseConflict, Store, StoreError, repo_id_problem
+from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
+from fintts.train.stores.hub.errors import HubRepoError, HubUnavailable, LeaseLost
+from fintts.train.stores.hub.lease import LEASE, Lease, duration, iso
+from fintts.train.stores.hub.publisher import Publisher, Target
+
+log = logging.getLogger(__name__)
+
+PUSHES = "pushes.json"
+LOCAL_DIR = ".hub"
+#: Pushed with every full push. ``model/`` is mirrored (files gone locally are deleted on
+#: the Hub); ``samples/`` and ``tb/`` only gain files, because a session on a fresh disk
+#: has only its own and must not delete the earlier sessions'.
+MIRRORED_DIRS = (MODEL_DIR,)
+ADDED_DIRS = ("samples", "tb")
+EXTRA_FILES = (LOSS_PLOT, STATUS, CARD)
+RECENT_PUSHES = 10
+#: How long release() waits for an upload still holding the repo before leaving the lease to expire.
+RELEASE_WAIT = 30.0
+
+
+class HubStore(Store):
+    """A run kept in the Hub model repo ``repo_id`` (``user/name``), mirrored in ``root``.
+
+    ``root``: the local mirror the trainer writes to. ``endpoint``: the Hub (default
+    ``$HF_ENDPOINT`` or huggingface.co). ``token``: see
+    :func:`~fintts.train.stores.hub.auth.find_token`. ``private``: visibility of a repo this
+    store creates. ``push_every``: seconds between full pushes (``0``: every publish).
+    ``lease_timeout``: seconds without a heartbeat after which a lease may be taken over.
+    ``storage_cap_gb``: warn before the repo outgrows this. ``host``: how the lease names
+    this machine (default: :func:`~fintts.train.platform.host_name`). ``backoff``: retry waits.
+    ``sync_attempts``: tries of the calls that block the caller (acquire, resume, release).
+    ``request_timeout``: seconds for the probing requests.
+    """
+
+    def __init__(
+        self,
+        repo_id: str,
+        *,
+        root: str | Path,
+        endpoint: str | None = None,
+        token: str | None = None,
+        private: bool = True,
+        push_every: float = 3600.0,
+        lease_timeout: float = 900.0,
+        storage_cap_gb: float | None = None,
+        host: str | None = None,
+        backoff: Backoff = Backoff(),
+        sync_attempts: int = 5,
+        request_timeout: float = 60.0,
+    ):
+        problem = repo_id_problem(repo_id)
+        if problem:
+            raise StoreError(f"hub_repo: {problem}")
+        if push_every < 0 or lease_timeout <= 0:
+            raise StoreError("push_every must be >= 0 and lease_timeout > 0 seconds")
+        self.repo_id = self.hub_repo = repo_id
+        self.root = Path(root).expanduser().resolve()
+        self.private = private
+        self.lease_timeout = lease_timeout
+        self.storage_cap_gb = storage_cap_gb
+        self.host = host or host_name()
+        self.backoff = backoff
+        self.sync_attempts = max(1, sync_attempts)
+        self._client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout)
+        self._publisher = Publisher(
+            push=self._push_full, heartbeat=self._push_heartbeat, after_push=self._tidy_storage,
+            classify=self._client.failure, push_every=push_every, heartbeat_every=lease_timeout / 3,
+            backoff=backoff, label=self.url,
+        )
+        #: guards the branch head: one commit at a time, each made on the head it checked its lease at.
+        self._commit_lock = threading.Lock()
+        self._head: str | None = None
+        self._lease: Lease | None = None  # ours, while we hold the run
+        self._repo_ready = False
+        self._lock = threading.Lock()  # guards the fields below, shared with the publisher's thread
+        self._on_hub: set[str] = set()
+        self._keep_last: int | None = None
+        self._protect: set[str] = set()
+        self._snapshots = 0
+        self._used_storage: int | None = None
+        self._last_push_bytes = 0
+        self._last_commit_url: str | None = None
+        self._pushes: list[dict[str, Any]] = _read_json(self.root / PUSHES, [])
+
+    @property
+    def url(self) -> str:
+        return self._client.url
+
+    def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
+        return self._client.retrying(what, call, attempts=self.sync_attempts, backoff=self.backoff)
+
+    # -- lease ----------------------------------------------------------------------------
+
+    def acquire(self, session_id: str, *, force: bool = False) -> None:
+        """Create the repo if needed and commit this session's lease, or raise :class:`LeaseConflict`."""
+        self._retrying("create the Hub repo", lambda: self._client.ensure_repo(self.private))
+        self._repo_ready = True
+        outbox = self.root / LOCAL_DIR / "outbox"
+        for leftover in outbox.iterdir() if outbox.is_dir() else ():  # snapshots of a previous writer process
+            if not leftover.name.startswith(f"{os.getpid()}-"):
+                shutil.rmtree(leftover, ignore_errors=True)
+
+        def take() -> Any:
+            head = self._client.head()
+            holder = Lease.parse(self._client.read(LEASE, head))
+            if holder is not None and holder.session != session_id:
+                if holder.fresh() and not force:
+                    raise LeaseConflict(holder.conflict_message(self.url))
+                log.warning(
+                    "%s: taking over the lease of session %s on %s (last heartbeat %s ago%s)",
+                    self.url, holder.session, holder.host, duration(holder.age()), ", forced" if force else "",
+                )
+            acquired = holder.acquired if holder is not None and holder.session == session_id else iso(time.time())
+            lease = Lease(session_id, self.host, os.getpid(), acquired, time.time(), self.lease_timeout)
+            info = self._client.commit([CommitOperationAdd(LEASE, lease.to_bytes())], f"lease: session {session_id} on {self.host}", parent=head)
+            return info, lease
+
+        with self._commit_lock:
+            info, self._lease = self._retrying("take the lease", take)
+            self._head = info.oid
+        self._publisher.heartbeats(True)
+
+    def release(self) -> None:
+        """Delete the lease and push the final ``status.json`` and card (a small commit)."""
+        if self._lease is None:
+            return
+        self._publisher.heartbeats(False)
+        if not self._commit_lock.acquire(timeout=RELEASE_WAIT):
+            log.warning("%s: an upload is still running; the lease stays and expires in %s", self.url, duration(self.lease_timeout))
+            return
+        try:
+            def commit() -> None:
+                head = self._check_lease(self._client.head())
+                operations = [CommitOperationDelete(LEASE)] + self._small_files(with_lease=False)
+                info = self._client.commit(operations, f"release: session {self._lease.session} ended", parent=head)
+                self._head = info.oid
+
+            self._retrying("release the lease", commit)
+        except StoreError as err:
+            log.warning("%s: could not release the lease (%s); it expires in %s", self.url, err, duration(self.lease_timeout))
+        finally:
+            self._lease = None
+            self._commit_lock.release()
+
+    def _check_lease(self, head: str) -> str:
+        """``head``, after making sure the lease is still ours if the branch moved since we last looked."""
+        if self._lease is None or head == self._head:
+            return head
+        holder = Lease.parse(self._client.read(LEASE, head))
+        if holder is None or holder.session != self._lease.session:
+            raise LeaseLost(
+                f"session {holder.session if holder else '(none)'} on {holder.host if holder else '?'} took over "
+                f"{self.url}; this session stopped pushing"
+            )
+        self._head = head
+        return head
+
+    # -- resume ---------------------------------------------------------------------------
+
+    def resume_point(self, log: Callable[[str], None] = print) -> Path | None:
+        """The newest complete checkpoint, downloading it from the Hub when the Hub's is newer than the local one.
+
+        Downloads only ``latest``'s folder (falling back to older checkpoints on the Hub
+        when one fails its manifest), ``status.json`` and ``pushes.json``.
+        """
+        local = ckpt.latest_complete(self.root, log)
+        try:
+            head = self._retrying("look up the run on the Hub", self._client.head)
+        except HubRepoError:
+            return local  # no repo yet: a new run (acquire creates it)
+        except HubUnavailable as err:
+            if local is None:
+                raise HubUnavailable(f"{err}. Nothing to resume from locally either; retry when the Hub is reachable.") from None
+            log(f"warning: {err}; resuming from the local {local.name}, which may be older than the Hub's")
+            return local
+        files = self._retrying("list the run on the Hub", lambda: self._client.files(head))
+        names = checkpoint_names(files)
+        pointed = (self._retrying("read latest", lambda: self._client.read(ckpt.LATEST, head)) or b"").decode().strip()
+        with self._lock:
+            self._on_hub = set(names)
+        candidates = ckpt.resume_order(names, pointed or None)
+        if local is not None and (not candidates or ckpt.step_of(local.name) >= ckpt.step_of(candidates[0])):
+            return local
+        for name in candidates:
+            if local is not None and ckpt.step_of(name) <= ckpt.step_of(local.name):
+                break
+            folder = self._fetch_checkpoint(name, head, files, log)
+            if folder is not None:
+                for extra in (STATUS, PUSHES):
+                    if extra in files:
+                        self._retrying(f"download {extra}", lambda extra=extra: self._client.download([extra], head, self.root))
+                with self._lock:
+                    self._pushes = _read_json(self.root / PUSHES, [])
+                return folder
+        if local is None and candidates:
+            raise StoreError(
+                f"{self.url} has checkpoints ({', '.join(candidates)}) but none matches its manifest. "
+                "Inspect the repo, or start a new run in another repo."
+            )
+        return local
+
+    def _fetch_checkpoint(self, name: str, head: str, files: dict[str, Any], log: Callable[[str], None]) -> Path | None:
+        prefix = f"{ckpt.CHECKPOINTS}/{name}/"
+        incoming = self.root / LOCAL_DIR / "incoming"
+        shutil.rmtree(incoming, ignore_errors=True)
+        log(f"downloading {name} from {self.url}")
+        self._retrying(f"download {name}", lambda: self._client.download([p for p in files if p.startswith(prefix)], head, incoming))
+        fetched = incoming / ckpt.CHECKPOINTS / name
+        try:
+            ckpt.verify(fetched)
+        except ckpt.CheckpointError as err:
+            log(f"warning: {name} on {self.url} is unusable ({err}); trying an older checkpoint")
+            shutil.rmtree(incoming, ignore_errors=True)
+            return None
+        final = self.root / ckpt.CHECKPOINTS / name
+        final.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(fetched, final)
+        shutil.rmtree(incoming, ignore_errors=True)
+        ckpt.write_atomic(self.root / ckpt.LATEST, (name + "\n").encode())
+        return final
+
+    # -- publishing -------------------------------------------------------------------
+
+    def publish(self, name: str, *, final: bool = False) -> None:
+        """Queue checkpoint ``name`` for a full push if one is due (see :mod:`.publisher`); never blocks on the network."""
+        folder = self.root / ckpt.CHECKPOINTS / name
+        if not (folder / ckpt.MANIFEST).is_file():
+            raise StoreError(f"publish({name!r}): {folder} is not a complete checkpoint (save it with checkpoint.save first)")
+        self._publisher.publish(name, self._snapshot, final=final)
+
+    def _snapshot(self) -> Path:
+        """Copy the files the trainer rewrites (``model/`` by hard link) so a push sends one consistent state."""
+        self._snapshots += 1
+        dest = self.root / LOCAL_DIR / "outbox" / f"{os.getpid()}-{self._snapshots:06d}"
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        for rel in _extra_files(self.root):
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                if rel.startswith(MODEL_DIR + "/"):
+                    os.link(self.root / rel, target)
+                else:
+                    shutil.copyfile(self.root / rel, target)
+            except OSError:
+                shutil.copyfile(self.root / rel, target)
+        return dest
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until every due push is on the Hub; ``False`` on timeout or when pushing stopped for good."""
+        return self._publisher.wait(timeout)
+
+    def pending(self) -> str | None:
+        """A loud message when the newest published checkpoint is not on the Hub, naming where it is and how to push it."""
+        newest = self._publisher.published
+        with self._lock:
+            if newest is None or newest in self._on_hub:
+                return None
+        reason = self._publisher.fatal or self._publisher.last_error or "its upload had not finished"
+        bar = "!" * 78
+        return "\n".join(
+            [
+                bar,
+                f"!!! Checkpoint {newest} is NOT on the Hub ({self.url}): {reason}.",
+                f"!!! It is safe on this machine in {self.root / ckpt.CHECKPOINTS / newest}",
+                "!!! Push it before this machine goes away (e.g. from a Kaggle notebook cell):",
+                f"!!!     fintts push --store {self.root} --hub-repo {self.repo_id}",
+                bar,
+            ]
+        )
+
+    def prune(self, keep_last: int, protect: Iterable[str] = ()) -> list[str]:
+        """Delete local checkpoints beyond the newest ``keep_last`` and ``protect``, never one being pushed.
+
+        The checkpoint being uploaded and the one waiting to be stay; any other unpushed one
+        is superseded by them. The same rule is applied to the Hub's checkpoints at the next
+        full push.
+        """
+        protect = set(protect)
+        with self._lock:
+            self._keep_last, self._protect = keep_last, protect
+        return ckpt.prune(self.root, keep_last, protect | self._publisher.busy())
+
+    def read_status(self) -> dict[str, Any] | None:
+        """The writer's own ``status.json``; for anyone else (``fintts status``) the Hub's, falling back to the mirror's."""
+        if self._lease is None:
+            try:
+                status = json_object(self._client.read(STATUS, self._client.head()))
+                if status is not None:
+                    return status
+            except Exception as err:  # a status display must work offline: use the local mirror
+                log.warning("%s: showing the local status (%s)", self.url, self._client.failure(err))
+        return super().read_status()
+
+    def transfer_seconds(self) -> list[float]:
+        """Seconds of this run's recent full pushes (kept in ``pushes.json``, so a new session starts informed)."""
+        with self._lock:
+            return [float(p["seconds"]) for p in self._pushes[-RECENT_PUSHES:]]
+
+    def describe(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {
+            "store": self.url, "repo": self.repo_id, "endpoint": self._client.endpoint, "local": str(self.root),
+        }
+        try:
+            self._used_storage = self._client.used_storage()
+        except Exception as err:  # describe is for a status display: report, don't fail
+            facts["error"] = str(self._client.failure(err))
+        if self._used_storage is not None:
+            facts["used_storage_bytes"] = self._used_storage
+        if self.storage_cap_gb is not None:
+            facts["storage_cap_gb"] = self.storage_cap_gb
+        published = self._publisher.published
+        with self._lock:
+            if self._pushes:
+                facts["last_push"] = dict(self._pushes[-1])
+            facts["pending"] = published is not None and published not in self._on_hub
+        return facts
+
+    def close(self) -> None:
+        self._publisher.close()
+
+    # -- commits (on the publisher's thread) ------------------------------------------------
+
+    def _push_full(self, target: Target) -> None:
+        if not (self.root / ckpt.CHECKPOINTS / target.name / ckpt.MANIFEST).is_file():
+            # Deleted by hand after publish: pushing latest without its folder would break the run on the Hub.
+            log.error("%s: %s disappeared from %s before its push; skipping it", self.url, target.name, self.root)
+            return
+        started = time.monotonic()
+        with self._commit_lock:
+            if not self._repo_ready:
+                self._client.ensure_repo(self.private)
+                self._repo_ready = True
+            head = self._check_lease(self._client.head())
+            files = self._client.files(head)
+            on_hub = checkpoint_names(files)
+            operations, size, deleted, added = self._full_operations(target, files, on_hub)
+            info = self._client.commit(operations, f"{target.name}" + (" (end of session)" if target.final else ""), parent=head)
+            self._head = info.oid
+        seconds = time.monotonic() - started
+        with self._lock:
+            self._on_hub = (on_hub - deleted) | added
+            self._last_commit_url = info.commit_url
+            self._last_push_bytes = size
+            record = {"checkpoint": target.name, "seconds": round(seconds, 3), "bytes": size, "at": iso(time.time())}
+            self._pushes = (self._pushes + [record])[-RECENT_PUSHES:]
+            pushes = list(self._pushes)
+        ckpt.write_atomic(self.root / PUSHES, json.dumps(pushes, indent=1).encode())
+        log.info("%s: pushed %s (%.1f MB in %.1fs)", self.url, target.name, size / 1e6, seconds)
+
+    def _full_operations(
+        self, target: Target, files: dict[str, Any], on_hub: set[str]
+    ) -> tuple[list[Any], int, set[str], set[str]]:
+        """The commit for ``target``: its files, deletions, the extras; and its size, deleted and added checkpoints."""
+        with self._lock:
+            protect, keep_last = set(self._protect), self._keep_last
+        added = {target.name} | {
+            n for n in protect - on_hub if (self.root / ckpt.CHECKPOINTS / n / ckpt.MANIFEST).is_file()
+        }
+        deleted: set[str] = set()
+        if keep_last is not None:
+            after = sorted(on_hub | added, key=ckpt.step_of)
+            deleted = (set(after[:-keep_last] if keep_last > 0 else after) & on_hub) - protect - {target.name}
+        deletions: list[Any] = [CommitOperationDelete(f"{ckpt.CHECKPOINTS}/{n}/", is_folder=True) for n in sorted(deleted)]
+        additions: list[Any] = []
+        size = 0
+        for name in sorted(added, key=ckpt.step_of):
+            folder = self.root / ckpt.CHECKPOINTS / name
+            for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+                additions.append(CommitOperationAdd(f"{ckpt.CHECKPOINTS}/{name}/{path.relative_to(folder).as_posix()}", path))
+                size += path.stat().st_size
+        snapshot_files = _extra_files(target.snapshot)
+        for rel in snapshot_files:
+            additions.append(CommitOperationAdd(rel, target.snapshot / rel))
+            size += (target.snapshot / rel).stat().st_size
+        for mirrored in MIRRORED_DIRS:
+            ours = {rel for rel in snapshot_files if rel.startswith(mirrored + "/")}
+            if ours:
+                deletions += [CommitOperationDelete(p) for p in sorted(files) if p.startswith(mirrored + "/") and p not in ours]
+        additions += [CommitOperationAdd(ckpt.LATEST, f"{target.name}\n".encode())] + self._bookkeeping(with_lease=True)
+        return deletions + additions, size, deleted, added
+
+    def _push_heartbeat(self) -> None:
+        with self._commit_lock:
+            head = self._check_lease(self._client.head())
+            info = self._client.commit(self._small_files(with_lease=True), "heartbeat", parent=head)
+            self._head = info.oid
+
+    def _small_files(self, *, with_lease: bool) -> list[Any]:
+        """``status.json`` and the card as they are now, with ``pushes.json`` (and the refreshed lease)."""
+        operations = [CommitOperationAdd(name, (self.root / name).read_bytes()) for name in (STATUS, CARD) if (self.root / name).is_file()]
+        return operations + self._bookkeeping(with_lease=with_lease)
+
+    def _bookkeeping(self, *, with_lease: bool) -> list[Any]:
+        with self._lock:
+            pushes = list(self._pushes)
+        operations = [CommitOperationAdd(PUSHES, json.dumps(pushes, indent=1).encode())] if pushes else []
+        lease = self._lease
+        if with_lease and lease is not None:
+            self._lease = lease = Lease(lease.session, lease.host, lease.pid, lease.acquired, time.time(), lease.timeout)
+            operations.append(CommitOperationAdd(LEASE, lease.to_bytes()))
+        return operations
+
+    def _tidy_storage(self) -> None:
+        """Free LFS objects of deleted files and warn before the storage cap; failures only warn (next push retries)."""
+        try:
+            with self._commit_lock:
+                freed = self._client.free_unreferenced(self._head or "main")
+            if freed:
+                log.info("%s: freed %.1f MB of deleted checkpoints", self.url, freed / 1e6)
+            self._used_storage = self._client.used_storage()
+        except Exception as err:
+            log.warning("%s: could not free old checkpoints' storage (%s); will retry after the next push", self.url, self._client.failure(err))
+            return
+        if self.storage_cap_gb is not None and self._used_storage is not None:
+            cap = self.storage_cap_gb * 1e9
+            if self._used_storage + self._last_push_bytes > cap:
+                log.warning(
+                    "%s uses %.2f GB; the next push (~%.2f GB) would exceed storage_cap_gb=%.2f. "
+                    "Keep fewer checkpoints (keep_last) or raise the cap.",
+                    self.url, self._used_storage / 1e9, self._last_push_bytes / 1e9, self.storage_cap_gb,
+                )
+
+    # -- synchronous pushes (fintts push) -------------------------------------------------------
+
+    def push_now(self) -> str:
+        """Push the newest complete local checkpoint synchronously (retrying); return the commit URL."""
+        latest = ckpt.latest_complete(self.root, lambda message: log.warning("%s", message))
+        if latest is None:
+            raise StoreError(f"{self.root} has no complete checkpoint to push")
+        self._publisher.published = latest.name
+        target = Target(latest.name, self._snapshot(), final=True)
+        try:
+            self._retrying(f"push {latest.name}", lambda: self._push_full(target))
+        finally:
+            shutil.rmtree(target.snapshot, ignore_errors=True)
+        self._tidy_storage()
+        return self._last_commit_url or ""
+
+    def remote_latest(self) -> str | None:
+        """The checkpoint the Hub's ``latest`` names (``None`` for an empty run)."""
+        head = self._retrying("look up the run on the Hub", self._client.head)
+        pointed = self._retrying("read latest", lambda: self._client.read(ckpt.LATEST, head))
+        return (pointed or b"").decode().strip() or None
+
+
+def _extra_files(folder: Path) -> list[str]:
+    """Relative paths of what a full push carries besides checkpoints: model/, samples/, tb/, the plot, status, card."""
+    found = [name for name in EXTRA_FILES if (folder / name).is_file()]
+    for directory in MIRRORED_DIRS + ADDED_DIRS:
+        base = folder / directory
+        if base.is_dir():
+            found += sorted(p.relative_to(folder).as_posix() for p in base.rglob("*") if p.is_file())
+    return found
+
+
+def _read_json(path: Path, default: Any) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return default
+

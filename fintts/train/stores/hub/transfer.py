@@ -1,0 +1,114 @@
+"""``fintts push`` and ``fintts pull``: moving a run between this machine and its Hub repo by hand.
+
+``push`` is for the rare session whose final push did not land (the summary says so and
+prints the command); ``pull`` brings the exported model to a laptop, or a checkpoint (or
+the whole run) to continue training elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from fintts.train import checkpoint as ckpt
+from fintts.train.stores.base import MODEL_DIR, STATUS, StoreError
+from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
+from fintts.train.stores.hub.lease import LEASE
+from fintts.train.stores.hub.store import HubStore
+
+log = logging.getLogger(__name__)
+
+
+def push(store_root: str | Path, repo_id: str, *, force: bool = False, session_id: str | None = None, **options: Any) -> str:
+    """Upload the newest complete checkpoint of ``store_root`` (with ``model/``, status and card) now.
+
+    Takes the run's lease for the duration (``force`` as in :meth:`HubStore.acquire`) and
+    refuses to move the Hub's ``latest`` backwards unless ``force``. Returns the commit URL.
+    """
+    store = HubStore(repo_id, root=store_root, push_every=0, **options)
+    try:
+        local = ckpt.latest_complete(store.root, lambda message: log.warning("%s", message))
+        if local is None:
+            raise StoreError(f"{store.root} has no complete checkpoint to push (is --store the run's folder?)")
+        store.acquire(session_id or f"push-{socket.gethostname()}-{os.getpid()}", force=force)
+        hub_latest = store.remote_latest()
+        if hub_latest and ckpt.step_of(hub_latest) > ckpt.step_of(local.name) and not force:
+            raise StoreError(
+                f"{store.url} already has {hub_latest}, newer than {local.name} in {store.root}; "
+                "pushing would move latest backwards. Pass --force if that is what you want."
+            )
+        return store.push_now()
+    finally:
+        store.release()
+        store.close()
+
+
+def pull(
+    repo_id: str,
+    out_dir: str | Path,
+    *,
+    checkpoint: str = MODEL_DIR,
+    full: bool = False,
+    endpoint: str | None = None,
+    token: str | None = None,
+    request_timeout: float = 60.0,
+) -> Path:
+    """Download from the Hub run ``repo_id`` into ``out_dir``; return what was fetched.
+
+    ``checkpoint``: ``"model"`` (default: only the exported ``model/`` folder), ``"latest"``,
+    ``"best"`` (the checkpoint ``status.json`` names as holding the best weights) or
+    ``"step-N"``; a checkpoint comes with ``latest`` and ``status.json`` and is verified, so
+    ``out_dir`` can be used as ``--store`` to continue training. ``full``: the whole run
+    (every checkpoint, ``model/``, status, card). Works without a token for public repos.
+    """
+    out = Path(out_dir).expanduser().resolve()
+    client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout, anonymous_ok=True)
+    try:
+        head = client.head()
+        files = client.files(head)
+        if full:
+            client.download([p for p in files if p not in (".gitattributes", LEASE)], head, out)
+            return out
+        if checkpoint == MODEL_DIR:
+            wanted = [p for p in files if p.startswith(MODEL_DIR + "/")]
+            if not wanted:
+                raise StoreError(f"{client.url} has no {MODEL_DIR}/ yet; pull a checkpoint instead (--checkpoint latest)")
+            client.download(wanted, head, out)
+            return out / MODEL_DIR
+        name = _resolve_checkpoint(client, head, checkpoint)
+        prefix = f"{ckpt.CHECKPOINTS}/{name}/"
+        wanted = [p for p in files if p.startswith(prefix)]
+        if not wanted:
+            present = ", ".join(sorted(checkpoint_names(files), key=ckpt.step_of)) or "none"
+            raise StoreError(f"{client.url} has no checkpoint {name}; it has {present}")
+        client.download(wanted + [p for p in (STATUS,) if p in files], head, out)
+        folder = out / ckpt.CHECKPOINTS / name
+        ckpt.verify(folder)
+        ckpt.write_atomic(out / ckpt.LATEST, (name + "\n").encode())
+        return folder
+    except (StoreError, ckpt.CheckpointError):
+        raise
+    except Exception as err:
+        raise client.failure(err) from None
+
+
+def _resolve_checkpoint(client: HubClient, head: str, wanted: str) -> str:
+    """``latest``, ``best`` or ``step-N`` → a checkpoint name (not yet checked to exist)."""
+    if wanted == "latest":
+        text = client.read(ckpt.LATEST, head)
+        if not text:
+            raise StoreError(f"{client.url} has no latest checkpoint yet")
+        return text.decode().strip()
+    if wanted == "best":
+        best = (json_object(client.read(STATUS, head)) or {}).get("best") or {}
+        if not best.get("checkpoint"):
+            raise StoreError(f"{client.url} has no checkpoint of a best validation yet; use --checkpoint latest")
+        return best["checkpoint"]
+    number = wanted.removeprefix("step-")
+    if number.isdigit():
+        return ckpt.name_for_step(int(number))
+    raise StoreError(f"--checkpoint {wanted!r}: use model, latest, best or step-N")
+
