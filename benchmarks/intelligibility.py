@@ -21,12 +21,10 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import torch
-
 from fintts.tts.corpus import read_table
 from fintts.tts.demo import make_corpus
 from fintts.tts.eval import nearest_reference
-from fintts.tts.voice import Voice
+from fintts.tts.voice import load_voice
 
 #: Sentences in neither the demo's training nor its held-out clips (checked at run time).
 SENTENCES = [
@@ -69,16 +67,15 @@ def main() -> None:
     if speaker is None:
         raise SystemExit(f"--speaker: {args.speaker} is not a demo speaker ({', '.join(s.name for s in make_corpus.DEMO_SPEAKERS)})")
 
-    voice = Voice.load(args.model)
+    voice = load_voice(args.model, backend="torch", seed=args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         references = [
             make_corpus.trim_silence(make_corpus.resample(*make_corpus.synthesize(text, speaker, Path(tmp))), voice.sample_rate)
             for text in SENTENCES
         ]
-    torch.manual_seed(args.seed)
     rows = []
     for k, text in enumerate(SENTENCES):
-        said = voice.synthesize(text, args.speaker if voice.speakers else None, warn=None).numpy()
+        said, _ = voice.synthesize(text, speaker=args.speaker if voice.config.num_speakers > 1 else None, warn=None)
         nearest, scores = nearest_reference(said, references, voice.sample_rate)
         rows.append({"text": text, "identified": nearest == k, "nearest": SENTENCES[nearest], "mcd_db": scores[k]})
         print(f"{'ok  ' if nearest == k else 'MISS'} {scores[k]:5.2f} dB  {text}" + ("" if nearest == k else f"  (heard as: {SENTENCES[nearest]})"))

@@ -16,11 +16,10 @@ from fintts.tts.audio import (
     linear_spectrogram,
     load_audio,
     mel_spectrogram,
-    save_wav,
     spec_to_mel,
-    wav_bytes,
 )
 from fintts.tts.features import FeatureCache
+from fintts.tts.wav import save_wav, wav_bytes
 
 MMS = SpectrogramConfig(sample_rate=16000, n_fft=1024, hop_length=256, win_length=1024, n_mels=80)
 

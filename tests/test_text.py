@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from transformers import VitsTokenizer
 
-from fintts.tts.text import FALLBACK_VOCAB, FinnishText
+from fintts.tts.text import FALLBACK_VOCAB, FinnishText, split_sentences
 
 SENTENCES = [
     "Kissa kävelee kadulla klo 14.30.",
@@ -98,6 +98,16 @@ def test_saved_tokenizer_gives_encode_ids(vocab: dict[str, int], tmp_path: Path)
 
     again = FinnishText.from_tokenizer(tokenizer)
     assert again.vocab == vocab and again.add_blank and again.vocab_size == len(vocab)
+    without_transformers = FinnishText.from_folder(tmp_path)  # what a torch-free laptop reads
+    assert without_transformers.vocab == again.vocab and without_transformers.add_blank == again.add_blank
+
+
+def test_a_folder_without_a_vocabulary_is_named(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="vocab.json not found"):
+        FinnishText.from_folder(tmp_path)
+    (tmp_path / "vocab.json").write_text("{not json")
+    with pytest.raises(ValueError, match="vocab.json is not valid JSON"):
+        FinnishText.from_folder(tmp_path)
 
 
 def test_saved_tokenizer_drives_the_text_to_speech_pipeline(tmp_path: Path) -> None:
@@ -126,3 +136,28 @@ def test_bad_vocabularies_are_refused() -> None:
         FinnishText({"a": 0, "b": 1})
     with pytest.raises(ValueError, match="same id"):
         FinnishText({"a": 0, " ": 0})
+
+
+def test_split_sentences_keeps_abbreviations_initials_dates_and_decimals_whole():
+    chunks = split_sentences("Esim. Matti tuli klo 14.30. Hän toi n. 5 kg omenoita! J. Sibelius sävelsi 3. sinfonian?\n"
+                             "Otsikko\nHinta on 12,50 €.\n\nUusi kappale alkaa. 2026 oli hyvä vuosi")
+    assert [(c.text, c.boundary) for c in chunks] == [
+        ("Esim. Matti tuli klo 14.30.", "sentence"),
+        ("Hän toi n. 5 kg omenoita!", "sentence"),
+        ("J. Sibelius sävelsi 3. sinfonian?", "sentence"),
+        ("Otsikko", "sentence"),
+        ("Hinta on 12,50 €.", "paragraph"),
+        ("Uusi kappale alkaa.", "sentence"),
+        ("2026 oli hyvä vuosi", "end"),
+    ]
+
+
+def test_split_sentences_cuts_long_sentences_at_commas_then_spaces():
+    long = ", ".join(f"sana{n} toinen{n}" for n in range(40)) + "."
+    chunks = split_sentences(long, max_chars=100)
+    assert all(len(c.text) <= 100 for c in chunks) and len(chunks) > 3
+    assert all(c.boundary == "clause" and c.text.endswith(",") for c in chunks[:-1]) and chunks[-1].boundary == "end"
+    assert " ".join(c.text for c in chunks) == long
+    unbroken = split_sentences("a" * 250, max_chars=100)
+    assert [len(c.text) for c in unbroken] == [100, 100, 50]
+    assert split_sentences("  \n\n ") == []

@@ -1,4 +1,4 @@
-"""Audio in and out, and the spectrograms VITS trains on.
+"""Audio in, and the spectrograms VITS trains on (audio out: :mod:`fintts.tts.wav`).
 
 Audio I/O goes through soundfile and spectrograms through ``torch.stft``; torchaudio is
 deliberately not used (on CPU-only machines it breaks ``import transformers``).
@@ -16,7 +16,6 @@ the frames the decoder upsamples.
 from __future__ import annotations
 
 import dataclasses
-import io
 import math
 from pathlib import Path
 from typing import Any
@@ -72,22 +71,6 @@ def load_audio(path: Path, sample_rate: int) -> torch.Tensor:
         divisor = math.gcd(rate, sample_rate)
         mono = resample_poly(mono, sample_rate // divisor, rate // divisor).astype(np.float32)
     return torch.from_numpy(np.ascontiguousarray(np.clip(mono, -1.0, 1.0), dtype=np.float32))
-
-
-def _mono_samples(wav: torch.Tensor) -> np.ndarray:
-    return wav.detach().float().cpu().reshape(-1).clamp(-1.0, 1.0).numpy()
-
-
-def save_wav(path: Path, wav: torch.Tensor, sample_rate: int) -> None:
-    """Write ``wav`` (any shape holding one channel) as a 16-bit PCM WAV file."""
-    sf.write(str(path), _mono_samples(wav), sample_rate, subtype="PCM_16", format="WAV")
-
-
-def wav_bytes(wav: torch.Tensor, sample_rate: int) -> bytes:
-    """The bytes :func:`save_wav` would write, for keeping samples in checkpoints."""
-    buffer = io.BytesIO()
-    sf.write(buffer, _mono_samples(wav), sample_rate, subtype="PCM_16", format="WAV")
-    return buffer.getvalue()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -47,6 +47,7 @@ it out and says so through its ``warn`` callback.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import tempfile
@@ -278,6 +279,25 @@ class FinnishText:
         vocab = {token: index for token, index in tokenizer.get_vocab().items() if index < tokenizer.vocab_size}
         return cls(vocab, add_blank=bool(tokenizer.add_blank))
 
+    @classmethod
+    def from_folder(cls, folder: str | Path) -> FinnishText:
+        """Read a ``VitsTokenizer`` folder's ``vocab.json`` and ``tokenizer_config.json`` directly.
+
+        The same vocabulary and blank setting as :meth:`from_tokenizer` of
+        ``VitsTokenizer.from_pretrained(folder)``, without transformers (and so without
+        torch): what a laptop that speaks through ONNX needs.
+        """
+        folder = Path(folder)
+        vocab_file, config_file = folder / "vocab.json", folder / "tokenizer_config.json"
+        if not vocab_file.is_file():
+            raise FileNotFoundError(f"{vocab_file} not found: {folder} is not an exported voice (use the run's model/ folder)")
+        vocab = _read_json(vocab_file)
+        config = _read_json(config_file) if config_file.is_file() else {}
+        if config.get("phonemize"):
+            raise ValueError(f"{config_file}: this tokenizer phonemizes its input (an English VITS checkpoint); "
+                             "fintts needs an MMS character tokenizer such as facebook/mms-tts-fin's")
+        return cls(vocab, add_blank=bool(config.get("add_blank", True)))
+
     @property
     def vocab_size(self) -> int:
         """Rows of the embedding table these ids index (``VitsConfig.vocab_size``)."""
@@ -383,3 +403,91 @@ class FinnishText:
     @staticmethod
     def _squeeze(text: str) -> str:
         return re.sub(r"\s+", " ", text).strip()
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); export or pull the voice again") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunk:
+    """A piece of text a voice says in one go, and what ends it.
+
+    ``boundary``: ``"sentence"``, ``"paragraph"`` (a blank line follows), ``"clause"`` (a
+    sentence longer than the chunk limit, cut at a comma or a space) or ``"end"``.
+    """
+
+    text: str
+    boundary: str
+
+
+#: Longest chunk, in characters: VITS's memory and the wait for the first audio grow with
+#: the length of what it says at once; 300 characters is 20-30 s of speech.
+MAX_CHUNK_CHARS = 300
+
+_TERMINAL = re.compile(r"[.!?…]+[\"”»’')\]]*(?=\s)|\n")
+_OPENERS = "\"“”„«»'‘’([–—-"
+
+
+def split_sentences(text: str, max_chars: int = MAX_CHUNK_CHARS) -> list[Chunk]:
+    """Split written Finnish into the chunks a voice says one by one.
+
+    A sentence ends at ``.``, ``!``, ``?`` or ``…`` (closing quotes and brackets stay with it)
+    followed by a space and a capital letter or a digit, and at a line break before one;
+    a blank line ends a paragraph. A period does not end a sentence after an abbreviation
+    the front end expands (``esim.``, ``n.``, ``klo`` ...) or after an initial (``J.
+    Sibelius``). Decimals and times (``3.5``, ``14.30``) have no space after the point and
+    are never split. Sentences longer than ``max_chars`` are cut at the last comma, semicolon
+    or colon that leaves a chunk of at least a third of the limit, else at a space.
+    """
+    chunks: list[Chunk] = []
+    for paragraph in re.split(r"\n\s*\n", text.strip()):
+        sentences = [s for s in _sentences(paragraph) if s.strip()]
+        for n, sentence in enumerate(sentences):
+            pieces = _cut(" ".join(sentence.split()), max_chars)
+            chunks += [Chunk(piece, "clause") for piece in pieces[:-1]]
+            chunks.append(Chunk(pieces[-1], "sentence" if n < len(sentences) - 1 else "paragraph"))
+    if chunks:
+        chunks[-1] = Chunk(chunks[-1].text, "end")
+    return chunks
+
+
+def _sentences(paragraph: str) -> list[str]:
+    sentences, start = [], 0
+    for match in _TERMINAL.finditer(paragraph):
+        following = paragraph[match.end():].lstrip().lstrip(_OPENERS).lstrip()[:1]
+        if not (following.isupper() or following.isdigit()):
+            continue
+        if match.group().startswith(".") and match.group().rstrip(_OPENERS) == "." and _abbreviated(paragraph, match.start()):
+            continue
+        sentences.append(paragraph[start:match.end()])
+        start = match.end()
+    return sentences + [paragraph[start:]]
+
+
+def _abbreviated(text: str, dot: int) -> bool:
+    """Whether the period at ``dot`` belongs to an abbreviation or an initial, not a sentence end."""
+    start = dot
+    while start > 0 and text[start - 1].isalpha():
+        start -= 1
+    word = text[start:dot]
+    if len(word) == 1 and word.isupper():
+        return True
+    return any((m := re.compile(pattern, re.IGNORECASE).match(text, start)) and m.end() == dot + 1
+               for pattern, _ in _ABBREVIATIONS)
+
+
+def _cut(sentence: str, max_chars: int) -> list[str]:
+    pieces = []
+    while len(sentence) > max_chars:
+        cut = max(sentence.rfind(mark, 0, max_chars) + 1 for mark in ",;:")
+        if cut < max_chars // 3:
+            cut = sentence.rfind(" ", 0, max_chars + 1)
+        if cut <= 0:
+            cut = max_chars
+        pieces.append(sentence[:cut].strip())
+        sentence = sentence[cut:].strip()
+    return pieces + [sentence]

@@ -13,9 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import soundfile
+
 from fintts.train.stores.base import STATUS
-from fintts.tts.audio import save_wav
-from fintts.tts.voice import Voice
+from fintts.tts.voice import load_voice
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "demo.yaml"
 #: Per session. On a 2-core CPU (~0.65 s/step) two of these reach ~2,700 steps; the voice
@@ -40,10 +41,8 @@ def run_demo(
         result = subprocess.run(command)
         if result.returncode != 0:
             raise RuntimeError(f"demo session {session} failed with exit code {result.returncode}")
-    voice = Voice.load(store / "model")
-    wav = voice.synthesize(sentence, voice.speakers[0] if voice.speakers else None)
-    save_wav(out, wav, voice.sample_rate)
-    print(f"== the demo voice says {sentence!r} in {out} ({len(wav) / voice.sample_rate:.1f} s); "
+    load_voice(store / "model").save(sentence, out)
+    print(f"== the demo voice says {sentence!r} in {out} ({soundfile.info(str(out)).duration:.1f} s); "
           f"listen to it, and to the samples in {store}/checkpoints/*/samples")
     print(_progress_line(store))
     return out

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -33,20 +32,22 @@ from tqdm.auto import tqdm
 
 from fintts.train.config import free_setting
 from fintts.train import checkpoint
-from fintts.train.state import isolated_rng
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Card, Evaluation, OptimizerGroup, Task, TrainData, unwrap
-from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio, wav_bytes
+from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio
 from fintts.tts.corpus import Item, check_corpus, read_table
 from fintts.tts.eval import nearest_reference
 from fintts.tts.features import FeatureCache
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.card import is_mms, run_card
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
+from fintts.tts.vits.export import save_voice
 from fintts.tts.vits.generator import VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
+from fintts.tts.vits.inference import TorchBackend
 from fintts.tts.vits.init import build_generator
 from fintts.tts.vits.losses import LossWeights
-from fintts.tts.voice import SPEAKERS_FILE, Voice
+from fintts.tts.voice import Voice, VoiceConfig, load_voice
+from fintts.tts.wav import wav_bytes
 
 DEMO_CORPUS = Path(__file__).resolve().parent.parent / "demo" / "corpus"
 
@@ -94,6 +95,9 @@ class VitsTaskConfig:
     #: (``val/mcd``, and ``val/identified``: each clip's text told apart from the others of its speaker).
     eval_speakers: int = free_setting(2)
     mcd_items: int = free_setting(8)
+    #: write model.onnx and model.int8.onnx with each exported voice, so a laptop without torch can
+    #: speak it (seconds for the demo voice, about a minute on 2 CPU cores for an MMS-sized one).
+    export_onnx: bool = free_setting(True)
 
 
 @dataclasses.dataclass
@@ -244,12 +248,12 @@ class HeldoutScores:
 
 def score_heldout(voice: Voice, items: list[Item]) -> HeldoutScores:
     """Have the voice say each held-out clip's text; score it against that speaker's recordings."""
-    multi = voice.model.config.num_speakers > 1
+    multi = voice.config.num_speakers > 1
     recordings = {item.id: load_audio(item.audio, voice.sample_rate).numpy() for item in items}
     scores = HeldoutScores([], [], [])
     for item in items:
         same_voice = [other for other in items if other.speaker == item.speaker]
-        synthesized = voice.synthesize(item.text, item.speaker if multi else None, warn=None).numpy()
+        synthesized, _ = voice.synthesize(item.text, speaker=item.speaker if multi else None, warn=None)
         nearest, mcds = nearest_reference(synthesized, [recordings[o.id] for o in same_voice], voice.sample_rate)
         own = same_voice.index(item)
         scores.mcd.append(mcds[own])
@@ -334,14 +338,17 @@ class VitsTask(Task):
 
     # ------------------------------------------------------------------ validation
     def _voice(self, models) -> Voice:
-        return Voice(unwrap(models["model"]).model, self.text, self.speakers)
+        """The model being trained as a voice; the same noise every validation, so scores move with the weights only."""
+        vits = unwrap(models["model"]).model
+        return Voice(TorchBackend(vits), VoiceConfig.from_dict(vits.config.to_dict()), self.text, self.speakers,
+                     seed=self.context.seed)
 
     def evaluate(self, models, step: int) -> Evaluation:
         voice = self._voice(models)
         files: dict[str, bytes] = {}
         for s, speaker in enumerate(self.speakers[: max(1, self.config.eval_speakers)] or [None]):
             for n, sentence in enumerate(self.config.eval_sentences):
-                wav = voice.synthesize(sentence, speaker, warn=None)
+                wav, _ = voice.synthesize(sentence, speaker=speaker, warn=None)
                 files[f"samples/{n}-{speaker or 'voice'}.wav"] = wav_bytes(wav, self.sample_rate)
         metrics = score_heldout(voice, self.heldout[: self.config.mcd_items]).metrics()
         if not metrics:
@@ -351,11 +358,7 @@ class VitsTask(Task):
     # ------------------------------------------------------------------ export
     def export(self, models, out_dir: Path) -> None:
         vits = unwrap(models["model"]).model
-        out_dir.mkdir(parents=True, exist_ok=True)
-        vits.save_pretrained(out_dir)
-        self.text.save_tokenizer(out_dir)
-        (out_dir / SPEAKERS_FILE).write_text(json.dumps(self.speakers, ensure_ascii=False))
-        (out_dir / "README.md").write_text(self._model_card(vits), encoding="utf-8")
+        save_voice(vits, out_dir, self.text, self.speakers, card=self._model_card(vits), onnx=self.config.export_onnx)
 
     def _model_card(self, vits) -> str:
         mms = is_mms(self.config.init)
@@ -371,9 +374,24 @@ class VitsTask(Task):
         if mms:
             lines += ["The base weights are Meta's MMS-TTS, licensed **CC BY-NC 4.0**: this voice is for non-commercial use only.", ""]
         lines += [
+            "## Speak with it", "",
+            "With fintts — not on PyPI: install it from its source (`pip install .` in a checkout; "
+            "the base install needs no torch). `PATH` is this folder; `fintts pull USER/NAME --out my-voice` downloads "
+            "it from a fintts Hub run as `my-voice/model`.", "",
+            "```bash",
+            'fintts say "Hyvää huomenta! Kello on 7.30." --voice PATH -o huomenta.wav',
+            "```", "",
+            "```python", "import fintts", "",
+            'voice = fintts.load_voice("PATH")',
+            'waveform, sample_rate = voice.synthesize("Hyvää huomenta! Kello on 7.30.")',
+            'voice.save("Tänään on 22.11.2026.", "tanaan.wav")',
+            "```", "",
+            "fintts reads numbers, dates, times and abbreviations as words and says long text sentence by sentence; "
+            "`model.onnx` and `model.int8.onnx` (when the run exported them) let it speak through onnxruntime without torch.", "",
+            "Plain transformers reads only lower-case Finnish without digits:", "",
             "```python", "from transformers import pipeline",
-            'tts = pipeline("text-to-speech", model="PATH_OR_REPO")',
-            'speech = tts("hyvää huomenta")  # plain lowercase Finnish', "```", "",
+            'tts = pipeline("text-to-speech", model="PATH")',
+            'speech = tts("hyvää huomenta")', "```", "",
             f"Sampling rate {vits.config.sampling_rate} Hz.",
         ]
         return "\n".join(lines) + "\n"
@@ -391,12 +409,11 @@ class VitsTask(Task):
 
 def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[str, Any]:
     """Score an exported voice on its run's held-out clips (what ``fintts eval`` prints)."""
-    voice = Voice.load(model_dir)
+    voice = load_voice(model_dir, backend="torch", seed=0)
     heldout = select_corpus(cfg, log=log, progress=False).heldout
     if not heldout:
         raise ValueError(f"data: {cfg.data} has no held-out clips to score (add heldout.csv or more clips per speaker)")
-    with isolated_rng(0):
-        scores = score_heldout(voice, heldout)
+    scores = score_heldout(voice, heldout)
     return {
         "model": str(model_dir),
         "mcd_mean_db": sum(scores.mcd) / len(scores.mcd),

@@ -1,0 +1,83 @@
+"""A voice from a fintts Hub repo onto a laptop: its ``model/`` folder, with no torch installed.
+
+A fintts run's Hub repo holds checkpoints and the voice; a laptop wants only the voice.
+:func:`download_voice` fetches ``model/`` through ``huggingface_hub``'s own cache (so a
+second call, or a call with no network, uses the copy already there: offline once
+pulled); :func:`pull_voice` (``fintts pull``) writes it into a folder of the person's
+choosing and makes sure ``model.onnx`` is in it.
+
+The token is ``huggingface_hub``'s: ``$HF_TOKEN`` or the cached ``hf auth login``, only
+needed for a private repo; it is never printed.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from fintts.tts.voice import ONNX_FILE, VoiceError, _installed, is_vits_voice
+
+log = logging.getLogger(__name__)
+
+#: The voice's folder in a run (the trainer's ``MODEL_DIR``, named again here because
+#: importing the trainer would import torch).
+VOICE_DIR = "model"
+
+
+def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint: str | None = None,
+                   token: str | None = None) -> Path:
+    """``model/`` of the Hub run ``repo_id``: into ``out_dir``, or the Hugging Face cache; returns that folder."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+    try:
+        root = snapshot_download(repo_id, allow_patterns=[f"{VOICE_DIR}/*"], local_dir=out_dir, endpoint=endpoint,
+                                 token=token, library_name="fintts")
+    except (RepositoryNotFoundError, GatedRepoError):
+        raise VoiceError(f"Hub repo {repo_id} not found, or it is private and this machine is not logged in: check the "
+                         "name (user/name), then log in with `hf auth login` or set HF_TOKEN to a read token") from None
+    except LocalEntryNotFoundError:
+        raise VoiceError(f"cannot reach the Hub to download {repo_id}, and it is not downloaded yet: connect once, "
+                         "then it works offline") from None
+    except HfHubHTTPError as err:
+        status = getattr(getattr(err, "response", None), "status_code", "?")
+        raise VoiceError(f"the Hub refused to send {repo_id} (HTTP {status}); try again later") from None
+    folder = Path(root) / VOICE_DIR
+    if not (folder.is_dir() and any(folder.iterdir())):
+        raise VoiceError(f"{repo_id} has no {VOICE_DIR}/ yet: the run has not exported a voice; pull a checkpoint "
+                         "instead (fintts pull --checkpoint latest) or wait for the next push")
+    return folder
+
+
+def pull_voice(repo_id: str, out_dir: str | Path, *, onnx: bool = True, endpoint: str | None = None,
+               token: str | None = None) -> Path:
+    """``fintts pull``: ``out_dir/model`` from the Hub, with ``model.onnx`` made here if the run did not ship one.
+
+    Any task's ``model/`` is pulled as it is; only a VITS voice gets ONNX. A voice exported by an older fintts (or with ``export_onnx: false``) has no ONNX
+    graph; with torch installed it is exported on this machine, without torch the voice
+    still speaks once torch is there, and the message says so.
+    """
+    folder = download_voice(repo_id, out_dir, endpoint=endpoint, token=token)
+    if onnx and is_vits_voice(folder) and not (folder / ONNX_FILE).is_file():
+        if _installed("torch") and _installed("onnx"):
+            from fintts.tts.vits.export import export_folder
+
+            export_folder(folder)
+        else:
+            log.warning(f"{repo_id} has no {ONNX_FILE} and this machine has no torch to make one: "
+                        f"pip install 'fintts[torch]' and run `fintts export --onnx --voice {folder}`")
+    return folder
+
+
+def is_public(repo_id: str, *, endpoint: str | None = None) -> bool:
+    """Whether ``repo_id`` can be read without a token (so a notebook need not ask for one)."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        HfApi(endpoint=endpoint, token=False).model_info(repo_id)
+    except HfHubHTTPError as err:  # RepositoryNotFoundError and GatedRepoError are ones too
+        if getattr(getattr(err, "response", None), "status_code", None) in (401, 403, 404):
+            return False
+        raise
+    return True

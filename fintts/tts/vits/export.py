@@ -1,0 +1,147 @@
+"""The voice folder a run exports: transformers files, tokenizer, speakers, card and ONNX graphs.
+
+``model/`` is what a laptop pulls. Beside ``model.safetensors``/``config.json`` (so plain
+transformers and ``pipeline("text-to-speech")`` load it) and the tokenizer files it holds
+two ONNX graphs of :class:`~fintts.tts.vits.inference.VitsSynthesizer`, so a laptop with
+no torch can speak:
+
+* ``model.onnx``: float32, weight norm folded; the same numbers as the torch model given
+  the same noise (to float32 rounding; the tests hold it to that).
+* ``model.int8.onnx``: the same graph with the convolutions of HiFi-GAN's residual
+  blocks — 93% of the multiply-adds of an MMS-sized voice — quantised to int8 (weights
+  per channel, activations per tensor with ranges calibrated on Finnish sentences through
+  this very voice), which onnxruntime runs with the CPU's integer dot-product
+  instructions: about twice as fast as float32. Everything else stays float32: the text
+  encoder and the duration predictor are cheap and their rounding (``ceil``) would turn
+  small errors into other timing; quantising the flow or the decoder's first and last
+  layers as well made no difference to speed but took the demo voice's held-out MCD from
+  +0.23 dB to +0.61 dB over float32 (benchmarks/voice_rtf.py measures this).
+
+Exporting needs torch, ``onnx`` and onnxruntime; it takes seconds for the demo voice and
+tens of seconds for an MMS-sized one (see the README's table).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import warnings
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+from transformers import VitsModel
+
+from fintts.tts.onnx_backend import INPUTS, OUTPUTS
+from fintts.tts.text import FinnishText
+from fintts.tts.vits.inference import VitsSynthesizer, fold_weight_norm
+from fintts.tts.voice import FRAMES_PER_TOKEN, ONNX_FILE, ONNX_INT8_FILE, SPEAKERS_FILE
+
+#: Sentences whose activations set the int8 ranges: statements, a question, an
+#: exclamation, numbers and a date, long and short.
+CALIBRATION_SENTENCES = (
+    "Hyvää huomenta, tänään on kaunis päivä.",
+    "Kello on 7.30 ja juna lähtee laiturilta kolme.",
+    "Onko tämä se talo, jonka ostit viime vuonna?",
+    "Ei!",
+    "Suomen kieli on kaunis ja vanha kieli, jota puhuu noin viisi miljoonaa ihmistä.",
+    "Kokous pidetään 22.11.2026 kello 14.15 Helsingissä.",
+)
+#: Where the int8 convolutions are (node-name prefix): HiFi-GAN's residual blocks.
+QUANTIZED_PARTS = ("/decoder/resblocks",)
+_OPSET = 17
+
+
+def save_voice(vits: VitsModel, out_dir: Path, text: FinnishText, speakers: Sequence[str], *, card: str | None = None,
+               onnx: bool = True) -> None:
+    """Write the voice folder (see the module docstring); ``onnx=False`` leaves the graphs out."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    vits.save_pretrained(out_dir)
+    text.save_tokenizer(out_dir)
+    (out_dir / SPEAKERS_FILE).write_text(json.dumps(list(speakers), ensure_ascii=False), encoding="utf-8")
+    if card is not None:
+        (out_dir / "README.md").write_text(card, encoding="utf-8")
+    if onnx:
+        export_onnx(vits, out_dir, text)
+
+
+def export_onnx(vits: VitsModel, out_dir: Path, text: FinnishText, *, int8: bool = True,
+                sentences: Sequence[str] = CALIBRATION_SENTENCES) -> list[Path]:
+    """Write ``model.onnx`` (and ``model.int8.onnx``) for ``vits`` into ``out_dir``; returns the files.
+
+    Works on a float32 CPU copy: the caller's model (a training model on a GPU, say)
+    keeps its device, dtype and weight-norm parametrizations. The copy is a new model
+    loaded with the weights, not a ``deepcopy``: a deep copy shares the parametrized
+    layers' classes, and folding the copy's weight norm would strip the original's. Its
+    random initialisation draws from a forked generator, so exporting in the middle of
+    training leaves the run's random stream (and so a resumed run's bit-identity) alone.
+    """
+    with torch.random.fork_rng(devices=[]):
+        model = VitsModel(copy.deepcopy(vits.config)).eval()
+    model.load_state_dict({name: tensor.float() for name, tensor in vits.state_dict().items()})
+    model = fold_weight_norm(model)
+    synthesizer = VitsSynthesizer(model)
+    feeds = list(_feeds(model, text, sentences))
+    names = list(INPUTS if model.config.num_speakers > 1 else INPUTS[:-1])
+    graph = out_dir / ONNX_FILE
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
+        torch.onnx.export(
+            synthesizer, tuple(torch.from_numpy(feeds[0][name]) for name in names), str(graph),
+            input_names=names, output_names=list(OUTPUTS), opset_version=_OPSET, dynamo=False,
+            dynamic_axes={"input_ids": {1: "tokens"}, "duration_noise": {2: "tokens"}, "prior_noise": {2: "noise_frames"},
+                          "waveform": {1: "samples"}},
+        )
+    written = [graph]
+    if int8:
+        written.append(_quantize(graph, out_dir / ONNX_INT8_FILE, [{k: f[k] for k in names} for f in feeds]))
+    return written
+
+
+def _feeds(vits: VitsModel, text: FinnishText, sentences: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
+    """Graph inputs for ``sentences``: noise as the voice draws it, speakers in turn."""
+    config, rng = vits.config, np.random.default_rng(0)
+    for n, sentence in enumerate(sentences):
+        ids = np.asarray([text.encode(sentence)], dtype=np.int64)
+        tokens = ids.shape[1]
+        yield {
+            "input_ids": ids,
+            "duration_noise": rng.standard_normal((1, 2, tokens), dtype=np.float32) * np.float32(config.noise_scale_duration),
+            "prior_noise": rng.standard_normal((1, config.flow_size, tokens * FRAMES_PER_TOKEN + 16), dtype=np.float32)
+            * np.float32(config.noise_scale),
+            "length_scale": np.array([1.0], np.float32),
+            "speaker_id": np.array([n % max(1, config.num_speakers)], np.int64),
+        }
+
+
+def _quantize(graph: Path, out: Path, feeds: list[dict[str, np.ndarray]]) -> Path:
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Sentences(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.pending = iter(feeds)
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.pending, None)
+
+    nodes = [node.name for node in onnx.load(str(graph), load_external_data=False).graph.node
+             if node.op_type == "Conv" and node.name.startswith(QUANTIZED_PARTS)]
+    quiet = logging.getLogger()
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # onnxruntime.quantization logs advice on the root logger
+    try:
+        quantize_static(
+            str(graph), str(out), Sentences(), quant_format=QuantFormat.QDQ, op_types_to_quantize=["Conv"],
+            nodes_to_quantize=nodes, per_channel=True, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+        )
+    finally:
+        quiet.setLevel(level)
+    return out
+
+
+def export_folder(folder: Path, *, int8: bool = True) -> list[Path]:
+    """``fintts export --onnx``: the ONNX graphs of the voice already saved in ``folder``."""
+    return export_onnx(VitsModel.from_pretrained(folder), folder, FinnishText.from_folder(folder), int8=int8)
