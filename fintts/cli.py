@@ -21,9 +21,11 @@ import sys
 import time
 from pathlib import Path
 
-from fintts.train.config import ConfigError
-
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DRIFT, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+#: What the base install leaves out (pyproject's [torch] and [train] extras). The trainer's
+#: modules are imported by the commands that need them, never at the top: importing any of
+#: fintts.train imports torch, and `fintts say` must run without it.
+TRAINING_STACK = {"torch", "transformers", "accelerate", "peft", "safetensors", "onnx", "scipy", "matplotlib", "tensorboard", "kaggle"}
 
 
 #: Options of ``fintts train`` that are config settings: each becomes the override ``key=value``.
@@ -35,7 +37,7 @@ TRAIN_OPTIONS = {
 
 def _store_settings(args):
     """``--store``/``--hub-repo`` of the commands without a config, checked as the same config keys."""
-    from fintts.train.config import TrainConfig, check_train_config
+    from fintts.train.config import ConfigError, TrainConfig, check_train_config
 
     if not (args.store or getattr(args, "hub_repo", None)):
         raise ConfigError(f"fintts {args.command} needs --store PATH or --hub-repo USER/NAME")
@@ -114,11 +116,16 @@ def cmd_push(args) -> int:
 
 
 def cmd_pull(args) -> int:
-    from fintts.train.config import TrainConfig, check_train_config
-    from fintts.train.stores.hub import pull
+    if args.checkpoint == "model" and not args.full:  # the voice: needs no torch, and comes with model.onnx
+        from fintts.tts.hub_voice import pull_voice
 
-    check_train_config(TrainConfig(hub_repo=args.repo))
-    where = pull(args.repo, args.out, checkpoint=args.checkpoint, full=args.full)
+        where = pull_voice(args.repo, args.out, onnx=not args.no_onnx)
+    else:
+        from fintts.train.config import TrainConfig, check_train_config
+        from fintts.train.stores.hub import pull
+
+        check_train_config(TrainConfig(hub_repo=args.repo))
+        where = pull(args.repo, args.out, checkpoint=args.checkpoint, full=args.full)
     print(f"pulled {args.repo} ({args.checkpoint}{', full run' if args.full else ''}) into {where}")
     return EXIT_OK
 
@@ -133,7 +140,7 @@ def cmd_check(args) -> int:
 
 def cmd_eval(args) -> int:
     from fintts.train import checkpoint
-    from fintts.train.config import load_config
+    from fintts.train.config import ConfigError, load_config
     from fintts.tts.vits.task import evaluate_voice
 
     overrides = [f"data={args.data}"] if args.data else []
@@ -158,6 +165,30 @@ def cmd_eval(args) -> int:
         print(f"mean MCD {result['mcd_mean_db']:.2f} dB over {len(result['clips'])} held-out clips ({model})")
         print(f"sentence identified by its nearest recording: {result['identified']} of {len(result['clips'])} "
               f"(chance: {result['chance']:.1f})")
+    return EXIT_OK
+
+
+def cmd_say(args) -> int:
+    from fintts.tts.say import say
+
+    report = say(
+        args.text, file=args.file, out=args.out, voice=args.voice, store=args.store, hub_repo=args.hub_repo,
+        speaker=args.speaker, backend=args.backend, int8=False if args.fp32 else None, speed=args.speed, noise=args.noise,
+        seed=args.seed, play=args.play, warn=lambda message: print(f"note: {message}", file=sys.stderr),
+    )
+    print(report.format())
+    return EXIT_OK
+
+
+def cmd_export(args) -> int:
+    from fintts.tts.vits.export import export_folder
+    from fintts.tts.voice import VoiceError, voice_folder
+
+    if bool(args.voice) == bool(args.store):
+        raise VoiceError("fintts export needs exactly one of --voice DIR or --store RUN")
+    started = time.perf_counter()
+    written = export_folder(voice_folder(args.voice or Path(args.store) / "model"), int8=not args.fp32)
+    print(f"wrote {', '.join(str(path) for path in written)} in {time.perf_counter() - started:.1f} s")
     return EXIT_OK
 
 
@@ -204,7 +235,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="folder to write")
     p.add_argument("--checkpoint", default="model", help="model (the laptop-ready voice), latest, best or step-N")
     p.add_argument("--full", action="store_true", help="the whole run (every checkpoint), usable as --store")
+    p.add_argument("--no-onnx", action="store_true", help="with the voice: do not export model.onnx here when the run has none")
     p.set_defaults(func=cmd_pull)
+
+    p = sub.add_parser("say", help="speak Finnish text into a wav file (and the speakers) with a trained voice")
+    p.add_argument("text", nargs="?", help='the text ("Hyvää huomenta!"); or -f FILE, or pipe it in')
+    p.add_argument("-f", "--file", help="read the text from this UTF-8 file (- for standard input)")
+    p.add_argument("-o", "--out", help="wav file to write")
+    p.add_argument("--voice", help="a voice folder (a run's model/, or what fintts pull wrote) or a run folder")
+    p.add_argument("--store", help="a run folder: its model/")
+    p.add_argument("--hub-repo", metavar="USER/NAME", help="a Hub run: its model/, downloaded once and cached")
+    p.add_argument("--speaker", help="name or number of the speaker of a multi-speaker voice (default: the first)")
+    p.add_argument("--speed", type=float, help="speaking rate, 1 = the voice's own (default)")
+    p.add_argument("--noise", type=float, help="sampling temperature of the sound (default: the voice's, 0.667 for MMS)")
+    p.add_argument("--seed", type=int, help="the same seed and text give the same audio")
+    p.add_argument("--backend", choices=["onnx", "torch"], help="default: onnx when the voice has model.onnx")
+    p.add_argument("--fp32", action="store_true", help="ONNX: the float32 model.onnx instead of model.int8.onnx")
+    p.add_argument("--play", action="store_true", help="also play it as it is synthesised (aplay, paplay, SoX play or afplay)")
+    p.set_defaults(func=cmd_say)
+
+    p = sub.add_parser("export", help="write model.onnx and model.int8.onnx into a voice folder (needs torch)")
+    p.add_argument("--onnx", action="store_true", required=True, help="the ONNX graphs (the only export format)")
+    p.add_argument("--voice", help="a voice folder (save_pretrained layout)")
+    p.add_argument("--store", help="a run folder: its model/")
+    p.add_argument("--fp32", action="store_true", help="model.onnx only, no int8 graph")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("check", help="check a corpus: clips, hours, speakers, and every bad item with the reason")
     p.add_argument("data", help="corpus folder")
@@ -231,10 +286,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from fintts.train import ConfigDrift
-    from fintts.train.stores import StoreError
+def _loaded(module: str, name: str) -> type[BaseException] | tuple[()]:
+    """A trainer error type to catch, or nothing when no command loaded the trainer (it imports torch; say does not)."""
+    return getattr(sys.modules[module], name) if module in sys.modules else ()
 
+
+def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     for noisy in ("httpx", "httpcore", "huggingface_hub", "urllib3", "filelock"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -248,15 +305,21 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = list(args.overrides) + extra
     try:
         return args.func(args)
-    except ConfigDrift as err:
+    except _loaded("fintts.train.loop", "ConfigDrift") as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_DRIFT
-    except (ConfigError, FileNotFoundError, ValueError) as err:
+    except (FileNotFoundError, ValueError) as err:  # ConfigError and VoiceError are ValueErrors
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    except StoreError as err:
+    except _loaded("fintts.train.stores.base", "StoreError") as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_STORE
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] not in TRAINING_STACK:
+            raise
+        print(f"error: fintts {args.command} needs {err.name}, which the base (laptop) install leaves out: "
+              "pip install 'fintts[train]'", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
