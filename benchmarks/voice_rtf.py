@@ -1,0 +1,192 @@
+"""Real-time factor of the laptop voice against plain transformers, in one run; and what int8 costs in quality.
+
+    python benchmarks/voice_rtf.py --rounds 5
+    python benchmarks/voice_rtf.py --rounds 5 --quality-voice runs/demo/model --json out.json
+
+The voice is MMS-sized: transformers' ``VitsConfig`` defaults are the architecture of
+``facebook/mms-tts-fin`` (hidden 192, 6 text-encoder layers, HiFi-GAN 512→ with rates
+8·8·2·2), with the vocabulary of fintts's Finnish front end; random weights (timing does
+not depend on them; the sentence's audio length does, and is printed). It is exported the
+way a run exports its voice (``save_voice``: transformers files, ``model.onnx``,
+``model.int8.onnx``, timed), then one ~100-character sentence is said by:
+
+* ``transformers eager``: ``VitsModel.from_pretrained(folder)`` called under
+  ``torch.no_grad()``, as plain transformers users do (the baseline);
+* ``fintts torch``, ``fintts onnx fp32``, ``fintts onnx int8`` (the default):
+  ``load_voice(folder, backend=..., int8=...).synthesize(text)``, front end included.
+
+Real-time factor = seconds of compute / seconds of speech (lower is faster). The machine
+may be shared, so the contenders run interleaved, in a rotating order, ``--rounds`` times;
+medians are reported with the load average before and after, and the speed-up over eager
+is the ratio of the medians.
+
+``--quality-voice DIR`` (a trained voice on the demo corpus, e.g. ``runs/demo/model``):
+exports its ONNX graphs into a copy and scores the float32 graph and the int8 graph on
+the demo's held-out clips (MCD against the recordings, same noise), plus MCD between the
+two outputs and, for scale, between two seeds of the float32 voice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import VitsConfig, VitsModel, VitsTokenizer
+
+from fintts.tts.eval import mel_cepstral_distortion
+from fintts.tts.text import FinnishText
+from fintts.tts.vits.export import export_onnx, save_voice
+from fintts.tts.vits.init import vits_initialisation
+from fintts.tts.vits.task import DEMO_CORPUS, read_heldout_files, score_heldout
+from fintts.tts.voice import load_voice
+
+SENTENCE = "Suomen kieli on kaunis ja vanha kieli, jota puhuu noin viisi miljoonaa ihmistä Suomessa ja muualla."
+
+
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "n/a"
+
+
+def build_voice(folder: Path) -> tuple[dict, int]:
+    """An MMS-sized random voice exported like a run's; returns the export timings and the parameter count."""
+    text = FinnishText.default()
+    torch.manual_seed(0)
+    vits = vits_initialisation(VitsModel(VitsConfig(vocab_size=text.vocab_size)))
+    timings = {}
+    started = time.perf_counter()
+    save_voice(vits, folder, text, [], onnx=False)
+    timings["transformers files"] = time.perf_counter() - started
+    started = time.perf_counter()
+    export_onnx(vits, folder, text, int8=False)
+    timings["model.onnx"] = time.perf_counter() - started
+    started = time.perf_counter()
+    export_onnx(vits, folder, text, int8=True)
+    timings["model.onnx + model.int8.onnx"] = time.perf_counter() - started
+    return timings, sum(p.numel() for p in vits.parameters())
+
+
+def contenders(folder: Path, seed: int):
+    """name -> a call returning (compute seconds, speech seconds)."""
+    model = VitsModel.from_pretrained(folder).eval()
+    ids = VitsTokenizer.from_pretrained(folder)(FinnishText.from_folder(folder).normalize(SENTENCE), return_tensors="pt").input_ids
+
+    def eager():
+        started = time.perf_counter()
+        with torch.no_grad():
+            waveform = model(ids).waveform
+        return time.perf_counter() - started, waveform.shape[-1] / model.config.sampling_rate
+
+    def fintts(**options):
+        voice = load_voice(folder, seed=seed, **options)
+
+        def run():
+            started = time.perf_counter()
+            waveform, rate = voice.synthesize(SENTENCE)
+            return time.perf_counter() - started, len(waveform) / rate
+        return run
+
+    return {
+        "transformers eager": eager,
+        "fintts torch": fintts(backend="torch"),
+        "fintts onnx fp32": fintts(backend="onnx", int8=False),
+        "fintts onnx int8": fintts(backend="onnx", int8=True),
+    }
+
+
+def measure(folder: Path, rounds: int, seed: int) -> dict:
+    runs = contenders(folder, seed)
+    for run in runs.values():  # warm-up: first calls allocate and pick kernels
+        run()
+    rtf: dict[str, list[float]] = {name: [] for name in runs}
+    speech: dict[str, float] = {}
+    before = loadavg()
+    names = list(runs)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            compute, seconds = runs[name]()
+            rtf[name].append(compute / seconds)
+            speech[name] = seconds
+    after = loadavg()
+    eager = statistics.median(rtf["transformers eager"])
+    return {
+        "loadavg_before": before, "loadavg_after": after, "rounds": rounds,
+        "rows": {name: {"rtf_median": statistics.median(v), "rtf_all": v, "speech_seconds": speech[name],
+                        "speedup_vs_eager": eager / statistics.median(v)} for name, v in rtf.items()},
+    }
+
+
+def parity(folder: Path, seed: int) -> dict:
+    """Largest sample difference between torch and the float32 graph given the same noise, and the peak it is relative to."""
+    said = [load_voice(folder, backend=b, int8=False, seed=seed).synthesize(SENTENCE)[0] for b in ("torch", "onnx")]
+    difference = float(np.abs(said[0] - said[1]).max()) if said[0].shape == said[1].shape else float("inf")
+    return {"max_abs_difference": difference, "peak": float(np.abs(said[0]).max())}
+
+
+def quality(trained: Path, seed: int) -> dict:
+    """MCD of the int8 graph against the float32 one, and both against the demo's held-out recordings."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "voice"
+        shutil.copytree(trained, folder)
+        export_onnx(VitsModel.from_pretrained(folder), folder, FinnishText.from_folder(folder))
+        voices = {name: load_voice(folder, backend="onnx", int8=name == "int8", seed=seed) for name in ("fp32", "int8")}
+        other_seed = load_voice(folder, backend="onnx", int8=False, seed=seed + 1)
+        items = [i for i in read_heldout_files(DEMO_CORPUS) if i.speaker in voices["fp32"].speakers or not voices["fp32"].speakers]
+        result = {name: score_heldout(voice, items).metrics() for name, voice in voices.items()}
+        between, seeds = [], []
+        for item in items:
+            speaker = item.speaker if voices["fp32"].config.num_speakers > 1 else None
+            reference, rate = voices["fp32"].synthesize(item.text, speaker=speaker, warn=None)
+            between.append(mel_cepstral_distortion(reference, voices["int8"].synthesize(item.text, speaker=speaker, warn=None)[0], rate))
+            seeds.append(mel_cepstral_distortion(reference, other_seed.synthesize(item.text, speaker=speaker, warn=None)[0], rate))
+    return {"clips": len(items), "vs_recordings": result, "mcd_int8_vs_fp32": float(np.mean(between)),
+            "mcd_fp32_seed_vs_seed": float(np.mean(seeds))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quality-voice", type=Path, help="a trained demo voice folder: int8 vs float32 MCD")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+
+    result: dict = {"cpu_cores": len(os.sched_getaffinity(0)), "torch_threads": torch.get_num_threads(), "sentence": SENTENCE}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "mms"
+        print(f"exporting an MMS-sized voice (load {loadavg()}) ...", flush=True)
+        result["export_seconds"], result["parameters"] = build_voice(folder)
+        result["file_mb"] = {p.name: round(p.stat().st_size / 2**20, 1) for p in sorted(folder.iterdir()) if p.suffix in (".onnx", ".safetensors")}
+        result["parity"] = parity(folder, args.seed)
+        result.update(measure(folder, args.rounds, args.seed))
+    if args.quality_voice:
+        result["quality"] = quality(args.quality_voice, args.seed)
+
+    print(f"\nMMS-sized VITS, {result['parameters'] / 1e6:.2f} M parameters, random weights; {len(SENTENCE)} characters; "
+          f"{result['cpu_cores']} cores; load {result['loadavg_before']} before, {result['loadavg_after']} after; "
+          f"{result['rounds']} interleaved rounds, medians")
+    print(f"{'':<20} {'RTF':>7} {'speed-up vs eager':>18} {'speech s':>9}")
+    for name, row in result["rows"].items():
+        print(f"{name:<20} {row['rtf_median']:>7.3f} {row['speedup_vs_eager']:>17.2f}x {row['speech_seconds']:>9.2f}")
+    print("export: " + ", ".join(f"{k} {v:.1f} s" for k, v in result["export_seconds"].items()))
+    print("files: " + ", ".join(f"{k} {v} MB" for k, v in result["file_mb"].items()))
+    print(f"torch vs onnx fp32, same noise: largest sample difference {result['parity']['max_abs_difference']:.2e} "
+          f"(peak amplitude {result['parity']['peak']:.2e})")
+    if "quality" in result:
+        q = result["quality"]
+        for name, metrics in q["vs_recordings"].items():
+            print(f"{name}: held-out MCD {metrics['val/mcd']:.3f} dB, identified {metrics['val/identified']:.2f} ({q['clips']} clips)")
+        print(f"MCD int8 vs fp32 output {q['mcd_int8_vs_fp32']:.3f} dB; fp32 seed vs seed {q['mcd_fp32_seed_vs_seed']:.3f} dB")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
