@@ -154,3 +154,4 @@ def test_a_fine_tune_of_mms_names_its_base_model_and_licence(tmp_path):
     assert "base_model: facebook/mms-tts-fin" in page and "license: cc-by-nc-4.0" in page and "non-commercial" in page
     assert "MCD, dB, lower is better):** 7.250" in page and "| 1 | a1 | kaggle 2×Tesla T4 |" in page
     assert "fintts pull alice/voice --out my-model" in page and "--hub-repo alice/voice" in page
+    assert "fintts say \"Hyvää huomenta! Kello on 7.30.\" --voice my-model" in page  # the folder pull wrote

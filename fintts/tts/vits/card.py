@@ -39,11 +39,22 @@ def run_card(status: Mapping[str, Any], init: str) -> Card:
     if is_mms(init):
         facts.append("**Licence:** the base weights are Meta's MMS-TTS, CC BY-NC 4.0: this voice is for non-commercial use only.")
     usage = [
-        "The `model/` folder is a plain transformers VITS checkpoint:",
+        "Speak with it (fintts reads numbers, dates and abbreviations as words; its base install needs no torch):",
+        "",
+        "```bash",
+        'fintts say "Hyvää huomenta! Kello on 7.30." --voice my-model -o huomenta.wav',
+        "```",
+        "",
+        "```python",
+        "import fintts",
+        'fintts.load_voice("my-model").save("Tänään on 22.11.2026.", "tanaan.wav")',
+        "```",
+        "",
+        "The `model/` folder is also a plain transformers VITS checkpoint:",
         "",
         "```python",
         "from transformers import pipeline",
-        'tts = pipeline("text-to-speech", model="my-model")  # the folder fintts pull wrote',
+        'tts = pipeline("text-to-speech", model="my-model/model")  # the folder fintts pull wrote',
         'speech = tts("hyvää huomenta")  # plain lowercase Finnish',
         "```",
     ]
