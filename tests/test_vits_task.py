@@ -21,7 +21,7 @@ from vits_helpers import tiny_config
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     folder = tmp_path_factory.mktemp("vits")
-    config = tiny_config(folder)
+    config = tiny_config(folder, export_onnx=True)  # the resumed runs export ONNX too: it must not touch the RNG
     summary = train(config, store=folder / "store", **QUIET)
     return folder, config, summary
 

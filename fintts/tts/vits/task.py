@@ -96,7 +96,8 @@ class VitsTaskConfig:
     eval_speakers: int = free_setting(2)
     mcd_items: int = free_setting(8)
     #: write model.onnx and model.int8.onnx with each exported voice, so a laptop without torch can
-    #: speak it (seconds for the demo voice, about a minute on 2 CPU cores for an MMS-sized one).
+    #: speak it. It costs each new best voice 5-10 s for the demo voice and 25-75 s for an MMS-sized
+    #: one on a shared 2-core CPU (README, "On a laptop").
     export_onnx: bool = free_setting(True)
 
 
