@@ -13,9 +13,9 @@ no torch can speak:
   this very voice), which onnxruntime runs with the CPU's integer dot-product
   instructions: about twice as fast as float32. Everything else stays float32: the text
   encoder and the duration predictor are cheap and their rounding (``ceil``) would turn
-  small errors into other timing; quantising the flow or the decoder's first and last
-  layers as well made no difference to speed but took the demo voice's held-out MCD from
-  +0.23 dB to +0.61 dB over float32 (benchmarks/voice_rtf.py measures this).
+  small errors into other timing; quantising the flow as well gave no more speed, and the
+  decoder's first and last layers as well took the demo voice's held-out MCD from +0.23 dB
+  to +0.61 dB over float32 (benchmarks/voice_rtf.py measures the former).
 
 Exporting needs torch, ``onnx`` and onnxruntime; it takes seconds for the demo voice and
 tens of seconds for an MMS-sized one (see the README's table).
