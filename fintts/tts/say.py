@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import shutil
 import subprocess
 import sys
@@ -105,11 +106,13 @@ def speak(voice: Voice, text: str, out: Path | None, *, play: bool = False, star
                          "or leave out --play and open the WAV file")
     if out is None and player in FILE_PLAYERS:
         out = Path(tempfile.mkdtemp(prefix="fintts-say-")) / "say.wav"
+    speech = voice.stream(text, warn=warn)
+    opening = next(speech)  # before any file or player: text with nothing to say fails here
     pipe = subprocess.Popen(STREAM_PLAYERS[player](voice.sample_rate), stdin=subprocess.PIPE) if player in STREAM_PLAYERS else None
     writer = WavWriter(out, voice.sample_rate) if out is not None else None
     samples, chunks, first = 0, 0, None
     try:
-        for audio in voice.stream(text, warn=warn):
+        for audio in itertools.chain([opening], speech):
             pcm = pcm16(audio)
             if writer is not None:
                 writer.write(pcm)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import itertools
 import json
 import logging
 import math
@@ -173,11 +174,17 @@ class Voice:
 
     def save(self, text: str, path: str | Path, *, speaker: str | int | None = None,
              warn: Callable[[str], None] | None = log.warning) -> Path:
-        """Write the text as a 16-bit mono WAV, sentence by sentence; returns the path."""
+        """Write the text as a 16-bit mono WAV, sentence by sentence; returns the path.
+
+        The file is created once the first sentence is ready, so text with nothing to say
+        leaves no empty WAV behind.
+        """
         from fintts.tts.wav import WavWriter
 
+        chunks = self.stream(text, speaker=speaker, warn=warn)
+        first = next(chunks)
         with WavWriter(path, self.sample_rate) as wav:
-            for audio in self.stream(text, speaker=speaker, warn=warn):
+            for audio in itertools.chain([first], chunks):
                 wav.write(audio)
         return Path(path)
 
