@@ -244,7 +244,10 @@ def voice_folder(path_or_repo: str | Path) -> Path:
     if _looks_like_repo(str(path_or_repo)):
         from fintts.tts.hub_voice import download_voice
 
-        folder = download_voice(str(path_or_repo))
+        try:
+            folder = download_voice(str(path_or_repo))
+        except VoiceError as err:  # a mistyped folder looks like a repo id too: say both
+            raise VoiceError(f"there is no folder {path_or_repo} here, and as a Hub repo: {err}") from None
         if not (folder / "config.json").is_file():
             raise VoiceError(f"{path_or_repo}'s model/ is not a voice (no config.json)")
         return folder
