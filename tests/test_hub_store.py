@@ -272,14 +272,15 @@ def test_lease_conflict_and_forced_takeover(hub, tmp_path):
 
 
 def test_a_stale_lease_is_taken_over_and_heartbeats_keep_a_live_one_fresh(hub, tmp_path, caplog):
-    alive = make_store(hub, tmp_path / "alive", lease_timeout=0.6)
+    # The lease's age is measured by the Hub's clock, whose Date header counts whole seconds: timeouts of seconds.
+    alive = make_store(hub, tmp_path / "alive", lease_timeout=3)
     alive.acquire("session-alive")
-    time.sleep(0.9)  # longer than the timeout, but the worker heartbeats every timeout/3
+    time.sleep(3.5)  # longer than the timeout, but the worker heartbeats every timeout/3
     with pytest.raises(LeaseConflict):
         make_store(hub, tmp_path / "other").acquire("session-other")
     assert any(c["summary"] == "heartbeat" for c in hub.commits(REPO))
     alive.close()  # the session dies: no release, no more heartbeats
-    time.sleep(0.8)
+    time.sleep(4.2)
     caplog.set_level(logging.WARNING)
     successor = make_store(hub, tmp_path / "successor")
     successor.acquire("session-successor")

@@ -99,6 +99,9 @@ class TrainConfig:
     push_every: str = free_setting("1h")
     #: with ``hub_repo``: warn before the repo's storage passes this many GB (0: no warning).
     storage_cap_gb: float = free_setting(0.0)
+    #: with ``hub_repo``: the longest any one Hub request may take before it counts as failed and is retried
+    #: (never past the session's end). A stalled Hub then costs this, not the session.
+    hub_timeout: str = free_setting("60s")
 
     def local_dir(self) -> Path:
         """The one rule for where a run lives on this machine, whatever its store."""
@@ -327,9 +330,11 @@ def check_train_config(cfg: TrainConfig) -> None:
             raise ConfigError(f"{key}: must be positive, got {getattr(cfg, key)}")
     if cfg.micro_batch_size < 0:
         raise ConfigError("micro_batch_size: must be 0 (automatic) or positive")
-    for key in ("checkpoint_every", "session_limit", "safety_margin", "initial_reserve", "push_every"):
+    for key in ("checkpoint_every", "session_limit", "safety_margin", "initial_reserve", "push_every", "hub_timeout"):
         if getattr(cfg, key) != "auto":
             parse_duration(getattr(cfg, key), key=key)
+    if not parse_duration(cfg.hub_timeout, key="hub_timeout"):
+        raise ConfigError("hub_timeout: must be a positive duration, e.g. 60s")
     if cfg.store.startswith("hf://"):
         raise ConfigError(
             f"store: {cfg.store!r} — store is the run's local folder; name the Hub repo with hub_repo: "
