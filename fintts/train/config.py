@@ -89,6 +89,13 @@ class TrainConfig:
     reserve_factor: float = free_setting(2.0)
     #: reserve used until this run has measured a save (at most a quarter of the session).
     initial_reserve: str = free_setting("3m")
+    #: stop after this many optimizer steps in a row were skipped (non-finite gradients or loss, loss spikes); 0: never.
+    max_skipped_steps: int = free_setting(25)
+    #: fp16: stop when the GradScaler's loss scale falls below this (below 1 the gradients overflow fp16 even unscaled).
+    min_loss_scale: float = free_setting(1.0)
+    #: skip a step whose main loss is above this × the median of the last ``spike_window`` applied steps; 0: off.
+    spike_factor: float = free_setting(10.0)
+    spike_window: int = free_setting(100)
     num_workers: int = free_setting(2)
     log_every: int = free_setting(10)
     #: the run's local folder (``--store``); default ``runs/<run_name>``. With ``hub_repo`` it is the Hub's mirror.
@@ -343,6 +350,11 @@ def check_train_config(cfg: TrainConfig) -> None:
     problem = repo_id_problem(cfg.hub_repo) if cfg.hub_repo else None
     if problem:
         raise ConfigError(f"hub_repo: {problem}")
+    for key in ("max_skipped_steps", "spike_factor", "min_loss_scale"):
+        if getattr(cfg, key) < 0:
+            raise ConfigError(f"{key}: must be 0 or positive, got {getattr(cfg, key)}")
+    if cfg.spike_window < 1:
+        raise ConfigError(f"spike_window: must be at least 1, got {cfg.spike_window}")
     if cfg.storage_cap_gb < 0:
         raise ConfigError("storage_cap_gb: must be 0 (no warning) or a positive number of GB")
 
