@@ -4,11 +4,11 @@ Exit codes (stable, for scripts and notebooks):
 
 ==  ==========================================================================
 0   done: the session ended cleanly (paused for the next session, or finished)
-1   training failed (the message says why; the store keeps the last checkpoint)
+1   training failed, or its final checkpoint is not safe in the store (the message says why and what to do)
 2   usage, config or data error (unknown setting, missing file, bad value)
 3   the run's settings drifted from its checkpoint (see --allow-config-change)
 4   the store is unusable or held by another session (see --force)
-130 interrupted twice with Ctrl-C (no checkpoint written for the partial step)
+130 interrupted twice with Ctrl-C, or by a signal before training began (the run is unchanged)
 ==  ==========================================================================
 """
 
@@ -56,7 +56,7 @@ def cmd_train(args) -> int:
         force=args.force,
         progress=not args.no_progress,
     )
-    return EXIT_OK if summary.durable else EXIT_FAILED
+    return EXIT_OK if summary.durable and summary.state != "failed" else EXIT_FAILED
 
 
 def cmd_status(args) -> int:
@@ -257,8 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     except StoreError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_STORE
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        print(f"interrupted: {err}" if str(err) else "interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
