@@ -84,6 +84,7 @@ def format_status(status: dict) -> str:
         f"state       {status.get('state')}" + (f"   ({status['reason']})" if status.get("reason") else ""),
         f"step        {status.get('step')} of {status.get('max_steps')}   epoch {status.get('epoch')}",
     ]
+    lines += [f"warning     {warning}" for warning in status.get("warnings") or []]
     if best:
         lines.append(f"best        {status.get('monitor')} {best['value']:.4g} at step {best['step']}")
     if status.get("loss"):

@@ -187,6 +187,8 @@ def test_a_full_disk_stops_the_session_with_the_previous_checkpoint_intact(tmp_p
     status = status_of(after)
     assert status["state"] == "failed" and status["reason"] == "disk_full"
     assert any("is full" in w for w in status["warnings"])
+    shown = cli("status", "--store", str(after), cwd=tmp_path)
+    assert shown.returncode == 0 and "warning     the disk under" in shown.stdout, shown.stdout
     third = (tmp_path / "third.txt").read_text()
     assert (tmp_path / "third.rc").read_text().strip() == "0", third
     assert "from step-00000004" in third and status_of(tmp_path / "final")["state"] == "finished"
