@@ -29,10 +29,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import Any
+from typing import Any, Iterable
+
+import torch
 
 #: Applied steps needed before the spike test starts.
 SPIKE_WARMUP = 10
+
+
+def gradient_norm(parameters: Iterable[torch.Tensor], device: torch.device) -> torch.Tensor:
+    """The L2 norm of the parameters' gradients (float32, on ``device``, no host sync); 0 when none has one."""
+    norms = [torch.linalg.vector_norm(p.grad.detach(), dtype=torch.float32) for p in parameters if p.grad is not None]
+    return torch.linalg.vector_norm(torch.stack(norms)) if norms else torch.zeros((), device=device)
 
 
 @dataclasses.dataclass

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from fintts.train import card, checkpoint, data_drift, status
 from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
 from fintts.train.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, load_config, parse_duration
-from fintts.train.guard import StepGuard
+from fintts.train.guard import StepGuard, gradient_norm
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, library_versions, session_start
 from fintts.train.sampler import EpochPlan, MicroBatchSampler
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
@@ -503,9 +503,7 @@ class Trainer:
         for group in self.groups:
             if self.scaler.is_enabled():
                 self.scaler.unscale_(group.optimizer)  # fp16: judge (and clip) the true gradients
-            grads = [p.grad.detach() for p in self.group_params[group.name] if p.grad is not None]
-            norms.append(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, dtype=torch.float32) for g in grads]))
-                         if grads else torch.zeros((), device=self.device))
+            norms.append(gradient_norm(self.group_params[group.name], self.device))
         stacked = torch.stack([*totals.values(), *norms])
         if self.world > 1:
             stacked = self.accelerator.reduce(stacked, reduction="mean")
