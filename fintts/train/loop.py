@@ -756,7 +756,7 @@ class Trainer:
             if self.wait_interrupted:  # a person stopped the wait and wants the prompt back
                 left = INTERRUPTED_RELEASE if left is None else min(left, INTERRUPTED_RELEASE)
             self.store.release(timeout=left)
-            self.store.close(timeout=5.0 if left is None else min(5.0, left))
+            self.store.close(timeout=0.0 if self.wait_interrupted else 5.0 if left is None else min(5.0, left))
         return summary
 
     def _intact(self, name: str) -> bool:
