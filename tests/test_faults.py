@@ -48,12 +48,12 @@ def test_fp16_overflow_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path
 def test_nan_gradients_behind_a_finite_loss_never_reach_the_weights(tmp_path):
     config = write_config(
         tmp_path, task=FAULTY, adversarial=False, max_steps=60, checkpoint_every_steps=4, eval_every=0,
-        fault="nan-grad", fault_at=10, fault_steps=0, max_skipped_steps=5,
+        fault="nan-grad", fault_at=12, fault_steps=0,  # from a step that saves a checkpoint
     )
     store = tmp_path / "store"
     summary = train(config, store=store, **QUIET)
-    assert summary.state == "failed" and summary.end_step == 14  # steps 10..14 skipped, then the stop
-    assert "5 steps in a row were skipped (non-finite gradients)" in summary.format()
+    assert summary.state == "failed" and summary.end_step == 36  # steps 12..36 skipped (max_skipped_steps=25), then the stop
+    assert "25 steps in a row were skipped (non-finite gradients)" in summary.format()
     assert checkpoint.read_latest(store) == "step-00000008"
     assert_finite(final_weights(store))
 

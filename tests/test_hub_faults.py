@@ -19,7 +19,7 @@ from fintts.train.config import load_config
 from fintts.train.stores import LeaseConflict, StoreError
 from fintts.train.stores.hub import pull, push
 from hub_helpers import REPO, TOKEN, export_model, latest_on_hub, make_store, save
-from trainer_helpers import cli, start_cli, stop, write_config
+from trainer_helpers import cli, start_cli, stop, wait_for_step, write_config
 
 #: A checkpoint push's commit is larger than this; the lease's and the heartbeats' are smaller.
 BIG_COMMIT = 30_000
@@ -76,7 +76,7 @@ def test_a_stalled_hub_never_holds_a_session_past_its_limit(hub_env, tmp_path):
     started = time.monotonic()
     process = start_cli(
         "train", str(config), "--hub-repo", REPO, "--store", str(store), "--push-every", "0", "--budget", f"{budget}s",
-        "hub_timeout=5s", "--no-progress", cwd=tmp_path,
+        "--no-progress", cwd=tmp_path,
     )
     said = Lines(process)
     try:
@@ -102,7 +102,7 @@ def test_a_hub_stalled_at_the_start_fails_the_session_within_its_limit(hub_env, 
     config = write_config(tmp_path, max_steps=10)
     started = time.monotonic()
     result = cli(
-        "train", str(config), "--hub-repo", REPO, "--store", str(tmp_path / "kaggle"), "--budget", "20s", "hub_timeout=2s",
+        "train", str(config), "--hub-repo", REPO, "--store", str(tmp_path / "kaggle"), "--budget", "20s",
         "--no-progress", cwd=tmp_path, timeout=120,
     )
     elapsed = time.monotonic() - started
@@ -262,12 +262,12 @@ def test_ctrl_c_during_the_final_wait_keeps_the_session_and_says_how_to_push(hub
     config = write_config(tmp_path, max_steps=12, eval_every=0, checkpoint_every_steps=4)
     store = tmp_path / "kaggle"
     process = start_cli(
-        "train", str(config), "--hub-repo", REPO, "--store", str(store), "--push-every", "0", "hub_timeout=3s",
-        "--no-progress", cwd=tmp_path,
+        "train", str(config), "--hub-repo", REPO, "--store", str(store), "--push-every", "0", "--no-progress", cwd=tmp_path,
     )
     said = Lines(process)
     try:
-        said.wait_for("waiting for the final checkpoint", timeout=180)
+        wait_for_step(store, 12, process)  # the final checkpoint is saved: its push hangs, the session waits for it
+        time.sleep(1.0)
         interrupted = time.monotonic()
         process.send_signal(signal.SIGINT)
         out = said.rest(timeout=60)
@@ -275,7 +275,7 @@ def test_ctrl_c_during_the_final_wait_keeps_the_session_and_says_how_to_push(hub
         process.kill()
     assert time.monotonic() - interrupted < 15
     assert process.returncode == 1, out  # not failed, but not safe on the Hub either
-    assert f"fintts push --store {store} --hub-repo {REPO}" in out
+    assert f"fintts push --store {store} --hub-repo {REPO}" in out and "Ctrl-C stops waiting" in out
     status = json.loads((store / "status.json").read_text())
     assert status["state"] == "finished" and status["step"] == 12
     checkpoint.verify(store / "checkpoints" / "step-00000012")
