@@ -160,6 +160,7 @@ FILL_LEAVING = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_the_session_with_the_previous_checkpoint_intact(tmp_path):
     config = write_config(tmp_path, max_steps=12, checkpoint_every_steps=4, eval_every=4)
     (tmp_path / "fill.py").write_text(FILL_LEAVING)

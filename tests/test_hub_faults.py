@@ -67,6 +67,7 @@ class Lines:
 # ---------------------------------------------------------------- a stalled Hub and the session's limit
 
 
+@pytest.mark.slow
 def test_a_stalled_hub_never_holds_a_session_past_its_limit(hub_env, tmp_path):
     hub = hub_env
     hub.stall(None, path="/commit/", after_bytes=BIG_COMMIT, times=100_000)  # every checkpoint push hangs for ever
@@ -97,6 +98,7 @@ def test_a_stalled_hub_never_holds_a_session_past_its_limit(hub_env, tmp_path):
     assert "latest" not in hub.files(REPO)
 
 
+@pytest.mark.slow
 def test_a_hub_stalled_at_the_start_fails_the_session_within_its_limit(hub_env, tmp_path):
     hub_env.stall(None, path="/api/repos/create", times=1000)
     config = write_config(tmp_path, max_steps=10)
