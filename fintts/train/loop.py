@@ -319,6 +319,8 @@ class Trainer:
         else:
             torch.manual_seed(self.cfg.seed + 7919 * saved.step + self.accelerator.process_index)
             self.log("the number of processes changed, so random streams restart from the seed and step (not bit-exact)")
+        if saved.best_step is not None and saved.best_checkpoint is None:  # saved before the holder was recorded
+            saved.best_checkpoint = status.best_checkpoint(saved.best_step, self.store.checkpoint_names())
         self.state = saved
         self._good = {folder.name}  # verified checkpoints of this session: the resumed one, then each one saved
         self.guard.restore(saved.guard)
@@ -659,7 +661,7 @@ class Trainer:
                 self._good.add(name)
                 if self.state.best_step is None:  # no validated best yet: the newest weights are the model
                     self._export()
-                holder = self.state.best_checkpoint or status.best_checkpoint(self.state.best_step, checkpoint.list_names(self.store.root))
+                holder = self.state.best_checkpoint
                 self.store.prune(self.cfg.keep_last, [holder] if holder else [])
                 self._write_status("running")
                 self.store.publish(name, final=final)

@@ -41,7 +41,7 @@ def best_checkpoint(best_step: int | None, names: Sequence[str]) -> str | None:
     improving); the weights it scored are exported to ``model/`` at once, and the next
     checkpoint, which the trainer then protects from pruning, holds them for resuming. The
     trainer records that name in its state when it saves it (``TrainerState.best_checkpoint``);
-    this search among ``names`` is for runs saved before it did.
+    this search among ``names`` (the store's, the Hub's included) is for checkpoints saved before it did.
     """
     if best_step is None:
         return None
@@ -68,8 +68,7 @@ def build(
     latest = checkpoint.read_latest(root)
     best = None
     if run.best_step is not None:
-        holder = run.best_checkpoint or best_checkpoint(run.best_step, checkpoint.list_names(root))  # older runs: look
-        best = {"value": run.best_value, "step": run.best_step, "checkpoint": holder}
+        best = {"value": run.best_value, "step": run.best_step, "checkpoint": run.best_checkpoint}
     return {
         "state": state,
         "reason": reason,

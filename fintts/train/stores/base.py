@@ -84,6 +84,10 @@ class Store(abc.ABC):
         """Block until everything published is durable; ``False`` if ``timeout`` ran out or ``interrupted()`` first."""
         return True
 
+    def checkpoint_names(self) -> list[str]:
+        """The run's checkpoints this store knows of (here: on this disk), oldest first."""
+        return checkpoint.list_names(self.root)
+
     def prune(self, keep_last: int, protect: Iterable[str] = ()) -> list[str]:
         """Drop checkpoints beyond the newest ``keep_last`` and ``protect``; return their names."""
         return checkpoint.prune(self.root, keep_last, protect)

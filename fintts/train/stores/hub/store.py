@@ -374,6 +374,12 @@ class HubStore(Store):
             self._keep_last, self._protect = keep_last, protect
         return ckpt.prune(self.root, keep_last, protect | self._publisher.busy())
 
+    def checkpoint_names(self) -> list[str]:
+        """This disk's checkpoints and those the Hub had when the run was looked up, oldest first."""
+        with self._lock:
+            on_hub = set(self._on_hub)
+        return sorted(set(super().checkpoint_names()) | on_hub, key=ckpt.step_of)
+
     def read_status(self) -> dict[str, Any] | None:
         """The writer's own ``status.json``; for anyone else (``fintts status``) the Hub's, falling back to the mirror's."""
         if self._lease is None:
