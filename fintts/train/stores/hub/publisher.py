@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable
 
 from fintts.train.stores.hub.client import Backoff
-from fintts.train.stores.hub.errors import HubError, LeaseLost
+from fintts.train.stores.hub.errors import HubDeadline, HubError, LeaseLost
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +215,10 @@ class Publisher:
     def _failed(self, job: Target | str, failure: HubError, failures: int) -> None:
         """Account for a failed push or heartbeat (under the lock): retry later, and say so where a person looks."""
         what = "push" if isinstance(job, Target) else "heartbeat"
+        if isinstance(failure, HubDeadline):  # the session is ending: keep the reason the push had not landed before
+            self.last_error = self.last_error or f"{what} not sent: {failure}"
+            self._retry_at = time.monotonic() + 3600.0
+            return
         self.last_error = f"{what} failed: {failure}"
         if isinstance(failure, LeaseLost):
             self.fatal = str(failure)
