@@ -124,6 +124,20 @@ def test_the_end_of_a_session_saves_again_when_latest_was_damaged_or_edited(tmp_
     checkpoint.verify(store / "checkpoints" / "step-00000010")
 
 
+def test_a_checkpoint_saved_before_the_best_holder_was_recorded_still_keeps_it(tmp_path):
+    # The loss falls, and the monitor asks for the highest: the first validation (step 4) stays the best.
+    config = write_config(tmp_path, max_steps=8, eval_every=4, checkpoint_every_steps=4, keep_last=1, monitor="max:val/loss")
+    store = tmp_path / "store"
+    train(config, store=store, **QUIET)
+    folder = store / "checkpoints" / "step-00000008"
+    state = json.loads((folder / "state.json").read_text())
+    del state["best_checkpoint"]  # as fintts wrote it before it recorded the holder
+    (folder / "state.json").write_text(json.dumps(state))
+    checkpoint.write_manifest(folder)
+    summary = train(config, store=store, max_steps=16, **QUIET)
+    assert summary.best["checkpoint"] == "step-00000004" and "step-00000004" in checkpoint.list_names(store)
+
+
 # ---------------------------------------------------------------- a full disk
 
 
