@@ -7,8 +7,9 @@ and before any optimizer steps, the trainer asks :meth:`StepGuard.judge` about t
 main loss and its gradient norms; a *bad* step is skipped (no optimizer updates its
 weights, the data moves on):
 
-- **non-finite gradients** (inf/NaN in any gradient after unscaling): in fp16 this is what
-  the GradScaler calls an overflow and skips by itself, halving its scale; in bf16/fp32
+- **non-finite gradients** (inf/NaN in any gradient after unscaling): in fp16 with a finite
+  loss this is an *overflow*, which the GradScaler skips by itself and answers by halving its
+  scale — routine while it finds its scale, so it is not reported step by step; in bf16/fp32
   nothing would skip it, so the trainer does — a finite loss with NaN gradients would
   otherwise put NaN into every weight;
 - **a non-finite loss**;
@@ -35,6 +36,8 @@ import torch
 
 #: Applied steps needed before the spike test starts.
 SPIKE_WARMUP = 10
+#: Why an fp16 step with a finite loss and overflowing gradients was skipped: the GradScaler's routine, not news.
+FP16_OVERFLOW = "fp16 overflow (non-finite gradients)"
 
 
 def gradient_norm(parameters: Iterable[torch.Tensor], device: torch.device) -> torch.Tensor:
@@ -56,10 +59,12 @@ class StepGuard:
     skipped: int = 0
     last_problem: str | None = None
 
-    def judge(self, loss: float, grad_norms: list[float]) -> str | None:
+    def judge(self, loss: float, grad_norms: list[float], *, fp16: bool = False) -> str | None:
         """Why this step must be skipped (``None``: apply it)."""
         if not all(math.isfinite(n) for n in grad_norms):
-            return "non-finite gradients" if math.isfinite(loss) else "non-finite loss"
+            if not math.isfinite(loss):
+                return "non-finite loss"
+            return FP16_OVERFLOW if fp16 else "non-finite gradients"
         if not math.isfinite(loss):
             return "non-finite loss"
         if self.spike_factor and len(self.recent) >= SPIKE_WARMUP:

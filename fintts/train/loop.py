@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from fintts.train import card, checkpoint, data_drift, status
 from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
 from fintts.train.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, load_config, parse_duration
-from fintts.train.guard import StepGuard, gradient_norm
+from fintts.train.guard import FP16_OVERFLOW, StepGuard, gradient_norm
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, library_versions, session_start
 from fintts.train.sampler import EpochPlan, MicroBatchSampler
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
@@ -404,7 +404,7 @@ class Trainer:
         step_times: list[float] = []
         eval_seconds = 0.0
         window: dict[str, float] = {}
-        applied, skipped_before = 0, self.guard.skipped
+        logged, unusual, last_unusual = 0, 0, ""
         bar = tqdm(total=cfg.max_steps, initial=self.state.step, disable=not (self.progress and self.main), desc=cfg.run_name, dynamic_ncols=True)
         writer = self._tensorboard()
         batches = iter(self._loader())
@@ -427,16 +427,18 @@ class Trainer:
             self.state.step += 1
             self.state.step_in_epoch += 1
             step_times = (step_times + [time.time() - started])[-20:]
-            if skipped is None:
-                applied += 1
+            if all(math.isfinite(v) for v in losses.values()):  # a skipped step's finite losses still tell its story
+                logged += 1
                 for key, value in losses.items():
                     window[key] = window.get(key, 0.0) + value
-            elif "spike" in skipped:
-                self.log(f"step {self.state.step} skipped: {skipped}")
+            if skipped is not None and skipped != FP16_OVERFLOW:
+                unusual, last_unusual = unusual + 1, skipped
+                if self.guard.in_row == 1 or "spike" in skipped:
+                    self.log(f"step {self.state.step} skipped: {skipped}")
             if self.state.step % cfg.log_every == 0 or self.state.step == cfg.max_steps:
-                if applied:
-                    self._record_losses(window, applied, writer)
-                window, applied = {}, 0
+                if logged:
+                    self._record_losses(window, logged, writer)
+                window, logged = {}, 0
             if cfg.eval_every and self.state.step % cfg.eval_every == 0:
                 eval_started = time.time()
                 if self._evaluate(writer):
@@ -468,12 +470,10 @@ class Trainer:
                 refresh=False,
             )
         bar.close()
-        if applied:
-            self._record_losses(window, applied, writer)
-        if self.guard.skipped > skipped_before:
-            self.session.warnings.append(
-                f"{self.guard.skipped - skipped_before} step(s) were skipped in this session, the last for: {self.guard.last_problem}"
-            )
+        if logged:
+            self._record_losses(window, logged, writer)
+        if unusual:
+            self.session.warnings.append(f"{unusual} step(s) were skipped in this session, the last for: {last_unusual}")
         writer.close()
         return reason
 
@@ -511,7 +511,7 @@ class Trainer:
             stacked = self.accelerator.reduce(stacked, reduction="mean")
         values = stacked.cpu().tolist()  # one device sync per step
         losses = dict(zip(totals, values))
-        skipped = self.guard.judge(losses[self.main_loss], values[len(totals):])
+        skipped = self.guard.judge(losses[self.main_loss], values[len(totals):], fp16=self.scaler.is_enabled())
         if skipped is None:
             for group in self.groups:
                 if group.clip_grad_norm:
