@@ -4,11 +4,11 @@ Exit codes (stable, for scripts and notebooks):
 
 ==  ==========================================================================
 0   done: the session ended cleanly (paused for the next session, or finished)
-1   training failed (the message says why; the store keeps the last checkpoint)
+1   training failed, or its final checkpoint is not safe in the store (the message says why and what to do)
 2   usage, config or data error (unknown setting, missing file, bad value)
 3   the run's settings drifted from its checkpoint (see --allow-config-change)
 4   the store is unusable or held by another session (see --force)
-130 interrupted twice with Ctrl-C (no checkpoint written for the partial step)
+130 interrupted twice with Ctrl-C, or by a signal before training began (the run is unchanged)
 ==  ==========================================================================
 """
 
@@ -58,7 +58,7 @@ def cmd_train(args) -> int:
         force=args.force,
         progress=not args.no_progress,
     )
-    return EXIT_OK if summary.durable else EXIT_FAILED
+    return EXIT_OK if summary.durable and summary.state != "failed" else EXIT_FAILED
 
 
 def cmd_status(args) -> int:
@@ -86,6 +86,7 @@ def format_status(status: dict) -> str:
         f"state       {status.get('state')}" + (f"   ({status['reason']})" if status.get("reason") else ""),
         f"step        {status.get('step')} of {status.get('max_steps')}   epoch {status.get('epoch')}",
     ]
+    lines += [f"warning     {warning}" for warning in status.get("warnings") or []]
     if best:
         lines.append(f"best        {status.get('monitor')} {best['value']:.4g} at step {best['step']}")
     if status.get("loss"):
@@ -320,8 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: fintts {args.command} needs {err.name}, which the base (laptop) install leaves out: "
               "pip install 'fintts[train]'", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        print(f"interrupted: {err}" if str(err) else "interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 

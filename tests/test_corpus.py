@@ -181,3 +181,19 @@ def test_check_accepts_real_finnish_speech(tmp_path: Path) -> None:
 
     assert report.problems == []
     assert 1.0 < report.durations["s1"] < 10.0
+
+
+def test_names_that_would_reach_outside_their_folder_are_problems(tmp_path: Path) -> None:
+    root = tmp_path / "voices"
+    root.mkdir()
+    (root / "metadata.csv").write_text(
+        "id|speaker|text\na|anna|Hyvää huomenta.\nb|../../outside|Hyvää iltaa.\n../c|anna|Terve.\n", encoding="utf-8"
+    )
+    for clip in ("a", "b"):
+        _tone(root / "wavs" / f"{clip}.wav")
+    _tone(tmp_path / "c.wav")  # what ../c would reach
+    report = check_corpus(root)
+    assert [item.id for item in report.items] == ["a"]
+    reasons = " ".join(problem.reason for problem in report.problems)
+    assert "speaker name '../../outside' cannot be used as part of a file name" in reasons
+    assert "id '../c' must name a file under wavs/" in reasons

@@ -18,45 +18,15 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 from huggingface_hub import HfApi, constants
-from safetensors.torch import save_file
 
 from fintts.testing import HubServer
 from fintts.train import checkpoint
-from hub_helpers import TOKEN
+from hub_helpers import FAST, REPO, TOKEN, export_model, latest_on_hub, make_store, save
 from fintts.train.stores import LeaseConflict, StoreError, open_store
-from fintts.train.stores.hub import Backoff, HubAuthError, HubStore, pull, push
+from fintts.train.stores.hub import HubAuthError, HubStore, pull, push
 
-REPO = "fintts-tester/finnish-voice"
-FAST = Backoff(base=0.05, cap=0.3, jitter=0.5, retry_after_cap=5)
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def make_store(hub: HubServer, root: Path, repo: str = REPO, **options) -> HubStore:
-    settings = dict(endpoint=hub.endpoint, token=TOKEN, push_every=0, backoff=FAST, sync_attempts=3, request_timeout=5)
-    settings.update(options)
-    return HubStore(repo, root=root, **settings)
-
-
-def save(root: Path, step: int, size: int = 4096) -> str:
-    """A checkpoint like the trainer's: a safetensors file and a JSON state, reproducible from ``step``."""
-    name = checkpoint.name_for_step(step)
-
-    def write(folder: Path) -> None:
-        generator = torch.Generator().manual_seed(step)
-        save_file({"weight": torch.randn(size // 4, generator=generator)}, str(folder / "generator.safetensors"))
-        (folder / "state.json").write_text(json.dumps({"step": step}))
-
-    checkpoint.save(root, name, write)
-    return name
-
-
-def export_model(root: Path, step: int) -> None:
-    model = root / "model"
-    model.mkdir(exist_ok=True)
-    (model / "config.json").write_text(json.dumps({"step": step}))
-    save_file({"weight": torch.full((256,), float(step))}, str(model / "model.safetensors"))
 
 
 def status(state: str, step: int) -> dict:
@@ -77,10 +47,6 @@ def write_status(root: Path, state: str, step: int) -> None:
 
 def contents(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def latest_on_hub(hub: HubServer, repo: str = REPO) -> str:
-    return hub.files(repo)["latest"].decode().strip()
 
 
 def committed_checkpoints(hub: HubServer, repo: str = REPO) -> set[str]:
@@ -272,14 +238,15 @@ def test_lease_conflict_and_forced_takeover(hub, tmp_path):
 
 
 def test_a_stale_lease_is_taken_over_and_heartbeats_keep_a_live_one_fresh(hub, tmp_path, caplog):
-    alive = make_store(hub, tmp_path / "alive", lease_timeout=0.6)
+    # The lease's age is measured by the Hub's clock, whose Date header counts whole seconds: timeouts of seconds.
+    alive = make_store(hub, tmp_path / "alive", lease_timeout=3)
     alive.acquire("session-alive")
-    time.sleep(0.9)  # longer than the timeout, but the worker heartbeats every timeout/3
+    time.sleep(3.5)  # longer than the timeout, but the worker heartbeats every timeout/3
     with pytest.raises(LeaseConflict):
         make_store(hub, tmp_path / "other").acquire("session-other")
     assert any(c["summary"] == "heartbeat" for c in hub.commits(REPO))
     alive.close()  # the session dies: no release, no more heartbeats
-    time.sleep(0.8)
+    time.sleep(4.2)
     caplog.set_level(logging.WARNING)
     successor = make_store(hub, tmp_path / "successor")
     successor.acquire("session-successor")

@@ -11,7 +11,7 @@ import soundfile as sf
 import torch
 from transformers import VitsModel, pipeline
 
-from fintts.train import TaskContext, checkpoint, train
+from fintts.train import ConfigDrift, TaskContext, checkpoint, train
 from fintts.train.card import render
 from fintts.tts.vits.task import DEMO_CORPUS, VitsTask, VitsTaskConfig
 from fintts.tts.voice import load_voice
@@ -155,3 +155,31 @@ def test_a_fine_tune_of_mms_names_its_base_model_and_licence(tmp_path):
     assert "MCD, dB, lower is better):** 7.250" in page and "| 1 | a1 | kaggle 2×Tesla T4 |" in page
     assert "fintts pull alice/voice --out my-model" in page and "--hub-repo alice/voice" in page
     assert "fintts say \"Hyvää huomenta! Kello on 7.30.\" --voice my-model" in page  # the folder pull wrote
+
+
+def test_the_corpus_is_compared_by_its_clips_not_its_path(tmp_path):
+    """Moved: the same run. Clips added: a warning. A new speaker: refused by name, not by a strict-load error."""
+    corpus = tmp_path / "mounted-here"
+    for speaker in ("espeak_f2", "espeak_m3"):
+        shutil.copytree(DEMO_CORPUS / speaker, corpus / speaker)
+    store = tmp_path / "store"
+    config = tiny_config(tmp_path, data=str(corpus), speakers=[], max_steps=1, eval_every=0)
+    train(config, store=store, **QUIET)
+
+    moved = tmp_path / "mounted-elsewhere"
+    corpus.rename(moved)
+    messages: list[str] = []
+    summary = train(config, store=store, data=str(moved), max_steps=2, progress=False, log=messages.append)
+    assert summary.start_step == 1 and not summary.warnings, summary.warnings
+
+    metadata = moved / "espeak_f2" / "metadata.csv"
+    first_id, text = metadata.read_text(encoding="utf-8").splitlines()[0].split("|", 1)
+    shutil.copy(moved / "espeak_f2" / "wavs" / f"{first_id}.flac", moved / "espeak_f2" / "wavs" / "added_0001.flac")
+    metadata.write_text(metadata.read_text(encoding="utf-8") + f"added_0001|{text}\n", encoding="utf-8")
+    summary = train(config, store=store, data=str(moved), max_steps=3, **QUIET)
+    assert summary.start_step == 2
+    assert any("the data changed since step-00000002: training items: 1 added (espeak_f2/added_0001)" in w for w in summary.warnings)
+
+    shutil.copytree(DEMO_CORPUS / "espeak_f5", moved / "espeak_f5")
+    with pytest.raises(ConfigDrift, match=r"other labels .*added espeak_f5"):
+        train(config, store=store, data=str(moved), max_steps=4, **QUIET)

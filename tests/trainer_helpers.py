@@ -15,7 +15,10 @@ from safetensors.torch import load_file
 
 from fintts.train import checkpoint
 
+ROOT = Path(__file__).resolve().parents[1]
 QUIET = {"progress": False, "log": lambda message: None}
+#: the toy task with faults on demand (tests/faulty_task.py)
+FAULTY = "faulty_task:FaultyToy"
 
 TOY = {
     "task": "toy",
@@ -68,6 +71,8 @@ def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("KAGGLE_KERNEL_RUN_TYPE", None)
     env["PYTHONUNBUFFERED"] = "1"
+    # the checkout under test first, then the tests' own tasks (faulty_task); sys.path[0] is not inherited
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH")]))
     return env
 
 

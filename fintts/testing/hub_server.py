@@ -106,7 +106,7 @@ class _Fault:
     remaining: int
     status: int = 500
     retry_after: int | None = None
-    seconds: float = 0.0
+    seconds: float | None = 0.0
     after_bytes: int = 0
 
     def matches(self, method: str, path: str) -> bool:
@@ -337,9 +337,10 @@ class HubServer:
             self._faults.append(_Fault("fail", pattern, method, times, status=status, retry_after=retry_after))
 
     def stall(
-        self, seconds: float, *, times: int = 1, path: str | None = None, method: str | None = None, after_bytes: int = 0
+        self, seconds: float | None, *, times: int = 1, path: str | None = None, method: str | None = None, after_bytes: int = 0
     ) -> None:
-        """Hold matching requests for ``seconds`` (after reading ``after_bytes`` of the body), or until :meth:`release`."""
+        """Hold matching requests for ``seconds`` (``None``: a stall that never ends by itself), after reading
+        ``after_bytes`` of the body, or until :meth:`release` or :meth:`stop`."""
         with self._lock:
             self._stall_event.clear()
             self._stalled.clear()

@@ -4,7 +4,14 @@ A checkpoint is written into ``checkpoints/.partial-<name>/``; every file is flu
 disk, ``MANIFEST.json`` (sha256 and size of every other file) is written last, the folder
 is renamed to ``checkpoints/<name>`` and only then is ``latest`` replaced, atomically,
 by a file naming it. A kill at any moment leaves ``latest`` naming a complete checkpoint
-(or nothing), and resuming verifies the manifest before trusting a folder.
+(or nothing), and resuming verifies the manifest before trusting a folder. A save that
+fails (a full disk) removes its ``.partial-`` folder, so the space is not lost for the next
+try and the previous checkpoint stays ``latest``.
+
+Checkpoints hold regular files only, named by relative paths that stay inside the folder.
+A symbolic link is refused rather than followed: hashed and uploaded, it would carry
+whatever it points at (a token file included) into the run. :func:`verify` trusts a folder
+only when its manifest lists exactly the files present, each by a safe relative path.
 """
 
 from __future__ import annotations
@@ -14,7 +21,8 @@ import json
 import os
 import re
 import shutil
-from pathlib import Path
+import stat
+from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable
 
 MANIFEST = "MANIFEST.json"
@@ -29,6 +37,10 @@ class CheckpointError(Exception):
 
 def name_for_step(step: int) -> str:
     return f"step-{step:08d}"
+
+
+def is_checkpoint_name(name: object) -> bool:
+    return isinstance(name, str) and _NAME.fullmatch(name) is not None
 
 
 def step_of(name: str) -> int:
@@ -46,8 +58,43 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _files(folder: Path) -> Iterable[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+def safe_relative_path(rel: str, *, what: str = "path") -> str:
+    """``rel`` if it names a file inside a folder (relative, ``/``-separated, no ``..``); else :class:`CheckpointError`.
+
+    Paths come from manifests, tasks' artefacts and Hub listings: none of them may reach
+    outside the folder they are written into or read from.
+    """
+    parts = PurePosixPath(rel).parts if isinstance(rel, str) else ()
+    if (
+        not parts
+        or rel.startswith("/")
+        or "\\" in rel
+        or any(part in (".", "..") for part in parts)
+        or any(ord(c) < 32 for c in rel)
+        or PurePosixPath(*parts).as_posix() != rel
+    ):
+        raise CheckpointError(f"{what} {rel!r} is not a relative path inside its folder (no leading /, no .., no \\)")
+    return rel
+
+
+def regular_files(folder: Path) -> list[Path]:
+    """Every file under ``folder``, sorted; :class:`CheckpointError` for a symbolic link or another special file."""
+    found = []
+    for base, dirs, names in os.walk(folder):
+        for name in sorted(dirs + names):
+            path = Path(base) / name
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                raise CheckpointError(f"{path} is a symbolic link; a checkpoint holds regular files only")
+            if stat.S_ISREG(mode):
+                found.append(path)
+            elif not stat.S_ISDIR(mode):
+                raise CheckpointError(f"{path} is not a regular file")
+    return sorted(found)
+
+
+def _files(folder: Path) -> list[Path]:
+    return [p for p in regular_files(folder) if p.relative_to(folder).as_posix() != MANIFEST]
 
 
 def _fsync(path: Path) -> None:
@@ -61,16 +108,21 @@ def _fsync(path: Path) -> None:
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never a mix."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk must not also keep a half-written copy
+        raise
 
 
 def write_manifest(folder: Path) -> dict:
-    files = {p.relative_to(folder).as_posix(): {"sha256": sha256_file(p), "size": p.stat().st_size} for p in _files(folder)}
-    for p in _files(folder):
+    paths = _files(folder)
+    files = {p.relative_to(folder).as_posix(): {"sha256": sha256_file(p), "size": p.stat().st_size} for p in paths}
+    for p in paths:
         _fsync(p)
     manifest = {"format": 1, "files": files}
     write_atomic(folder / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
@@ -78,24 +130,35 @@ def write_manifest(folder: Path) -> dict:
 
 
 def read_manifest(folder: Path) -> dict:
+    """The manifest's ``files`` (relative path → sha256 and size), each path checked to stay inside ``folder``."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
-        return manifest["files"]
+        files = json.loads((folder / MANIFEST).read_text())["files"]
+        entries = {safe_relative_path(rel, what=f"{MANIFEST} entry"): (str(e["sha256"]), int(e["size"])) for rel, e in files.items()}
     except FileNotFoundError:
         raise CheckpointError(f"{folder}: no {MANIFEST} (the checkpoint was not finished)") from None
-    except (ValueError, KeyError, TypeError) as err:
+    except CheckpointError as err:
+        raise CheckpointError(f"{folder}: {err}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise CheckpointError(f"{folder}/{MANIFEST} is unreadable: {err}") from None
+    if not entries:
+        raise CheckpointError(f"{folder}/{MANIFEST} lists no files")
+    return {rel: {"sha256": sha, "size": size} for rel, (sha, size) in entries.items()}
 
 
 def verify(folder: Path) -> None:
-    """Raise :class:`CheckpointError` naming the first file that is missing or differs."""
+    """Raise :class:`CheckpointError` naming the first file that is missing, unlisted or differs."""
     if not folder.is_dir():
         raise CheckpointError(f"{folder} does not exist")
-    for rel, expected in read_manifest(folder).items():
+    expected = read_manifest(folder)
+    present = {p.relative_to(folder).as_posix() for p in _files(folder)}
+    unlisted = sorted(present - set(expected))
+    if unlisted:
+        raise CheckpointError(f"{folder}: {unlisted[0]} is not in {MANIFEST} (added after the checkpoint was written)")
+    for rel, entry in expected.items():
         path = folder / rel
-        if not path.is_file():
+        if rel not in present:
             raise CheckpointError(f"{folder}: {rel} is missing")
-        if path.stat().st_size != expected["size"] or sha256_file(path) != expected["sha256"]:
+        if path.stat().st_size != entry["size"] or sha256_file(path) != entry["sha256"]:
             raise CheckpointError(f"{folder}: {rel} does not match its sha256 in {MANIFEST} (corrupt or truncated)")
 
 
@@ -107,14 +170,24 @@ def save(root: Path, name: str, write: Callable[[Path], None]) -> Path:
     final = base / name
     if partial.exists():
         shutil.rmtree(partial)
-    partial.mkdir()
-    write(partial)
-    write_manifest(partial)
+    try:
+        partial.mkdir()
+        write(partial)
+        write_manifest(partial)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)  # e.g. a full disk: give the space back, keep latest as it was
+        raise
     if final.exists():  # a re-save of the same step (e.g. a session that stopped right after one)
         shutil.rmtree(final)
     os.replace(partial, final)
-    write_atomic(root / LATEST, (name + "\n").encode())
+    point_latest(root, name)
     return final
+
+
+def point_latest(root: Path, name: str) -> None:
+    """Make ``latest`` name checkpoint ``name`` (atomically; nothing is written when it already does)."""
+    if read_latest(root) != name:
+        write_atomic(root / LATEST, (name + "\n").encode())
 
 
 def list_names(root: Path) -> list[str]:

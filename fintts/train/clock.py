@@ -5,6 +5,19 @@ The *reserve* is the time the final checkpoint needs to be saved and uploaded. I
 learned: ``reserve_factor`` × the longest of this run's recent measured save+upload
 times, kept in the trainer state so the next session starts with it. Until a run has
 measured one, ``initial_reserve`` (at most a quarter of the session) stands in.
+
+The session's *end* (its limit) is a hard one: on Kaggle the container is killed there. The
+last part of the session is planned backwards from it: the final wait for the store gives
+up at :meth:`SessionClock.closing_time`, leaving ``CLOSING`` seconds (at most half the
+safety margin) to print the summary and release the lease, which are bounded by the end too.
+
+Signals (:class:`StopRequest`) are handled from the session's start to its end, never by
+dying half-way: while the session sets up (taking the lease, downloading the checkpoint) a
+signal aborts the set-up at once, which then gives the lease back and changes nothing;
+while it trains, a signal stops training at the end of the current step (a second Ctrl-C
+aborts); while it ends (the final save, the wait for the upload, releasing the lease), a
+signal only cuts the wait for the upload short, so the checkpoint stays safe on this disk
+and the summary says how to push it.
 """
 
 from __future__ import annotations
@@ -15,6 +28,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
+
+#: Seconds before the end at which the final wait gives up at most (less for short sessions: half the margin).
+CLOSING = 30.0
 
 
 @dataclass
@@ -30,10 +46,31 @@ class SessionClock:
     measured: list[float] = field(default_factory=list)
 
     @property
+    def end(self) -> float | None:
+        """The session's hard end (``time.time()``), ``None`` without a limit."""
+        return None if self.limit is None else self.start + self.limit
+
+    def _margin(self) -> float:
+        return min(self.margin, 0.05 * self.limit) if self.limit is not None else 0.0
+
+    @property
     def deadline(self) -> float | None:
-        if self.limit is None:
+        """When the reserve for the final save and upload must start (training's own deadline)."""
+        if self.end is None:
             return None
-        return self.start + self.limit - min(self.margin, 0.05 * self.limit)
+        return self.end - self._margin()
+
+    def closing_time(self) -> float | None:
+        """When the final wait for the store must give up, so the summary and the lease's release fit before the end."""
+        if self.end is None:
+            return None
+        return self.end - min(CLOSING, 0.5 * self._margin())
+
+    def left(self, slack_share: float = 0.5) -> float | None:
+        """Seconds to the end, less ``slack_share`` of the closing time (kept for exiting); ``None`` without a limit."""
+        if self.end is None:
+            return None
+        return max(0.0, self.end - slack_share * (self.end - self.closing_time()) - time.time())
 
     def reserve(self) -> float:
         if self.measured:
@@ -57,24 +94,47 @@ class SessionClock:
         return left is not None and left < next_step_seconds
 
 
+class SessionInterrupted(KeyboardInterrupt):
+    """A signal arrived while the session was setting up; nothing was trained or changed."""
+
+    def __init__(self, signal_name: str):
+        super().__init__(f"stopped by {signal_name} before training began; the run is unchanged")
+        self.signal_name = signal_name
+
+
+#: The phases of a session, for :class:`StopRequest`.
+SETUP, TRAINING, ENDING = "setup", "training", "ending"
+
+
 class StopRequest:
-    """SIGTERM/SIGINT ask the loop to stop at the end of the current step.
+    """SIGTERM/SIGINT during a session, handled as its :attr:`phase` needs (see the module's docstring).
 
     Kaggle sends SIGTERM before killing a session; a notebook's "interrupt" button sends
-    SIGINT. A second SIGINT raises ``KeyboardInterrupt`` at once for a person who means it.
-    Handlers are installed only in the main thread, and only inside :meth:`installed`.
+    SIGINT. While training, a second SIGINT raises ``KeyboardInterrupt`` at once for a person
+    who means it. Handlers are installed only in the main thread, and only inside :meth:`installed`.
     """
 
     def __init__(self) -> None:
         self.signal_name: str | None = None
+        self.phase = SETUP
+        #: signals received so far (a wait notices a new one by this count).
+        self.received = 0
 
     def __bool__(self) -> bool:
         return self.signal_name is not None
 
     def _handle(self, signum: int, frame) -> None:
-        if signum == signal.SIGINT and self.signal_name == "SIGINT":
-            raise KeyboardInterrupt
-        self.signal_name = signal.Signals(signum).name
+        name = signal.Signals(signum).name
+        self.received += 1
+        if self.phase == SETUP:
+            self.signal_name = name
+            raise SessionInterrupted(name)
+        if self.phase == TRAINING:
+            if signum == signal.SIGINT and self.signal_name == "SIGINT":
+                raise KeyboardInterrupt
+            self.signal_name = name
+        else:
+            self.signal_name = self.signal_name or name
 
     @contextmanager
     def installed(self) -> Iterator["StopRequest"]:

@@ -89,6 +89,13 @@ class TrainConfig:
     reserve_factor: float = free_setting(2.0)
     #: reserve used until this run has measured a save (at most a quarter of the session).
     initial_reserve: str = free_setting("3m")
+    #: stop after this many optimizer steps in a row were skipped (non-finite gradients or loss, loss spikes); 0: never.
+    max_skipped_steps: int = free_setting(25)
+    #: fp16: stop when the GradScaler's loss scale falls below this (below 1 the gradients overflow fp16 even unscaled).
+    min_loss_scale: float = free_setting(1.0)
+    #: skip a step whose main loss is above this × the median of the last ``spike_window`` applied steps; 0: off.
+    spike_factor: float = free_setting(10.0)
+    spike_window: int = free_setting(100)
     num_workers: int = free_setting(2)
     log_every: int = free_setting(10)
     #: the run's local folder (``--store``); default ``runs/<run_name>``. With ``hub_repo`` it is the Hub's mirror.
@@ -99,6 +106,9 @@ class TrainConfig:
     push_every: str = free_setting("1h")
     #: with ``hub_repo``: warn before the repo's storage passes this many GB (0: no warning).
     storage_cap_gb: float = free_setting(0.0)
+    #: with ``hub_repo``: the longest any one Hub request may take before it counts as failed and is retried
+    #: (never past the session's end). A stalled Hub then costs this, not the session.
+    hub_timeout: str = free_setting("60s")
 
     def local_dir(self) -> Path:
         """The one rule for where a run lives on this machine, whatever its store."""
@@ -327,9 +337,11 @@ def check_train_config(cfg: TrainConfig) -> None:
             raise ConfigError(f"{key}: must be positive, got {getattr(cfg, key)}")
     if cfg.micro_batch_size < 0:
         raise ConfigError("micro_batch_size: must be 0 (automatic) or positive")
-    for key in ("checkpoint_every", "session_limit", "safety_margin", "initial_reserve", "push_every"):
+    for key in ("checkpoint_every", "session_limit", "safety_margin", "initial_reserve", "push_every", "hub_timeout"):
         if getattr(cfg, key) != "auto":
             parse_duration(getattr(cfg, key), key=key)
+    if not parse_duration(cfg.hub_timeout, key="hub_timeout"):
+        raise ConfigError("hub_timeout: must be a positive duration, e.g. 60s")
     if cfg.store.startswith("hf://"):
         raise ConfigError(
             f"store: {cfg.store!r} — store is the run's local folder; name the Hub repo with hub_repo: "
@@ -338,6 +350,11 @@ def check_train_config(cfg: TrainConfig) -> None:
     problem = repo_id_problem(cfg.hub_repo) if cfg.hub_repo else None
     if problem:
         raise ConfigError(f"hub_repo: {problem}")
+    for key in ("max_skipped_steps", "spike_factor", "min_loss_scale"):
+        if getattr(cfg, key) < 0:
+            raise ConfigError(f"{key}: must be 0 or positive, got {getattr(cfg, key)}")
+    if cfg.spike_window < 1:
+        raise ConfigError(f"spike_window: must be at least 1, got {cfg.spike_window}")
     if cfg.storage_cap_gb < 0:
         raise ConfigError("storage_cap_gb: must be 0 (no warning) or a positive number of GB")
 

@@ -3,12 +3,18 @@
 Read :meth:`Trainer.run` top to bottom; it is the whole story. Devices and data
 parallelism come from ``accelerate``; autocast and the GradScaler are ours, so the same
 fp16 path (scaler state included) runs and is tested on a CPU.
+
+The session's end is planned backwards from its limit (:mod:`fintts.train.clock`): the
+store's requests are bounded by it, the final wait gives up before it, and the summary is
+printed before the lease is released, so a session killed at its limit has already said
+whether its checkpoint is safe and how to push it if not.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import math
 import os
 import shutil
@@ -26,10 +32,11 @@ from safetensors.torch import load_model, save_model
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from fintts.train import card, checkpoint, status
-from fintts.train.clock import SessionClock, StopRequest
+from fintts.train import card, checkpoint, data_drift, status
+from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
 from fintts.train.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, load_config, parse_duration
-from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, session_start
+from fintts.train.guard import FP16_OVERFLOW, StepGuard, gradient_norm
+from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, library_versions, session_start
 from fintts.train.sampler import EpochPlan, MicroBatchSampler
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
 from fintts.train.stores import Store, store_for
@@ -52,6 +59,27 @@ def resolve_precision(requested: str, device: torch.device) -> str:
 
 
 AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}
+#: Seconds the lease's release may take after a person stopped the final wait (they want the prompt back).
+INTERRUPTED_RELEASE = 5.0
+#: Reasons that end a session as failed: no new checkpoint beyond the one each implies (see ``_finish``).
+DIVERGED, OUT_OF_MEMORY, DISK_FULL = "diverged", "out_of_memory", "disk_full"
+FAILURES = (DIVERGED, OUT_OF_MEMORY, DISK_FULL)
+
+
+def is_disk_full(err: BaseException | None) -> bool:
+    """ENOSPC or EDQUOT, also when a library reports it as its own error (safetensors: "No space left on device")."""
+    while err is not None:
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(text in str(err) for text in (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """CUDA's out-of-memory error, or the generic "out of memory" RuntimeError of other backends and older torch."""
+    return isinstance(err, torch.OutOfMemoryError) or (isinstance(err, RuntimeError) and "out of memory" in str(err))
 
 
 def lr_factor(cfg, step: int) -> float:
@@ -77,6 +105,35 @@ def _to_device(batch: Any, device: torch.device) -> Any:
     return batch
 
 
+def _torch_save(obj: Any, path: Path) -> None:
+    """``torch.save`` through a Python file, so a full disk raises ``OSError(ENOSPC)`` (given a path, torch raises an opaque error)."""
+    with open(path, "wb") as handle:
+        torch.save(obj, handle)
+
+
+class _Board:
+    """TensorBoard scalars that never stop training: a write that fails (a full disk) turns them off, with a warning."""
+
+    def __init__(self, writer, warn: Callable[[str], None]):
+        self.writer, self.warn = writer, warn
+
+    def scalar(self, key: str, value: float, step: int) -> None:
+        if self.writer is None:
+            return
+        try:
+            self.writer.add_scalar(key, value, step)
+        except OSError as err:
+            self.writer = None
+            self.warn(f"TensorBoard logging stopped: {err}")
+
+    def close(self) -> None:
+        try:
+            if self.writer is not None:
+                self.writer.close()
+        except OSError as err:
+            self.warn(f"TensorBoard's last events were not written: {err}")
+
+
 class Trainer:
     """Trains one session of a run and leaves it resumable.
 
@@ -98,32 +155,42 @@ class Trainer:
     ):
         self.config, self.cfg = config, config.train
         self.allow_config_change, self.force = allow_config_change, force
+        self.wait_interrupted = False
         self.progress, self._log = progress, log
         self.store = store or store_for(self.cfg)
 
     # ------------------------------------------------------------------ the story
     def run(self) -> SessionSummary:
+        self.stop = StopRequest()
+        with self.stop.installed():  # from the session's start to its end: a signal never kills it half-way
+            return self._session()
+
+    def _session(self) -> SessionSummary:
         self.accelerator = Accelerator()
         self.main = self.accelerator.is_main_process
         self.device = self.accelerator.device
         self.world = self.accelerator.num_processes
         self.precision = resolve_precision(self.cfg.precision, self.device)
         self.clock = self._make_clock()
+        self.store.set_deadline(self.clock.end)
         self.session = SessionRecord(
             id=uuid.uuid4().hex[:12], host=host_name(), devices=self._devices(), precision=self.precision, started=time.time()
         )
-        if self.main:
-            self.store.acquire(self.session.id, force=self.force)
         try:
+            if self.main:
+                self.store.acquire(self.session.id, force=self.force)
             self._build()
             resumed_from = self._resume()
             self.session.start_step = self.session.end_step = self.state.step
             self.state.sessions.append(self.session)
             self._write_status("running")
-            stop = StopRequest()
-            with stop.installed():
-                reason = self._train(stop) if self._work_left() else self._nothing_left()
+            self.stop.phase = TRAINING
+            reason = self._train(self.stop) if self._work_left() else self._nothing_left()
+            self.stop.phase = ENDING
             return self._finish(reason, resumed_from)
+        except SessionInterrupted as err:
+            self._abandon(err)
+            raise
         except BaseException as err:
             self._fail(err)
             raise
@@ -182,10 +249,19 @@ class Trainer:
         self.accumulation = self.cfg.batch_size // (self.micro * self.world)
         self.data = self.task.train_data()
         self.plan = EpochPlan(len(self.data.dataset), self.cfg.batch_size, self.cfg.seed, self.data.lengths)
-        self.state = TrainerState(run_name=self.cfg.run_name, fingerprint=fingerprint(self.config))
+        self.data_fingerprint = self.task.data_fingerprint()
+        self.state = TrainerState(
+            run_name=self.cfg.run_name, fingerprint=fingerprint(self.config),
+            data=dataclasses.asdict(self.data_fingerprint) if self.data_fingerprint else None,
+        )
         monitor = self.cfg.monitor or self.task.monitor or ""
         self.monitor_mode, _, self.monitor = monitor.rpartition(":") if ":" in monitor else (self.task.monitor_mode, "", monitor)
         self.last_eval: dict[str, Any] | None = None
+        self.main_loss = status.main_loss_key([g.name for g in self.groups])
+        self.guard = StepGuard(
+            max_skipped=self.cfg.max_skipped_steps, min_loss_scale=self.cfg.min_loss_scale,
+            spike_factor=self.cfg.spike_factor, spike_window=self.cfg.spike_window,
+        )
 
     def _resume(self) -> str | None:
         folder = self.store.resume_point(self.log) if self.main else None
@@ -194,6 +270,7 @@ class Trainer:
             folder = checkpoint.latest_complete(self.store.root, log=lambda _: None)
         if folder is None:
             self.log(f"starting run {self.cfg.run_name!r} in {self.store.url}")
+            self._good: set[str] = set()
             return None
         saved = TrainerState.from_json((folder / "state.json").read_text())
         changes = fingerprint_changes(saved.fingerprint, self.state.fingerprint)
@@ -207,14 +284,30 @@ class Trainer:
         if changes:
             self.log("continuing with changed settings (--allow-config-change):\n  " + "\n  ".join(changes))
             saved.fingerprint = self.state.fingerprint
+        data = self._check_data(saved, folder.name)
         for name, model in self.raw_models.items():
-            load_model(model, str(folder / f"{name}.safetensors"), strict=True, device=str(self.device))
+            try:
+                load_model(model, str(folder / f"{name}.safetensors"), strict=True, device=str(self.device))
+            except RuntimeError as err:  # shapes that do not fit: say why, not a strict-load dump
+                raise ConfigDrift(
+                    f"{folder.name} in {self.store.url}: its {name} weights do not fit the model built now "
+                    f"({str(err).strip().splitlines()[-1].strip()})."
+                    + (f" The data changed: {data.labels}." if data.labels else "")
+                    + " Restore the settings and data it was trained with, or train a new run in another --store."
+                ) from None
         optim = torch.load(folder / "optim.pt", map_location=self.device, weights_only=True)
         sched = torch.load(folder / "sched.pt", weights_only=True)
         for g in self.groups:
             g.optimizer.load_state_dict(optim[g.name])
             self.schedulers[g.name].load_state_dict(sched[g.name])
-        self.scaler.load_state_dict(torch.load(folder / "scaler.pt", weights_only=True))
+        self._load_scaler(torch.load(folder / "scaler.pt", weights_only=True), saved, folder.name)
+        versions = library_versions()
+        changed = {k: (v, versions.get(k, "(none)")) for k, v in saved.versions.items() if versions.get(k) != v}
+        if changed:
+            self.log(
+                f"library versions changed since {folder.name} (results may differ slightly from an unbroken run): "
+                + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in sorted(changed.items()))
+            )
         if saved.world_size != self.world or saved.micro_batch_size != self.micro:
             self.log(
                 f"resuming on {self.world} device(s) with micro_batch_size={self.micro} (was {saved.world_size} × "
@@ -226,10 +319,61 @@ class Trainer:
         else:
             torch.manual_seed(self.cfg.seed + 7919 * saved.step + self.accelerator.process_index)
             self.log("the number of processes changed, so random streams restart from the seed and step (not bit-exact)")
+        if saved.best_step is not None and saved.best_checkpoint is None:  # saved before the holder was recorded
+            saved.best_checkpoint = status.best_checkpoint(saved.best_step, self.store.checkpoint_names())
         self.state = saved
+        self._good = {folder.name}  # verified checkpoints of this session: the resumed one, then each one saved
+        self.guard.restore(saved.guard)
         self.clock.measured = list(saved.durable_seconds)
         self.log(f"resuming run {self.cfg.run_name!r} from {folder.name} (step {saved.step}, epoch {saved.epoch}) in {self.store.url}")
         return folder.name
+
+    def _check_data(self, saved: TrainerState, name: str) -> data_drift.DataChanges:
+        """Compare the task's data with the checkpoint's: refuse changed labels, warn of changed items (and reset the best)."""
+        changes = data_drift.compare(saved.data, self.data_fingerprint)
+        if changes.labels and not self.allow_config_change:
+            raise ConfigDrift(
+                f"{name} in {self.store.url} was trained for other labels than the data has now: {changes.labels}. "
+                "The model has one slot per label, so they cannot change within a run: restore the data, or train a new "
+                "run in another --store (--allow-config-change continues if the shapes still fit, with the slots remapped)."
+            )
+        if changes.items:
+            self._warn(
+                f"the data changed since {name}: {changes.items}. The epoch plan follows the new data, so this "
+                "resume is not exact"
+            )
+        if changes.heldout:
+            self._warn(
+                f"the validation data changed since {name}: {changes.heldout}. Validations are no longer comparable "
+                f"with the stored best ({saved.best_value} at step {saved.best_step}), so the best starts again"
+            )
+            saved.best_value = saved.best_step = saved.best_checkpoint = None
+            saved.bad_evals, saved.stopped_early = 0, False
+        saved.data = self.state.data
+        return changes
+
+    def _load_scaler(self, scaler_state: dict[str, Any], saved: TrainerState, name: str) -> None:
+        """The fp16 loss scaler across a change of precision (other hardware, or another setting).
+
+        fp16 → fp16 carries the scale on; bf16/fp32 → fp16 starts the scaler fresh (there is
+        no scale to carry: the checkpoint's scaler state is empty); fp16 → bf16/fp32 drops the
+        scale, which those precisions do not need. Each change is said, and kept in the
+        session's warnings: the training dynamics change with the precision.
+        """
+        was = saved.precision or ("fp16" if scaler_state else "bf16 or fp32")
+        if self.scaler.is_enabled() and scaler_state:
+            self.scaler.load_state_dict(scaler_state)
+            return
+        if self.scaler.is_enabled():
+            note = f"{name} was trained in {was}; fp16 loss scaling starts fresh (scale {self.scaler.get_scale():g})"
+        elif scaler_state:
+            note = f"{name} was trained in fp16; its loss scale ({scaler_state.get('scale')}) is not needed in {self.precision} and is dropped"
+        elif saved.precision and saved.precision != self.precision:
+            note = f"{name} was trained in {saved.precision}; training continues in {self.precision}"
+        else:
+            return
+        self.log(note)
+        self.session.warnings.append(note)
 
     # ------------------------------------------------------------------ the loop
     def _work_left(self) -> bool:
@@ -260,9 +404,9 @@ class Trainer:
         step_times: list[float] = []
         eval_seconds = 0.0
         window: dict[str, float] = {}
+        logged, unusual, last_unusual = 0, 0, ""
         bar = tqdm(total=cfg.max_steps, initial=self.state.step, disable=not (self.progress and self.main), desc=cfg.run_name, dynamic_ncols=True)
         writer = self._tensorboard()
-        main_loss = status.main_loss_key([g.name for g in self.groups])
         batches = iter(self._loader())
         for model in self.models.values():
             model.train()
@@ -273,49 +417,73 @@ class Trainer:
                 self.state.epoch += 1
                 self.state.step_in_epoch = 0
                 batches = iter(self._loader())
-            losses = self._optimizer_step(batches)
+            try:
+                losses, skipped = self._optimizer_step(batches)
+            except Exception as err:
+                if not is_out_of_memory(err):
+                    raise
+                reason = self._out_of_memory(err)
+                break
             self.state.step += 1
             self.state.step_in_epoch += 1
             step_times = (step_times + [time.time() - started])[-20:]
-            for key, value in losses.items():
-                window[key] = window.get(key, 0.0) + value
+            if all(math.isfinite(v) for v in losses.values()):  # a skipped step's finite losses still tell its story
+                logged += 1
+                for key, value in losses.items():
+                    window[key] = window.get(key, 0.0) + value
+            if skipped is not None and skipped != FP16_OVERFLOW:
+                unusual, last_unusual = unusual + 1, skipped
+                if self.guard.in_row == 1 or "spike" in skipped:
+                    self.log(f"step {self.state.step} skipped: {skipped}")
             if self.state.step % cfg.log_every == 0 or self.state.step == cfg.max_steps:
-                self._record_losses(window, cfg.log_every, writer)
-                window = {}
+                if logged:
+                    self._record_losses(window, logged, writer)
+                window, logged = {}, 0
             if cfg.eval_every and self.state.step % cfg.eval_every == 0:
                 eval_started = time.time()
                 if self._evaluate(writer):
                     reason = "early_stopping"
                 eval_seconds = time.time() - eval_started
             next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
-            if self.state.step >= cfg.max_steps:
+            diverged = self.guard.verdict(self.scaler.get_scale() if self.scaler.is_enabled() else None)
+            if diverged is not None:
+                reason = self._diverged(diverged)
+            elif self.state.step >= cfg.max_steps:
                 reason = reason or "max_steps"
             elif self._agree(bool(stop)):
                 reason = stop.signal_name or "signal"
             elif self._agree(self.clock.must_stop(max(step_times) * 1.2 + (eval_seconds if next_eval else 0.0))):
                 reason = "deadline"
-            elif (every and time.time() - last_save >= every) or (
-                cfg.checkpoint_every_steps and self.state.step % cfg.checkpoint_every_steps == 0
+            elif self.guard.in_row == 0 and (  # while steps are being skipped, latest stays the last good checkpoint
+                (every and time.time() - last_save >= every)
+                or (cfg.checkpoint_every_steps and self.state.step % cfg.checkpoint_every_steps == 0)
             ):
-                self._save()
+                if not self._save():
+                    reason = DISK_FULL
                 last_save = time.time()
             bar.update(1)
             left = self.clock.remaining()
             bar.set_postfix(
-                loss=f"{losses.get(main_loss, float('nan')):.4g}",
+                loss=f"{losses.get(self.main_loss, float('nan')):.4g}",
                 s_step=f"{sum(step_times) / len(step_times):.2f}",
                 left="∞" if left is None else time.strftime("%H:%M:%S", time.gmtime(max(0.0, left))),
                 refresh=False,
             )
         bar.close()
-        if window:
-            self._record_losses(window, max(1, self.state.step % cfg.log_every), writer)
-        if writer is not None:
-            writer.close()
+        if logged:
+            self._record_losses(window, logged, writer)
+        if unusual:
+            self.session.warnings.append(f"{unusual} step(s) were skipped in this session, the last for: {last_unusual}")
+        writer.close()
         return reason
 
-    def _optimizer_step(self, batches) -> dict[str, float]:
-        """Accumulate ``accumulation`` micro-batches into every group, then step every group."""
+    def _optimizer_step(self, batches) -> tuple[dict[str, float], str | None]:
+        """Accumulate ``accumulation`` micro-batches into every group, then step every group, unless the guard skips it.
+
+        Returns the step's losses and why it was skipped (``None``: applied). The losses and
+        the groups' gradient norms reach the host together, in one device sync (averaged
+        over the processes, so every process judges the step the same).
+        """
         totals: dict[str, torch.Tensor] = {}
         autocast_dtype = AUTOCAST_DTYPES[self.precision]
         for index in range(self.accumulation):
@@ -329,29 +497,68 @@ class Trainer:
                     with torch.autocast(self.device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
                         losses = self.task.step(self.models, batch, group.name)
                     loss = losses["loss"]
-                    if self.precision != "fp16" and not torch.isfinite(loss):
-                        raise FloatingPointError(
-                            f"loss of group {group.name!r} is {loss.item()} at step {self.state.step + 1}; "
-                            "lower the learning rate or resume from the last checkpoint"
-                        )
                     self.scaler.scale(loss / self.accumulation).backward(inputs=self.group_params[group.name])
                     for key, value in losses.items():
                         name = key if len(self.groups) == 1 else f"{group.name}/{key}"
                         totals[name] = totals.get(name, 0.0) + value.detach().float() / self.accumulation
+        norms = []
         for group in self.groups:
-            if group.clip_grad_norm:
-                self.scaler.unscale_(group.optimizer)
-                torch.nn.utils.clip_grad_norm_(self.group_params[group.name], group.clip_grad_norm)
-            self.scaler.step(group.optimizer)
-        self.scaler.update()
+            if self.scaler.is_enabled():
+                self.scaler.unscale_(group.optimizer)  # fp16: judge (and clip) the true gradients
+            norms.append(gradient_norm(self.group_params[group.name], self.device))
+        stacked = torch.stack([*totals.values(), *norms])
+        if self.world > 1:
+            stacked = self.accelerator.reduce(stacked, reduction="mean")
+        values = stacked.cpu().tolist()  # one device sync per step
+        losses = dict(zip(totals, values))
+        skipped = self.guard.judge(losses[self.main_loss], values[len(totals):], fp16=self.scaler.is_enabled())
+        if skipped is None:
+            for group in self.groups:
+                if group.clip_grad_norm:
+                    torch.nn.utils.clip_grad_norm_(self.group_params[group.name], group.clip_grad_norm)
+                self.scaler.step(group.optimizer)
+        self.scaler.update()  # fp16: after an overflow the scale is halved; otherwise a no-op
+        self.guard.record(losses[self.main_loss], skipped)
         for group in self.groups:
             group.optimizer.zero_grad(set_to_none=True)
             with warnings.catch_warnings():
-                # when fp16 overflows, the scaler skips the optimizer step; the schedule moves on regardless
+                # a skipped step does not step the optimizer; the schedule follows the step count regardless
                 warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler.step\(\)` before")
                 self.schedulers[group.name].step()
-        values = torch.stack(list(totals.values())).cpu().tolist()  # one device sync per step
-        return dict(zip(totals, values))
+        return losses, skipped
+
+    def _diverged(self, why: str) -> str:
+        """Training went bad: say so, and end the session keeping the last good checkpoint (no new one is saved)."""
+        latest = checkpoint.read_latest(self.store.root) if self.main else None
+        self.session.warnings.append(
+            f"training diverged at step {self.state.step}: {why}. No checkpoint was saved since the trouble began; "
+            f"{latest or 'no checkpoint'} is kept as latest. Lower lr, set a gradient clip, or use precision=bf16 or fp32 "
+            "(fp16 overflows most easily), then run again (with --allow-config-change for changed settings)"
+        )
+        self.log("stopping: " + self.session.warnings[-1])
+        return DIVERGED
+
+    def _out_of_memory(self, err: BaseException) -> str:
+        """The device ran out of memory: free what this step held, and end the session saving where it was (the step is redone)."""
+        for group in self.groups:
+            group.optimizer.zero_grad(set_to_none=True)
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        world_batch = self.cfg.batch_size // self.world
+        smaller = next((m for m in range(self.micro - 1, 0, -1) if world_batch % m == 0), None)
+        advice = [
+            f"micro_batch_size={smaller} (batch_size={self.cfg.batch_size} stays: {world_batch // smaller} micro-batches "
+            "are accumulated per step, same result, slower)"
+        ] if smaller else []
+        advice += self.task.memory_advice()
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        self.session.warnings.append(
+            f"out of memory at step {self.state.step + 1} ({first_line}). The session saved step {self.state.step} and stopped; "
+            "the same batch comes again at the same step, so run again with less memory per step: "
+            + ("; ".join(advice) if advice else "a smaller model or shorter clips")
+        )
+        self.log("stopping: " + self.session.warnings[-1])
+        return OUT_OF_MEMORY
 
     def _agree(self, flag: bool) -> bool:
         """All processes stop at the same step: one process's signal stops them all."""
@@ -360,23 +567,32 @@ class Trainer:
         value = torch.tensor([1.0 if flag else 0.0], device=self.device)
         return bool(self.accelerator.reduce(value, reduction="sum").item() > 0)
 
-    def _record_losses(self, window: dict[str, float], count: int, writer) -> None:
+    def _record_losses(self, window: dict[str, float], count: int, writer: _Board) -> None:
         entry = {"step": self.state.step, **{k: v / count for k, v in window.items()}}
         entry["lr"] = self.groups[0].optimizer.param_groups[0]["lr"]
         self.state.history.append(entry)
-        if writer is not None:
-            for key, value in entry.items():
-                if key != "step":
-                    writer.add_scalar(f"train/{key}", value, self.state.step)
+        for key, value in entry.items():
+            if key != "step":
+                writer.scalar(f"train/{key}", value, self.state.step)
 
-    def _tensorboard(self):
+    def _tensorboard(self) -> _Board:
         if not self.main:
-            return None
+            return _Board(None, self._warn)
         from torch.utils.tensorboard import SummaryWriter
 
-        return SummaryWriter(str(self.store.root / "tb"))
+        try:
+            return _Board(SummaryWriter(str(self.store.root / "tb")), self._warn)
+        except OSError as err:
+            self._warn(f"no TensorBoard logs this session: {err}")
+            return _Board(None, self._warn)
 
-    def _evaluate(self, writer) -> bool:
+    def _warn(self, message: str) -> None:
+        """Something a person must know, that does not stop training: logged, and kept in the session's warnings."""
+        if message not in self.session.warnings:
+            self.session.warnings.append(message)
+            self.log(f"warning: {message}")
+
+    def _evaluate(self, writer: _Board) -> bool:
         """Validate, keep the best export, and say whether patience ran out."""
         stop = False
         if self.main:
@@ -386,11 +602,12 @@ class Trainer:
                 evaluation = self.task.evaluate(self.models, self.state.step)
             for model in self.models.values():
                 model.train()
+            for rel in evaluation.files:  # written into checkpoints: a name from a corpus must not reach outside them
+                checkpoint.safe_relative_path(rel, what=f"{type(self.task).__name__}.evaluate() file")
             self.last_eval = {"step": self.state.step, "metrics": evaluation.metrics, "files": evaluation.files}
             self.state.evals.append({"step": self.state.step, **evaluation.metrics})
-            if writer is not None:
-                for key, value in evaluation.metrics.items():
-                    writer.add_scalar(key, value, self.state.step)
+            for key, value in evaluation.metrics.items():
+                writer.scalar(key, value, self.state.step)
             value = evaluation.metrics.get(self.monitor) if self.monitor else None
             if value is not None:
                 best = self.state.best_value
@@ -399,6 +616,7 @@ class Trainer:
                 )
                 if improved:
                     self.state.best_value, self.state.best_step, self.state.bad_evals = value, self.state.step, 0
+                    self.state.best_checkpoint = None  # the next checkpoint saved will hold these weights
                     self._export()
                 else:
                     self.state.bad_evals += 1
@@ -413,46 +631,88 @@ class Trainer:
         return stop
 
     # ------------------------------------------------------------------ saving
-    def _save(self, *, final: bool = False) -> Path:
+    def _save(self, *, final: bool = False) -> bool:
+        """Save a checkpoint of this step and hand it to the store; ``False`` when the disk is full (then nothing changed).
+
+        The checkpoint comes first: once it is written, nothing after it (the status, the
+        ``model/`` export, the snapshot for a push) can keep it from being published.
+        """
         started = time.time()
         rngs = gather_object([capture_rng()])
         name = checkpoint.name_for_step(self.state.step)
-        path = self.store.root / checkpoint.CHECKPOINTS / name
+        full = False
         if self.main:
             self.state.rng = rngs
+            self.state.guard = self.guard.state()
+            self.state.precision, self.state.versions = self.precision, library_versions()
             self.state.world_size, self.state.micro_batch_size = self.world, self.micro
             self.session.end_step = self.state.step
             self.session.ended = time.time()
-            if self.state.best_step is None:  # no validated best yet: the newest weights are the model
-                self._export()
-            path = checkpoint.save(self.store.root, name, self._write_checkpoint)
-            holder = status.best_checkpoint(self.state.best_step, checkpoint.list_names(self.store.root))
-            self.store.prune(self.cfg.keep_last, [holder] if holder else [])
-            self._write_status("running")
-            self.store.publish(name, final=final)
-            self.clock.record(time.time() - started + max(self.store.transfer_seconds()[-5:] or [0.0]))
-            self.state.durable_seconds = list(self.clock.measured)
+            if self.state.best_step is not None and self.state.best_checkpoint is None:
+                self.state.best_checkpoint = name
+            try:
+                checkpoint.save(self.store.root, name, self._write_checkpoint)
+            except Exception as err:
+                if not is_disk_full(err):
+                    raise
+                full = True
+                self._disk_full(name, err)
+            else:
+                self._good.add(name)
+                if self.state.best_step is None:  # no validated best yet: the newest weights are the model
+                    self._export()
+                holder = self.state.best_checkpoint
+                self.store.prune(self.cfg.keep_last, [holder] if holder else [])
+                self._write_status("running")
+                self.store.publish(name, final=final)
+                self.clock.record(time.time() - started + max(self.store.transfer_seconds()[-5:] or [0.0]))
+                self.state.durable_seconds = list(self.clock.measured)
+        full = self._agree(full)
         self.accelerator.wait_for_everyone()
-        return path
+        return not full
+
+    def _disk_full(self, name: str, err: Exception) -> None:
+        if self.state.best_checkpoint == name:
+            self.state.best_checkpoint = None
+        latest = checkpoint.read_latest(self.store.root)
+        self.session.warnings.append(
+            f"the disk under {self.store.root} is full ({os.strerror(errno.ENOSPC)}): checkpoint {name} was not written and its "
+            f"partial folder was removed; {latest or 'no checkpoint'} is intact as latest. Free space (a smaller keep_last, "
+            f"or delete {self.store.root / 'tb'}), then run again: the run continues from {latest or 'the start'}"
+        )
+        self.log("stopping: " + self.session.warnings[-1])
 
     def _export(self) -> None:
-        """Replace ``model/`` with the task's export, never leaving a half-written folder behind."""
+        """Replace ``model/`` with the task's export, never leaving a half-written folder behind.
+
+        A disk too full for the export keeps the previous ``model/`` and says so; it never
+        stops training or the checkpoint that the export accompanies.
+        """
         final = self.store.root / MODEL_DIR
         fresh, stale = final.with_name(f".{MODEL_DIR}-new"), final.with_name(f".{MODEL_DIR}-old")
         for leftover in (fresh, stale):
             shutil.rmtree(leftover, ignore_errors=True)
-        self.task.export(self.models, fresh)
-        if final.exists():
-            os.replace(final, stale)
-        os.replace(fresh, final)
+        try:
+            self.task.export(self.models, fresh)
+            if final.exists():
+                os.replace(final, stale)
+            os.replace(fresh, final)
+        except Exception as err:
+            if not (isinstance(err, OSError) or is_disk_full(err)):
+                raise
+            shutil.rmtree(fresh, ignore_errors=True)
+            if stale.exists() and not final.exists():
+                os.replace(stale, final)
+            self._warn(f"could not export {final} at step {self.state.step} ({err}); it holds the previous export")
+            return
         shutil.rmtree(stale, ignore_errors=True)
 
     def _write_checkpoint(self, folder: Path) -> None:
         for name, model in self.raw_models.items():
             save_model(model, str(folder / f"{name}.safetensors"))
-        torch.save({g.name: g.optimizer.state_dict() for g in self.groups}, folder / "optim.pt")
-        torch.save({g.name: s.state_dict() for g, s in zip(self.groups, self.schedulers.values())}, folder / "sched.pt")
-        torch.save(self.scaler.state_dict(), folder / "scaler.pt")
+        _torch_save({g.name: g.optimizer.state_dict() for g in self.groups}, folder / "optim.pt")
+        _torch_save({g.name: s.state_dict() for g, s in zip(self.groups, self.schedulers.values())}, folder / "sched.pt")
+        _torch_save(self.scaler.state_dict(), folder / "scaler.pt")
         (folder / "state.json").write_text(self.state.to_json())
         (folder / "config.yaml").write_text(yaml.safe_dump(self.config.to_dict(), sort_keys=False, allow_unicode=True))
         if self.last_eval is not None:  # the newest validation's samples (state.json's evals say at which step)
@@ -467,33 +727,80 @@ class Trainer:
     # ------------------------------------------------------------------ the end
     def _finish(self, reason: str, resumed_from: str | None) -> SessionSummary:
         self.session.reason = reason  # before the final save, so the checkpoint's sessions log says why
-        latest = checkpoint.read_latest(self.store.root)
-        if latest is None or checkpoint.step_of(latest) != self.state.step:
-            self._save(final=True)
+        here = checkpoint.name_for_step(self.state.step)
+        if reason in (DIVERGED, DISK_FULL):  # keep latest as it is: the last good checkpoint / no room for another
+            latest = checkpoint.read_latest(self.store.root)
+            if self.main and checkpoint.is_checkpoint_name(latest) and (self.store.root / checkpoint.CHECKPOINTS / latest).is_dir():
+                self.store.publish(latest, final=True)
+        elif self._agree(self.main and not self._intact(here)):
+            if not self._save(final=True):
+                reason = self.session.reason = DISK_FULL
         elif self.main:
-            self.store.publish(latest, final=True)
+            checkpoint.point_latest(self.store.root, here)
+            self.store.publish(here, final=True)
         finished = reason in {"max_steps", "early_stopping"}
         durable, pending = True, None
         final_status = None
         if self.main:
-            hard_end = None if self.clock.limit is None else self.clock.start + self.clock.limit - time.time() - 5.0
-            durable = self.store.wait(timeout=None if hard_end is None else max(1.0, hard_end))
+            durable = self._wait_durable()
             pending = self.store.pending()
             self.session.end_step, self.session.ended = self.state.step, time.time()
-            final_status = self._write_status("finished" if finished else "paused", reason=reason)
-            self.store.release()
-            self.store.close()
+            final_status = self._write_status(
+                "failed" if reason in FAILURES else "finished" if finished else "paused", reason=reason
+            )
         final_status = gather_object([final_status])[0]  # rank 0's, so every process returns the same summary
         summary = SessionSummary.from_status(
             final_status, resumed_from=resumed_from, durable=durable, pending=pending, clock_origin=self.clock_origin
         )
-        self.log(summary.format())
+        self.log(summary.format())  # before the release: whatever happens next, this has been said
+        if self.main:
+            left = self.clock.left()
+            if self.wait_interrupted:  # a person stopped the wait and wants the prompt back
+                left = INTERRUPTED_RELEASE if left is None else min(left, INTERRUPTED_RELEASE)
+            self.store.release(timeout=left)
+            self.store.close(timeout=0.0 if self.wait_interrupted else 5.0 if left is None else min(5.0, left))
         return summary
+
+    def _intact(self, name: str) -> bool:
+        """Is ``name`` a checkpoint this session resumed from or saved, still matching its manifest?
+
+        The end of a session decides by what it knows, not by ``latest``'s text: a ``latest``
+        edited by hand, or a checkpoint damaged since, gets this step saved again.
+        """
+        if name not in self._good:
+            return False
+        try:
+            checkpoint.verify(self.store.root / checkpoint.CHECKPOINTS / name)
+        except checkpoint.CheckpointError as err:
+            self.log(f"warning: {err}; saving step {self.state.step} again")
+            return False
+        return True
+
+    def _wait_durable(self) -> bool:
+        """Wait for the store to make the final checkpoint durable: until the clock's closing time, or a signal."""
+        if self.store.wait(timeout=0):
+            return True
+        closing = self.clock.closing_time()
+        seen = self.stop.received  # before saying so: a signal sent on reading the line below must count
+        self.log(f"waiting for the final checkpoint to reach {self.store.url} (Ctrl-C stops waiting; it stays on this disk)")
+        durable = self.store.wait(
+            timeout=None if closing is None else max(0.0, closing - time.time()), interrupted=lambda: self.stop.received > seen
+        )
+        self.wait_interrupted = self.stop.received > seen
+        return durable
+
+    def _abandon(self, err: SessionInterrupted) -> None:
+        """A signal during set-up: nothing was trained, so nothing is saved or marked failed; the lease is given back."""
+        if self.main:
+            self.log(str(err))
+            self.store.release(timeout=self.clock.left())
+            self.store.close(timeout=0.0)
 
     def _fail(self, err: BaseException) -> None:
         if not self.main or not hasattr(self, "state"):
             if self.main:
-                self.store.release()
+                self.store.release(timeout=self.clock.left())
+                self.store.close(timeout=0.0)
             return
         self.session.ended, self.session.end_step = time.time(), self.state.step
         self.session.reason = f"error: {type(err).__name__}"
@@ -502,11 +809,15 @@ class Trainer:
         try:
             self._write_status("failed", reason=f"{type(err).__name__}: {err}")
         finally:
-            self.store.release()
-            self.store.close()
+            self.store.release(timeout=self.clock.left())
+            self.store.close(timeout=0.0)
 
     def _write_status(self, state: str, *, reason: str | None = None) -> dict[str, Any] | None:
-        """Write ``status.json`` and, from it, the run's card (with the newest loss plot beside it)."""
+        """Write ``status.json`` and, from it, the run's card (with the newest loss plot beside it).
+
+        Returns the status even when the disk is too full to write it: a full disk is said
+        (in the warnings, the log and the summary), never a reason to lose the session.
+        """
         if not self.main:
             return None
         root = self.store.root
@@ -514,15 +825,19 @@ class Trainer:
             state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.cfg.max_steps,
             groups=[g.name for g in self.groups], monitor=self.monitor, monitor_mode=self.monitor_mode,
             root=root, store=self.store.url, about=self.task.describe(),
+            warnings=self.session.warnings + [p for p in (self.store.problem(),) if p],
         )
-        self.store.write_status(current)
-        latest = checkpoint.read_latest(root)
-        plot = root / checkpoint.CHECKPOINTS / latest / card.LOSS_PLOT if latest else None
-        if plot is not None and plot.is_file():
-            checkpoint.write_atomic(root / card.LOSS_PLOT, plot.read_bytes())
-        repo = self.store.hub_repo
-        page = card.render(current, self.task.card(current, repo), repo=repo, loss_plot=(root / card.LOSS_PLOT).is_file())
-        checkpoint.write_atomic(root / card.CARD, page.encode())
+        try:
+            self.store.write_status(current)
+            latest = checkpoint.read_latest(root)
+            plot = root / checkpoint.CHECKPOINTS / latest / card.LOSS_PLOT if checkpoint.is_checkpoint_name(latest) else None
+            if plot is not None and plot.is_file():
+                checkpoint.write_atomic(root / card.LOSS_PLOT, plot.read_bytes())
+            repo = self.store.hub_repo
+            page = card.render(current, self.task.card(current, repo), repo=repo, loss_plot=(root / card.LOSS_PLOT).is_file())
+            checkpoint.write_atomic(root / card.CARD, page.encode())
+        except OSError as err:
+            self._warn(f"could not write the run's status and page in {root} ({err})")
         return current
 
 

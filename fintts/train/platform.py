@@ -14,7 +14,9 @@ own start time (``/proc/self/stat``), which also counts Python's import time.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import platform as _platform
 import socket
 import time
 
@@ -55,6 +57,21 @@ def session_start(platform: str) -> tuple[float, str]:
     if started is not None:
         return started, "process start"
     return time.time(), "train() call"
+
+
+#: Libraries whose versions change what a step computes or how a checkpoint is read.
+TRACKED_LIBRARIES = ("torch", "numpy", "accelerate", "safetensors", "transformers", "huggingface_hub", "fintts")
+
+
+def library_versions() -> dict[str, str]:
+    """Python's and :data:`TRACKED_LIBRARIES`' versions (those installed), recorded in every checkpoint."""
+    versions = {"python": _platform.python_version()}
+    for name in TRACKED_LIBRARIES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
 
 
 def host_name() -> str:

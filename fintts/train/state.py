@@ -29,6 +29,8 @@ class SessionRecord:
     start_step: int = 0
     end_step: int = 0
     reason: str = "running"
+    #: what went wrong or needs a person's attention in this session (a full disk, a refused push, skipped steps...).
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def seconds(self) -> float:
@@ -44,12 +46,21 @@ class TrainerState:
     step_in_epoch: int = 0
     best_value: float | None = None
     best_step: int | None = None
+    #: the checkpoint holding the best weights: the first one saved at or after ``best_step`` (kept from pruning,
+    #: on the Hub too, whatever the disk of the session that prunes holds).
+    best_checkpoint: str | None = None
     #: validations in a row without improvement (early stopping's patience counter).
     bad_evals: int = 0
     stopped_early: bool = False
     micro_batch_size: int = 0
     world_size: int = 1
+    #: the precision the checkpoint was trained in (``precision: auto`` resolved: fp16, bf16 or fp32).
+    precision: str = ""
+    #: Python's and the tracked libraries' versions when it was saved (:func:`fintts.train.platform.library_versions`).
+    versions: dict[str, str] = dataclasses.field(default_factory=dict)
     fingerprint: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: the task's :class:`~fintts.train.task.DataFingerprint` (items, held-out items, labels), if it gives one.
+    data: dict[str, Any] | None = None
     sessions: list[SessionRecord] = dataclasses.field(default_factory=list)
     #: seconds recent checkpoints took to become durable (save + upload): the clock's reserve.
     durable_seconds: list[float] = dataclasses.field(default_factory=list)
@@ -57,6 +68,8 @@ class TrainerState:
     history: list[dict[str, float]] = dataclasses.field(default_factory=list)
     evals: list[dict[str, float]] = dataclasses.field(default_factory=list)
     rng: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: the step guard's memory (recent losses for the spike test, skipped steps), see :mod:`fintts.train.guard`.
+    guard: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1)

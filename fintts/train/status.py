@@ -10,8 +10,9 @@ Keys: ``state`` (running | paused | finished | failed), ``reason``, ``run_name``
 (``{"value", "step", "checkpoint"}``: the checkpoint that holds the best weights, see
 :func:`best_checkpoint`), ``latest_checkpoint`` (its path), ``loss`` (the newest logged
 losses) and ``main_loss`` (which of them is the headline), ``evals`` (the newest
-validations), ``sessions``, ``time_used_seconds``, ``store``, ``about`` (the task's facts)
-and ``updated`` (unix time).
+validations), ``sessions``, ``time_used_seconds``, ``store``, ``about`` (the task's facts),
+``warnings`` (what needs a person's attention now: this session's warnings and the store's
+current trouble, e.g. a failing push) and ``updated`` (unix time).
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ def best_checkpoint(best_step: int | None, names: Sequence[str]) -> str | None:
 
     A validation does not write a checkpoint (that would double the writes of a run that keeps
     improving); the weights it scored are exported to ``model/`` at once, and the next
-    checkpoint, which the trainer then protects from pruning, holds them for resuming.
+    checkpoint, which the trainer then protects from pruning, holds them for resuming. The
+    trainer records that name in its state when it saves it (``TrainerState.best_checkpoint``);
+    this search among ``names`` (the store's, the Hub's included) is for checkpoints saved before it did.
     """
     if best_step is None:
         return None
@@ -59,13 +62,13 @@ def build(
     root: Path,
     store: str,
     about: dict[str, Any],
+    warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The status of the run in ``root`` as its trainer sees it now."""
     latest = checkpoint.read_latest(root)
     best = None
     if run.best_step is not None:
-        holder = best_checkpoint(run.best_step, checkpoint.list_names(root))
-        best = {"value": run.best_value, "step": run.best_step, "checkpoint": holder}
+        best = {"value": run.best_value, "step": run.best_step, "checkpoint": run.best_checkpoint}
     return {
         "state": state,
         "reason": reason,
@@ -85,5 +88,6 @@ def build(
         "time_used_seconds": round(run.seconds_trained, 1),
         "store": store,
         "about": about,
+        "warnings": list(warnings),
         "updated": time.time(),
     }

@@ -17,6 +17,9 @@ REASONS = {
     "deadline": "the session's time budget is used up (stopped before the deadline, with the reserve for saving)",
     "SIGTERM": "asked to stop (SIGTERM)",
     "SIGINT": "interrupted (SIGINT)",
+    "diverged": "training diverged: the steps went non-finite or spiked (see the warning)",
+    "out_of_memory": "the device ran out of memory (see the warning for what to change)",
+    "disk_full": "the disk is full (see the warning)",
 }
 
 
@@ -46,6 +49,7 @@ class SessionSummary:
     durable: bool
     pending: str | None
     clock_origin: str
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def steps(self) -> int:
@@ -79,9 +83,14 @@ class SessionSummary:
             durable=durable,
             pending=pending,
             clock_origin=clock_origin,
+            warnings=list(status.get("warnings") or []),
         )
 
     def next_step(self) -> str:
+        if self.pending:
+            return "push the checkpoint first (the command above), then run the same command again to continue"
+        if self.state == "failed":
+            return f"see the warnings above; then run the same command again to continue from {self.latest_checkpoint or 'the start'}"
         if self.state == "finished":
             return f"done: the model is in {self.store}/model (fintts status --store {self.store} for details)"
         return f"run the same command again (next session or after a restart) to continue from step {self.end_step}"
@@ -107,6 +116,7 @@ class SessionSummary:
             f"   (clock from {self.clock_origin})"
         )
         lines.append(f"stopped    {REASONS.get(self.reason, self.reason)}")
+        lines += [f"WARNING    {warning}" for warning in self.warnings]
         if self.latest_checkpoint:
             lines.append(f"checkpoint {self.latest_checkpoint}" + ("" if self.durable else "   (NOT yet safe in the store)"))
         if self.pending:

@@ -84,6 +84,25 @@ class Card:
     usage: list[str] = dataclasses.field(default_factory=list)
 
 
+@dataclasses.dataclass
+class DataFingerprint:
+    """What a task trains and validates on, so that a resumed run notices when it changed.
+
+    ``items`` and ``heldout``: item id → size in bytes of its data (a clip's audio file);
+    ``labels``: the names the model has a slot for (speakers, classes), in the model's order.
+    The trainer keeps it in every checkpoint and compares it when a run resumes: changed
+    items are a warning (the epoch plan follows the data; the resume is not exact); changed
+    held-out items are a warning and reset the best validation (its value is no longer
+    comparable); changed labels are refused, naming them (the model's slots would mean other
+    things, or not fit). Where the data lives is not part of it: the same data mounted at
+    another path is the same data.
+    """
+
+    items: dict[str, int]
+    heldout: dict[str, int] = dataclasses.field(default_factory=dict)
+    labels: list[str] = dataclasses.field(default_factory=list)
+
+
 @dataclasses.dataclass(frozen=True)
 class TaskContext:
     """What the trainer tells a task about where it runs."""
@@ -148,6 +167,18 @@ class Task(abc.ABC):
     def describe(self) -> dict[str, Any]:
         """Facts about the data and model for the run's status (hours, speakers...); JSON-serialisable."""
         return {}
+
+    def data_fingerprint(self) -> DataFingerprint | None:
+        """What :meth:`train_data` and validation use (called after it); ``None``: nothing to compare between sessions."""
+        return None
+
+    def memory_advice(self) -> list[str]:
+        """This task's settings that trade speed for memory, as ``key=value (why)`` lines for an out-of-memory message.
+
+        The trainer suggests a smaller ``micro_batch_size`` itself; a task adds what only it
+        knows (e.g. gradient checkpointing of its largest part).
+        """
+        return []
 
     def card(self, status: Mapping[str, Any], repo: str | None) -> Card:
         """How the run's page presents this task's model; ``repo`` is the Hub repo id, ``None`` for a local run."""

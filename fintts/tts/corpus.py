@@ -25,6 +25,11 @@ Layouts (``format`` names):
     above; the speaker is the subfolder's name (an ``id|speaker|text`` column still
     wins inside its own file). Ids are ``<subfolder>/<id>``.
 
+Names from a corpus are checked before they are used as parts of paths: a speaker name
+becomes part of file names (the samples ``samples/<n>-<speaker>.wav`` of each checkpoint),
+so one with a path separator, a leading dot or a control character is a problem for its
+line (or folder), as is a clip id that would reach outside ``wavs/`` (``..``, a leading ``/``).
+
 Detection (:func:`detect_format`) tries, in order: ``metadata.csv`` in the folder;
 subfolders holding corpora while the folder itself holds no audio/transcript pairs
 (``speakers``); audio/transcript pairs anywhere below (``pairs``). A single-speaker
@@ -122,6 +127,10 @@ def read_corpus(path: Path, format: str | None = None) -> Corpus:
         if not subfolders:
             raise CorpusError(f"format 'speakers' needs subfolders of {root} that are corpora; none are")
         for sub, layout in subfolders:
+            problem = speaker_name_problem(sub.name)
+            if problem:
+                problems.append(Problem(sub, f"{problem}; rename the folder"))
+                continue
             _read_layout(sub, layout, sub.name, f"{sub.name}/", items, problems)
     else:
         _read_layout(root, format, root.name, "", items, problems)
@@ -363,6 +372,23 @@ def _first_line(metadata: Path) -> list[str]:
     return []
 
 
+def speaker_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a speaker's name (``None`` if it can): it becomes part of file names."""
+    if not name or name.startswith(".") or "/" in name or "\\" in name or not name.isprintable():
+        return (
+            f"speaker name {name!r} cannot be used as part of a file name (no / or \\, no leading dot, "
+            "no control characters)"
+        )
+    return None
+
+
+def _clip_id_problem(clip_id: str) -> str | None:
+    parts = clip_id.replace("\\", "/").split("/")
+    if clip_id.startswith("/") or "\\" in clip_id or ".." in parts or not clip_id.isprintable():
+        return f"id {clip_id!r} must name a file under wavs/ (no .., no leading /, no \\)"
+    return None
+
+
 def _read_layout(
     folder: Path, format: str, speaker: str, id_prefix: str, items: list[Item], problems: list[Problem]
 ) -> None:
@@ -416,6 +442,10 @@ def _read_metadata(
             transcript = fields[2] if len(fields) == 3 and fields[2] else fields[1]
         if not clip_id or not clip_speaker:
             problems.append(Problem(metadata, f"line {number}: empty id or speaker; expected {expected}"))
+            continue
+        problem = _clip_id_problem(clip_id) or (speaker_name_problem(clip_speaker) if speaker_column else None)
+        if problem:
+            problems.append(Problem(metadata, f"line {number}: {problem}"))
             continue
         if clip_id in seen:
             problems.append(Problem(metadata, f"line {number}: id {clip_id!r} already used on line {seen[clip_id]}"))

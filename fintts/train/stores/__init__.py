@@ -32,4 +32,5 @@ def store_for(cfg: "TrainConfig") -> Store:
     return open_store(
         cfg.local_dir(), hub_repo=cfg.hub_repo,
         push_every=parse_duration(cfg.push_every, key="push_every") or 0.0, storage_cap_gb=cfg.storage_cap_gb or None,
+        request_timeout=parse_duration(cfg.hub_timeout, key="hub_timeout"),
     )

@@ -63,8 +63,11 @@ class Store(abc.ABC):
     def acquire(self, session_id: str, *, force: bool = False) -> None:
         """Become the run's only writer, or raise :class:`LeaseConflict`."""
 
-    def release(self) -> None:
-        """Give up the writer's lease at the end of a session."""
+    def release(self, timeout: float | None = None) -> None:
+        """Give up the writer's lease at the end of a session, trying for at most ``timeout`` seconds."""
+
+    def set_deadline(self, deadline: float | None) -> None:
+        """No call of this store may block past ``deadline`` (a ``time.time()``: the session's end; ``None``: none)."""
 
     def resume_point(self, log: Callable[[str], None] = print) -> Path | None:
         """Local folder of the newest complete checkpoint, fetched if need be; ``None`` for a new run."""
@@ -77,9 +80,13 @@ class Store(abc.ABC):
         session's last checkpoint, which a store must not skip for a newer one.
         """
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until everything published is durable; ``False`` if ``timeout`` ran out first."""
+    def wait(self, timeout: float | None = None, interrupted: Callable[[], bool] = lambda: False) -> bool:
+        """Block until everything published is durable; ``False`` if ``timeout`` ran out or ``interrupted()`` first."""
         return True
+
+    def checkpoint_names(self) -> list[str]:
+        """The run's checkpoints this store knows of (here: on this disk), oldest first."""
+        return checkpoint.list_names(self.root)
 
     def prune(self, keep_last: int, protect: Iterable[str] = ()) -> list[str]:
         """Drop checkpoints beyond the newest ``keep_last`` and ``protect``; return their names."""
@@ -91,6 +98,10 @@ class Store(abc.ABC):
 
     def pending(self) -> str | None:
         """What is not yet durable and how to push it by hand, or ``None`` when nothing is."""
+        return None
+
+    def problem(self) -> str | None:
+        """Why checkpoints are not becoming durable right now (e.g. a failing push), for the run's status; ``None``: all well."""
         return None
 
     def write_status(self, status: dict[str, Any]) -> None:
@@ -107,5 +118,5 @@ class Store(abc.ABC):
         """Store facts for ``fintts status`` (e.g. the Hub repo's size)."""
         return {"store": self.url}
 
-    def close(self) -> None:
-        """Stop background work; call after :meth:`wait`."""
+    def close(self, timeout: float | None = None) -> None:
+        """Stop background work (waiting at most ``timeout`` seconds for it); call after :meth:`wait`."""

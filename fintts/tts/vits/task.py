@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from fintts.train.config import free_setting
 from fintts.train import checkpoint
 from fintts.train.stores.base import MODEL_DIR
-from fintts.train.task import Card, Evaluation, OptimizerGroup, Task, TrainData, unwrap
+from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio
 from fintts.tts.corpus import Item, check_corpus, read_table
 from fintts.tts.eval import nearest_reference
@@ -60,8 +60,9 @@ DEFAULT_SENTENCES = [
 
 @dataclasses.dataclass
 class VitsTaskConfig:
-    #: the corpus folder (any layout ``fintts check`` knows), or ``demo`` for the embedded one.
-    data: str = "demo"
+    #: the corpus folder (any layout ``fintts check`` knows), or ``demo`` for the embedded one. Not part of the
+    #: run's settings fingerprint: the corpus is compared by its clips (``data_fingerprint``), so it may move.
+    data: str = free_setting("demo")
     #: force a corpus layout (ljspeech, ljspeech-speaker, pairs, speakers); empty: detect.
     format: str = ""
     #: train only these speakers (empty: all).
@@ -403,6 +404,19 @@ class VitsTask(Task):
             "clips": len(getattr(self, "items", [])), "speakers": getattr(self, "speakers", []),
             "heldout_clips": len(getattr(self, "heldout", [])), "init": self.config.init,
         }
+
+    def data_fingerprint(self) -> DataFingerprint:
+        """Clip ids and audio sizes; the speakers are labels only when the model has a slot per speaker."""
+        return DataFingerprint(
+            items={i.id: i.audio.stat().st_size for i in self.items},
+            heldout={i.id: i.audio.stat().st_size for i in self.heldout},
+            labels=list(self.speakers) if len(self.speakers) > 1 else [],
+        )
+
+    def memory_advice(self) -> list[str]:
+        if self.config.decoder_checkpointing:
+            return []
+        return ["decoder_checkpointing=true (recomputes the decoder in the backward pass: less memory, same result, ~20% slower)"]
 
     def card(self, status: Mapping[str, Any], repo: str | None) -> Card:
         return run_card(status, self.config.init)

@@ -3,10 +3,23 @@
 Everything that reaches the Hub — the store during training, ``fintts push``, ``fintts pull``,
 ``fintts status`` — goes through a :class:`HubClient` made by :meth:`HubClient.connect`, so
 the endpoint, the token and the error messages are the same whichever command a person ran.
+
+**Every request is bounded.** ``huggingface_hub`` sends most requests (commits and tree
+listings among them) with no timeout, so a Hub that accepts a connection and then stalls
+would hold a call forever, and a session's end with it. Each call of a :class:`HubClient`
+therefore runs with a bound on every HTTP request it makes: ``timeout`` seconds, and never
+past the client's ``deadline`` (the session's end, from its clock); once the deadline has
+passed a request is not sent at all (:class:`~.errors.HubDeadline`). ``huggingface_hub``
+offers no per-call timeout for these requests, so the bound is put on its shared HTTP client
+as a request hook that reads it from a context variable: it applies only inside a
+:class:`HubClient` call and leaves every other user of that client (model downloads) alone.
+Requests made on worker threads that ``huggingface_hub`` starts itself (large LFS uploads)
+do not see the bound; the trainer's own waits are bounded by the clock whatever they do.
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import json
 import os
@@ -14,17 +27,20 @@ import random
 import shutil
 import tempfile
 import time
+from datetime import datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
 from huggingface_hub import HfApi
 from huggingface_hub.errors import RemoteEntryNotFoundError
+from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
 from fintts.train import checkpoint as ckpt
 from fintts.train.card import LOSS_PLOT
 from fintts.train.stores.base import MODEL_DIR, StoreError
 from fintts.train.stores.hub.auth import find_token
-from fintts.train.stores.hub.errors import HubAuthError, HubError, HubUnavailable, classify
+from fintts.train.stores.hub.errors import HubAuthError, HubDeadline, HubError, HubUnavailable, classify
 
 #: LFS objects are only ever freed under these prefixes; anything else in the repo is the person's.
 MANAGED_PREFIXES = (ckpt.CHECKPOINTS + "/", MODEL_DIR + "/", "samples/", "tb/", LOSS_PLOT)
@@ -35,6 +51,43 @@ UNREACHABLE_ADVICE = (
     " then run again; or train with --store PATH alone and `fintts push --store PATH --hub-repo USER/NAME` later."
 )
 _T = TypeVar("_T")
+#: (seconds per request, deadline as ``time.time()`` or ``None``) while a HubClient call runs in this context.
+_REQUEST_BOUND: contextvars.ContextVar[tuple[float, float | None] | None] = contextvars.ContextVar("fintts_hub_bound", default=None)
+
+
+def _bound_request(request: Any) -> None:
+    """Request hook: give the request the bound of the HubClient call it belongs to, or refuse it past the deadline."""
+    bound = _REQUEST_BOUND.get()
+    if bound is None:
+        return
+    seconds, deadline = bound
+    if deadline is not None:
+        left = deadline - time.time()
+        if left <= 0:
+            raise HubDeadline("the session's end has come; no more Hub requests are sent")
+        seconds = min(seconds, left)
+    request.extensions = {**request.extensions, "timeout": dict.fromkeys(("connect", "read", "write", "pool"), seconds)}
+
+
+def _install_bound_hook() -> None:
+    session = get_session()  # huggingface_hub's shared client; it may have been recreated since the last call
+    hooks = session.event_hooks
+    if _bound_request not in hooks["request"]:
+        session.event_hooks = {**hooks, "request": [*hooks["request"], _bound_request]}
+
+
+@dataclasses.dataclass(frozen=True)
+class RepoHead:
+    """Where ``main`` is and when it got there, with the Hub's time now: all three by the Hub's clock."""
+
+    sha: str
+    committed: float | None
+    now: float | None
+
+    @property
+    def age(self) -> float | None:
+        """Seconds since the newest commit, by the Hub's clock alone (``None`` if the Hub did not say)."""
+        return None if self.committed is None or self.now is None else max(0.0, self.now - self.committed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,8 +114,12 @@ class HubClient:
 
     def __init__(self, repo_id: str, *, endpoint: str | None, token: str | bool, timeout: float):
         self.repo_id = repo_id
+        #: seconds any one HTTP request may take.
         self.timeout = timeout
+        #: ``time.time()`` after which no request is sent (the session's end); ``None``: no end.
+        self.deadline: float | None = None
         self._token = token if isinstance(token, str) else None
+        self._token_arg = token
         self.api = HfApi(endpoint=endpoint, token=token, library_name="fintts")
         self.endpoint = self.api.endpoint
 
@@ -89,7 +146,10 @@ class HubClient:
         return classify(err, token=self._token, endpoint=self.endpoint, repo_id=self.repo_id)
 
     def retrying(self, what: str, call: Callable[[], _T], *, attempts: int, backoff: Backoff) -> _T:
-        """Run ``call`` on the caller's thread, retrying transient failures up to ``attempts`` times."""
+        """Run ``call`` on the caller's thread, retrying transient failures up to ``attempts`` times.
+
+        A wait that would end past the client's ``deadline`` is not started: the failure is raised then.
+        """
         for attempt in range(1, attempts + 1):
             try:
                 return call()
@@ -99,52 +159,71 @@ class HubClient:
                 failure = err
             except Exception as err:
                 failure = self.failure(err)
-            if not failure.transient or attempt == attempts:
+            delay = backoff.delay(attempt, failure.retry_after)
+            out_of_time = self.deadline is not None and time.time() + delay >= self.deadline
+            if not failure.transient or attempt == attempts or out_of_time:
                 advice = UNREACHABLE_ADVICE if isinstance(failure, HubUnavailable) else ""
-                raise failure.prefixed(f"could not {what}", advice) from None
-            time.sleep(backoff.delay(attempt, failure.retry_after))
+                late = " (no time left in this session to retry)" if out_of_time and failure.transient else ""
+                raise failure.prefixed(f"could not {what}{late}", advice) from None
+            time.sleep(delay)
         raise AssertionError("unreachable")
+
+    def _bounded(self, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """``call(*args, **kwargs)`` with each of its HTTP requests bounded (see the module's docstring)."""
+        _install_bound_hook()
+        token = _REQUEST_BOUND.set((self.timeout, self.deadline))
+        try:
+            return call(*args, **kwargs)
+        finally:
+            _REQUEST_BOUND.reset(token)
 
     # -- the calls ----------------------------------------------------------------------
 
     def ensure_repo(self, private: bool) -> None:
-        self.api.create_repo(self.repo_id, private=private, exist_ok=True)
+        self._bounded(self.api.create_repo, self.repo_id, private=private, exist_ok=True)
 
     def head(self) -> str:
         """The commit ``main`` points at. One request without client-side retries: fails fast when the Hub is down."""
-        sha = self.api.model_info(self.repo_id, timeout=self.timeout).sha
-        if not sha:
+        return self.head_state().sha
+
+    def head_state(self) -> RepoHead:
+        """``main``'s commit, its time and the Hub's time now (the ``Date`` of the same answer), in one request."""
+        response = self._bounded(
+            get_session().get,
+            f"{self.endpoint}/api/models/{self.repo_id}/revision/main",
+            headers=build_hf_headers(token=self._token_arg, library_name="fintts"),
+        )
+        hf_raise_for_status(response)
+        info = response.json()
+        if not info.get("sha"):
             raise HubUnavailable(f"the Hub did not say which commit {self.repo_id} is at")
-        return sha
+        return RepoHead(info["sha"], _timestamp(info.get("lastModified")), _http_date(response.headers.get("Date")))
 
     def used_storage(self) -> int | None:
-        return getattr(self.api.model_info(self.repo_id, timeout=self.timeout), "used_storage", None)
+        return getattr(self._bounded(self.api.model_info, self.repo_id), "used_storage", None)
 
     def files(self, revision: str) -> dict[str, Any]:
-        """Every file at ``revision`` (path → ``RepoFile``)."""
-        return {
-            entry.path: entry
-            for entry in self.api.list_repo_tree(self.repo_id, recursive=True, revision=revision)
-            if hasattr(entry, "size")
-        }
+        """Every file at ``revision`` (path → ``RepoFile``); a path that could leave a folder is an error."""
+        entries = self._bounded(lambda: list(self.api.list_repo_tree(self.repo_id, recursive=True, revision=revision)))
+        return {ckpt.safe_relative_path(e.path, what="Hub path"): e for e in entries if hasattr(e, "size")}
 
     def read(self, path: str, revision: str) -> bytes | None:
         """A small file's content at ``revision``; ``None`` if it does not exist there."""
         with tempfile.TemporaryDirectory(prefix="fintts-hub-") as tmp:
             try:
-                local = self.api.hf_hub_download(self.repo_id, path, revision=revision, local_dir=tmp)
+                local = self._bounded(self.api.hf_hub_download, self.repo_id, path, revision=revision, local_dir=tmp)
             except RemoteEntryNotFoundError:
                 return None
             return Path(local).read_bytes()
 
     def download(self, paths: Iterable[str], revision: str, dest: Path) -> None:
         """Fetch ``paths`` at ``revision`` into ``dest`` (same relative layout), each file appearing whole."""
-        paths = list(paths)
+        paths = [ckpt.safe_relative_path(p, what="Hub path") for p in paths]
         dest.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".download-", dir=dest))
         try:
             for path in paths:
-                self.api.hf_hub_download(self.repo_id, path, revision=revision, local_dir=staging)
+                self._bounded(self.api.hf_hub_download, self.repo_id, path, revision=revision, local_dir=staging)
             for path in paths:
                 (dest / path).parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staging / path, dest / path)
@@ -152,19 +231,35 @@ class HubClient:
             shutil.rmtree(staging, ignore_errors=True)
 
     def commit(self, operations: list[Any], message: str, parent: str) -> Any:
-        return self.api.create_commit(self.repo_id, operations, commit_message=message, parent_commit=parent, num_threads=2)
+        return self._bounded(
+            self.api.create_commit, self.repo_id, operations, commit_message=message, parent_commit=parent, num_threads=2
+        )
 
     def free_unreferenced(self, revision: str) -> int:
         """Permanently delete LFS objects under our prefixes that ``revision`` no longer uses; return bytes freed."""
         referenced = {f.lfs.sha256 for f in self.files(revision).values() if getattr(f, "lfs", None)}
         doomed = [
             item
-            for item in self.api.list_lfs_files(self.repo_id)
+            for item in self._bounded(lambda: list(self.api.list_lfs_files(self.repo_id)))
             if item.file_oid not in referenced and item.filename.startswith(MANAGED_PREFIXES)
         ]
         if doomed:
-            self.api.permanently_delete_lfs_files(self.repo_id, doomed, rewrite_history=True)
+            self._bounded(self.api.permanently_delete_lfs_files, self.repo_id, doomed, rewrite_history=True)
         return sum(item.size for item in doomed)
+
+
+def _timestamp(iso: Any) -> float | None:
+    try:
+        return datetime.fromisoformat(str(iso).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _http_date(value: str | None) -> float | None:
+    try:
+        return parsedate_to_datetime(value).timestamp() if value else None
+    except (TypeError, ValueError):
+        return None
 
 
 def checkpoint_names(paths: Iterable[str]) -> set[str]:

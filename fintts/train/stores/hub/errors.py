@@ -49,6 +49,12 @@ class HubUnavailable(HubError):
     transient = True
 
 
+class HubDeadline(HubUnavailable):
+    """A request was not sent: the session's end (its clock's deadline) has come."""
+
+    transient = False
+
+
 class HubMoved(HubError):
     """The repo's branch moved while committing (another writer, or our own earlier commit landing late)."""
 
@@ -94,6 +100,8 @@ def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: s
             )
         return HubRefused(f"the Hub refused the request ({status}: {detail})")
     if isinstance(err, LocalEntryNotFoundError) or any(c.__module__.split(".")[0] in _NETWORK_MODULES for c in type(err).__mro__):
+        if "Timeout" in type(err).__name__ or isinstance(err.__context__, TimeoutError):
+            return HubUnavailable(f"{endpoint} did not answer in time ({type(err).__name__}): the Hub is stalled or the network is")
         return HubUnavailable(f"cannot reach {endpoint} ({type(err).__name__})")
     if isinstance(err, OSError):
         return HubLocalError(f"local file problem: {scrub(str(err), token)}")

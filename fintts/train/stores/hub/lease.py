@@ -1,9 +1,23 @@
 """``lease.json``: which session writes a Hub run, so two sessions never interleave checkpoints.
 
 The writer commits its lease when it starts, refreshes it with heartbeat commits while it
-trains and deletes it when it ends. Another session refuses to start while the lease is
-fresh (younger than its ``timeout``), takes over a stale one (its writer died without
+trains (every full push refreshes it too) and deletes it when it ends. Another session
+refuses to start while the lease is fresh, takes over a stale one (its writer died without
 releasing), and takes any one with ``--force``.
+
+**Fresh by the Hub's clock alone.** Comparing the writer's heartbeat time with the reader's
+clock would let two machines' clocks decide: a reader whose clock runs an hour ahead would
+take a live lease, one whose clock runs behind would never take a dead one. Instead the
+lease's age is the time since the repo's newest commit as the Hub tells both (the commit's
+date and the ``Date`` of the same answer, :meth:`HubClient.head_state`). While a lease
+exists only its holder commits (heartbeats, pushes, its release), so the newest commit is
+its newest sign of life; a commit made by hand in the meantime only makes the lease look
+younger, which errs on the side of refusing (``--force`` then decides). When the Hub does
+not say, the lease counts as fresh. ``heartbeat_unix`` stays in the file, for people.
+
+**Slow pushes.** No heartbeat can land while a full push is committing, so the holder
+writes a ``timeout`` of at least :data:`LONG_PUSH_FACTOR` times its longest recent push:
+a live session is not taken over in the middle of a slow upload.
 """
 
 from __future__ import annotations
@@ -14,6 +28,8 @@ import time
 from typing import Any
 
 LEASE = "lease.json"
+#: A lease's timeout is at least this many times the holder's longest recent push.
+LONG_PUSH_FACTOR = 3.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,18 +60,17 @@ class Lease:
         data = dataclasses.asdict(self) | {"heartbeat": iso(self.heartbeat_unix)}
         return json.dumps(data, indent=1).encode()
 
-    def age(self, now: float | None = None) -> float:
-        return (time.time() if now is None else now) - self.heartbeat_unix
+    def stale(self, age: float | None) -> bool:
+        """Has the holder been silent longer than ``timeout``? ``age``: seconds since its last commit, by the Hub's clock."""
+        return age is not None and age >= self.timeout
 
-    def fresh(self, now: float | None = None) -> bool:
-        return self.age(now) < self.timeout
-
-    def conflict_message(self, url: str, now: float | None = None) -> str:
-        age = self.age(now)
+    def conflict_message(self, url: str, age: float | None) -> str:
+        silent = "unknown" if age is None else f"{duration(age)} ago"
+        expires = f"in {duration(self.timeout - age)}" if age is not None else f"{duration(self.timeout)} after its last commit"
         return (
             f"{url} is being trained by session {self.session} on {self.host} since {self.acquired} "
-            f"(last heartbeat {duration(age)} ago). If that session is still running, let it finish or stop it. "
-            f"If it died, its lease expires in {duration(self.timeout - age)}, or take over now with --force."
+            f"(last commit {silent}, by the Hub's clock). If that session is still running, let it finish or stop it. "
+            f"If it died, its lease expires {expires}, or take over now with --force."
         )
 
 

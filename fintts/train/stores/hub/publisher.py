@@ -12,6 +12,15 @@ with capped exponential backoff plus jitter, honouring ``Retry-After``; training
 Each retry pushes the newest due checkpoint, so after an outage one commit catches up and
 the checkpoints in between are skipped.
 
+**A refusal is not the end.** A push the Hub refuses (400, 413, 422, a revoked token) is
+retried too, after the longest backoff wait, because the next checkpoint's commit is
+another commit (a new card, other files) and may well be accepted; stopping for good would
+leave hours of training with nothing durable. Every refusal is logged as a warning, and so
+is a transient failure when it starts and then every ``WARN_EVERY`` seconds while it lasts,
+so a person sees it however long the session runs. Only a lost lease (another session took
+the run) stops pushing for good. A final wait does not outlast a refusal of the very
+checkpoint it waits for: it returns ``False`` at once, and the summary says why.
+
 The commits themselves are the store's (``push`` and ``heartbeat`` callables); this module
 only decides when they run and keeps the account of what is due, in flight and failed.
 """
@@ -27,9 +36,12 @@ from pathlib import Path
 from typing import Callable
 
 from fintts.train.stores.hub.client import Backoff
-from fintts.train.stores.hub.errors import HubError
+from fintts.train.stores.hub.errors import HubDeadline, HubError, LeaseLost
 
 log = logging.getLogger(__name__)
+
+#: While a push keeps failing transiently, a warning at most this often (seconds); the first failure always warns.
+WARN_EVERY = 600.0
 
 
 @dataclasses.dataclass
@@ -37,8 +49,13 @@ class Target:
     """A checkpoint due for a full push, with the run's mutable files as they were when it was published."""
 
     name: str
-    snapshot: Path
+    #: ``None`` when the copy failed (a full disk): the push carries the checkpoint and ``latest`` only.
+    snapshot: Path | None
     final: bool
+
+    def discard(self) -> None:
+        if self.snapshot is not None:
+            shutil.rmtree(self.snapshot, ignore_errors=True)
 
 
 class Publisher:
@@ -72,10 +89,12 @@ class Publisher:
         #: why the last attempt failed (cleared by a success), and why pushing stopped for good.
         self.last_error: str | None = None
         self.fatal: str | None = None
+        self._refused: Target | None = None  # the target whose last attempt the Hub refused
+        self._warned_at = float("-inf")
 
     # -- the trainer's side ------------------------------------------------------------
 
-    def publish(self, name: str, snapshot: Callable[[], Path], *, final: bool) -> None:
+    def publish(self, name: str, snapshot: Callable[[], Path | None], *, final: bool) -> None:
         """Note checkpoint ``name``; if a full push is due, queue it with ``snapshot()`` of the mutable files."""
         now = time.monotonic()
         with self._cond:
@@ -92,19 +111,22 @@ class Publisher:
             self._target = Target(name, snapshot(), final or bool(previous and previous.final))
             self._last_full_request = now
             if previous is not None and previous is not self._inflight:
-                shutil.rmtree(previous.snapshot, ignore_errors=True)
+                previous.discard()
             self._ensure_thread()
             self._cond.notify_all()
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until every due push landed; ``False`` on timeout or when pushing stopped for good."""
+    def wait(self, timeout: float | None = None, interrupted: Callable[[], bool] = lambda: False) -> bool:
+        """Block until every due push landed; ``False`` on timeout, on ``interrupted()``, when the Hub refused
+        the checkpoint waited for, or when pushing stopped for good."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while (self._target is not None or self._inflight is not None) and self.fatal is None:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
+            while self._target is not None or self._inflight is not None:
+                if self.fatal is not None or (self._refused is not None and self._refused is self._target):
                     return False
-                self._cond.wait(remaining)
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if (remaining is not None and remaining <= 0) or interrupted():
+                    return False
+                self._cond.wait(0.2 if remaining is None else min(remaining, 0.2))  # short, so a signal is noticed
             return self.fatal is None
 
     def busy(self) -> set[str]:
@@ -135,13 +157,14 @@ class Publisher:
             self._last_commit = time.monotonic()
             self._cond.notify_all()
 
-    def close(self) -> None:
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the worker; a push still running (a stalled Hub) is left behind on its daemon thread after ``timeout``."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
             thread = self._thread
         if thread is not None:
-            thread.join(timeout=5)
+            thread.join(timeout=max(0.0, timeout))
 
     # -- the worker ----------------------------------------------------------------------
 
@@ -175,27 +198,51 @@ class Publisher:
                 failure = self._classify(err)
                 failures += 1
                 with self._cond:
-                    self.last_error = str(failure)
-                    if failure.transient:
-                        delay = self.backoff.delay(failures, failure.retry_after)
-                        self._retry_at = time.monotonic() + delay
-                        (log.warning if failures == 1 else log.info)(
-                            "%s: push failed (%s); checkpoints stay local, retrying in %.1fs", self.label, failure, delay
-                        )
-                    else:
-                        self.fatal = str(failure)
-                        log.error("%s: pushing stopped: %s", self.label, failure)
+                    self._failed(job, failure, failures)
             else:
                 failures = 0
                 with self._cond:
                     self.last_error = None
+                    self._refused = None
                     self._retry_at = 0.0
             finally:
                 with self._cond:
                     self._inflight = None
                     if isinstance(job, Target) and job is not self._target:
-                        shutil.rmtree(job.snapshot, ignore_errors=True)  # pushed, or replaced by a newer target
+                        job.discard()  # pushed, or replaced by a newer target
                     self._cond.notify_all()
+
+    def _failed(self, job: Target | str, failure: HubError, failures: int) -> None:
+        """Account for a failed push or heartbeat (under the lock): retry later, and say so where a person looks."""
+        what = "push" if isinstance(job, Target) else "heartbeat"
+        if isinstance(failure, HubDeadline):  # the session is ending: keep the reason the push had not landed before
+            self.last_error = self.last_error or f"{what} not sent: {failure}"
+            self._retry_at = time.monotonic() + 3600.0
+            return
+        self.last_error = f"{what} failed: {failure}"
+        if isinstance(failure, LeaseLost):
+            self.fatal = str(failure)
+            log.error("%s: pushing stopped: %s", self.label, failure)
+            return
+        now = time.monotonic()
+        if failure.transient:
+            delay = self.backoff.delay(failures, failure.retry_after)
+            loud = failures == 1 or now - self._warned_at >= WARN_EVERY
+            (log.warning if loud else log.info)(
+                "%s: %s failed (%s); checkpoints stay on this disk, retrying in %.0fs", self.label, what, failure, delay
+            )
+        else:
+            delay = max(self.backoff.cap, failure.retry_after or 0.0)
+            loud = True
+            if isinstance(job, Target):
+                self._refused = job
+            log.warning(
+                "%s: the Hub refused the %s (%s); checkpoints stay on this disk. Trying again in %.0fs with the newest "
+                "checkpoint; if it keeps failing, fix the cause and run `fintts push` by hand", self.label, what, failure, delay,
+            )
+        if loud:
+            self._warned_at = now
+        self._retry_at = now + delay
 
     def _next_job(self) -> Target | str | None:
         now = time.monotonic()

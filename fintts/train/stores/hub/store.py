@@ -26,6 +26,15 @@ a warning is logged when the next push would cross ``storage_cap_gb``.
 **Lease.** See :mod:`fintts.train.stores.hub.lease`. A session whose lease was taken stops
 pushing and says so in :meth:`HubStore.pending`.
 
+**Bounded by the session.** :meth:`HubStore.set_deadline` gives every request and retry of
+this store the session's end as a deadline (see :mod:`.client`); :meth:`HubStore.release`
+and :meth:`HubStore.close` take a timeout, so a stalled Hub cannot hold a session past its
+limit: the checkpoint then stays on this disk and :meth:`HubStore.pending` says how to push it.
+
+**Only regular files leave this machine.** A checkpoint's files are the ones its manifest
+lists; symbolic links in ``model/``, ``samples/`` or ``tb/`` are skipped with a warning, never
+followed (a link could point at a token).
+
 The local folder ``root/.hub/`` is this store's own (snapshots waiting for upload,
 downloads in progress); nothing in it is pushed.
 """
@@ -49,7 +58,7 @@ from fintts.train.platform import host_name
 from fintts.train.stores.base import MODEL_DIR, STATUS, LeaseConflict, Store, StoreError, repo_id_problem
 from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.errors import HubRepoError, HubUnavailable, LeaseLost
-from fintts.train.stores.hub.lease import LEASE, Lease, duration, iso
+from fintts.train.stores.hub.lease import LEASE, LONG_PUSH_FACTOR, Lease, duration, iso
 from fintts.train.stores.hub.publisher import Publisher, Target
 
 log = logging.getLogger(__name__)
@@ -63,7 +72,7 @@ MIRRORED_DIRS = (MODEL_DIR,)
 ADDED_DIRS = ("samples", "tb")
 EXTRA_FILES = (LOSS_PLOT, STATUS, CARD)
 RECENT_PUSHES = 10
-#: How long release() waits for an upload still holding the repo before leaving the lease to expire.
+#: How long release() waits at most for an upload still holding the repo before leaving the lease to expire.
 RELEASE_WAIT = 30.0
 
 
@@ -78,7 +87,7 @@ class HubStore(Store):
     ``storage_cap_gb``: warn before the repo outgrows this. ``host``: how the lease names
     this machine (default: :func:`~fintts.train.platform.host_name`). ``backoff``: retry waits.
     ``sync_attempts``: tries of the calls that block the caller (acquire, resume, release).
-    ``request_timeout``: seconds for the probing requests.
+    ``request_timeout``: seconds any one HTTP request may take.
     """
 
     def __init__(
@@ -138,6 +147,12 @@ class HubStore(Store):
     def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
         return self._client.retrying(what, call, attempts=self.sync_attempts, backoff=self.backoff)
 
+    def set_deadline(self, deadline: float | None) -> None:
+        self._client.deadline = deadline
+
+    def problem(self) -> str | None:
+        return self._publisher.fatal or self._publisher.last_error
+
     # -- lease ----------------------------------------------------------------------------
 
     def acquire(self, session_id: str, *, force: bool = False) -> None:
@@ -150,18 +165,21 @@ class HubStore(Store):
                 shutil.rmtree(leftover, ignore_errors=True)
 
         def take() -> Any:
-            head = self._client.head()
-            holder = Lease.parse(self._client.read(LEASE, head))
+            head = self._client.head_state()
+            holder = Lease.parse(self._client.read(LEASE, head.sha))
             if holder is not None and holder.session != session_id:
-                if holder.fresh() and not force:
-                    raise LeaseConflict(holder.conflict_message(self.url))
+                if not holder.stale(head.age) and not force:
+                    raise LeaseConflict(holder.conflict_message(self.url, head.age))
                 log.warning(
-                    "%s: taking over the lease of session %s on %s (last heartbeat %s ago%s)",
-                    self.url, holder.session, holder.host, duration(holder.age()), ", forced" if force else "",
+                    "%s: taking over the lease of session %s on %s (no commit for %s by the Hub's clock%s)",
+                    self.url, holder.session, holder.host, "?" if head.age is None else duration(head.age),
+                    ", forced" if force else "",
                 )
             acquired = holder.acquired if holder is not None and holder.session == session_id else iso(time.time())
-            lease = Lease(session_id, self.host, os.getpid(), acquired, time.time(), self.lease_timeout)
-            info = self._client.commit([CommitOperationAdd(LEASE, lease.to_bytes())], f"lease: session {session_id} on {self.host}", parent=head)
+            lease = Lease(session_id, self.host, os.getpid(), acquired, time.time(), self._lease_timeout())
+            info = self._client.commit(
+                [CommitOperationAdd(LEASE, lease.to_bytes())], f"lease: session {session_id} on {self.host}", parent=head.sha
+            )
             return info, lease
 
         with self._commit_lock:
@@ -169,13 +187,22 @@ class HubStore(Store):
             self._head = info.oid
         self._publisher.heartbeats(True)
 
-    def release(self) -> None:
-        """Delete the lease and push the final ``status.json`` and card (a small commit)."""
+    def release(self, timeout: float | None = None) -> None:
+        """Delete the lease and push the final ``status.json`` and card (a small commit), within ``timeout`` seconds.
+
+        An upload still holding the repo is waited for at most :data:`RELEASE_WAIT` (and
+        ``timeout``); then the lease is left to expire, which the warning says.
+        """
         if self._lease is None:
             return
         self._publisher.heartbeats(False)
-        if not self._commit_lock.acquire(timeout=RELEASE_WAIT):
-            log.warning("%s: an upload is still running; the lease stays and expires in %s", self.url, duration(self.lease_timeout))
+        if timeout is not None:
+            end = time.time() + max(0.0, timeout)
+            self._client.deadline = end if self._client.deadline is None else min(self._client.deadline, end)
+        patience = RELEASE_WAIT if timeout is None else max(0.0, min(RELEASE_WAIT, timeout))
+        expires = duration(self._lease.timeout)
+        if not self._commit_lock.acquire(timeout=patience):
+            log.warning("%s: an upload is still running; the lease stays and expires in %s", self.url, expires)
             return
         try:
             def commit() -> None:
@@ -186,10 +213,18 @@ class HubStore(Store):
 
             self._retrying("release the lease", commit)
         except StoreError as err:
-            log.warning("%s: could not release the lease (%s); it expires in %s", self.url, err, duration(self.lease_timeout))
+            log.warning("%s: could not release the lease (%s); it expires in %s", self.url, err, expires)
         finally:
             self._lease = None
             self._commit_lock.release()
+
+    def _lease_timeout(self) -> float:
+        """The lease's timeout: ``lease_timeout``, longer when this run's pushes are slow.
+
+        No heartbeat can land while a full push is committing, so a lease must outlast the
+        longest push or a live session would look dead to others during a slow upload.
+        """
+        return max([self.lease_timeout] + [LONG_PUSH_FACTOR * s for s in self.transfer_seconds()])
 
     def _check_lease(self, head: str) -> str:
         """``head``, after making sure the lease is still ours if the branch moved since we last looked."""
@@ -215,6 +250,8 @@ class HubStore(Store):
         local = ckpt.latest_complete(self.root, log)
         try:
             head = self._retrying("look up the run on the Hub", self._client.head)
+            files = self._retrying("list the run on the Hub", lambda: self._client.files(head))
+            pointed = (self._retrying("read latest", lambda: self._client.read(ckpt.LATEST, head)) or b"").decode().strip()
         except HubRepoError:
             return local  # no repo yet: a new run (acquire creates it)
         except HubUnavailable as err:
@@ -222,9 +259,7 @@ class HubStore(Store):
                 raise HubUnavailable(f"{err}. Nothing to resume from locally either; retry when the Hub is reachable.") from None
             log(f"warning: {err}; resuming from the local {local.name}, which may be older than the Hub's")
             return local
-        files = self._retrying("list the run on the Hub", lambda: self._client.files(head))
         names = checkpoint_names(files)
-        pointed = (self._retrying("read latest", lambda: self._client.read(ckpt.LATEST, head)) or b"").decode().strip()
         with self._lock:
             self._on_hub = set(names)
         candidates = ckpt.resume_order(names, pointed or None)
@@ -278,27 +313,35 @@ class HubStore(Store):
             raise StoreError(f"publish({name!r}): {folder} is not a complete checkpoint (save it with checkpoint.save first)")
         self._publisher.publish(name, self._snapshot, final=final)
 
-    def _snapshot(self) -> Path:
-        """Copy the files the trainer rewrites (``model/`` by hard link) so a push sends one consistent state."""
+    def _snapshot(self) -> Path | None:
+        """Copy the files the trainer rewrites (``model/`` by hard link) so a push sends one consistent state.
+
+        On a full disk the copy fails: the push then carries the checkpoint and ``latest``
+        without them (``None``), rather than not happening, and the next push brings them.
+        """
         self._snapshots += 1
         dest = self.root / LOCAL_DIR / "outbox" / f"{os.getpid()}-{self._snapshots:06d}"
-        shutil.rmtree(dest, ignore_errors=True)
-        dest.mkdir(parents=True)
-        for rel in _extra_files(self.root):
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                if rel.startswith(MODEL_DIR + "/"):
+        try:
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.mkdir(parents=True)
+            for rel in _extra_files(self.root):
+                target = dest / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    if not rel.startswith(MODEL_DIR + "/"):
+                        raise OSError("copied, not linked")
                     os.link(self.root / rel, target)
-                else:
+                except OSError:
                     shutil.copyfile(self.root / rel, target)
-            except OSError:
-                shutil.copyfile(self.root / rel, target)
+        except OSError as err:
+            shutil.rmtree(dest, ignore_errors=True)
+            log.warning("%s: could not copy status, card and model/ for the push (%s); pushing the checkpoint without them", self.url, err)
+            return None
         return dest
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until every due push is on the Hub; ``False`` on timeout or when pushing stopped for good."""
-        return self._publisher.wait(timeout)
+    def wait(self, timeout: float | None = None, interrupted: Callable[[], bool] = lambda: False) -> bool:
+        """Block until every due push is on the Hub; ``False`` on timeout, interruption, a refusal or a lost lease."""
+        return self._publisher.wait(timeout, interrupted)
 
     def pending(self) -> str | None:
         """A loud message when the newest published checkpoint is not on the Hub, naming where it is and how to push it."""
@@ -330,6 +373,12 @@ class HubStore(Store):
         with self._lock:
             self._keep_last, self._protect = keep_last, protect
         return ckpt.prune(self.root, keep_last, protect | self._publisher.busy())
+
+    def checkpoint_names(self) -> list[str]:
+        """This disk's checkpoints and those the Hub had when the run was looked up, oldest first."""
+        with self._lock:
+            on_hub = set(self._on_hub)
+        return sorted(set(super().checkpoint_names()) | on_hub, key=ckpt.step_of)
 
     def read_status(self) -> dict[str, Any] | None:
         """The writer's own ``status.json``; for anyone else (``fintts status``) the Hub's, falling back to the mirror's."""
@@ -366,8 +415,8 @@ class HubStore(Store):
             facts["pending"] = published is not None and published not in self._on_hub
         return facts
 
-    def close(self) -> None:
-        self._publisher.close()
+    def close(self, timeout: float | None = None) -> None:
+        self._publisher.close(5.0 if timeout is None else timeout)
 
     # -- commits (on the publisher's thread) ------------------------------------------------
 
@@ -416,9 +465,9 @@ class HubStore(Store):
         size = 0
         for name in sorted(added, key=ckpt.step_of):
             folder = self.root / ckpt.CHECKPOINTS / name
-            for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-                additions.append(CommitOperationAdd(f"{ckpt.CHECKPOINTS}/{name}/{path.relative_to(folder).as_posix()}", path))
-                size += path.stat().st_size
+            for rel in sorted([*ckpt.read_manifest(folder), ckpt.MANIFEST]):  # what the manifest vouches for, nothing else
+                additions.append(CommitOperationAdd(f"{ckpt.CHECKPOINTS}/{name}/{rel}", folder / rel))
+                size += (folder / rel).stat().st_size
         snapshot_files = _extra_files(target.snapshot)
         for rel in snapshot_files:
             additions.append(CommitOperationAdd(rel, target.snapshot / rel))
@@ -447,7 +496,7 @@ class HubStore(Store):
         operations = [CommitOperationAdd(PUSHES, json.dumps(pushes, indent=1).encode())] if pushes else []
         lease = self._lease
         if with_lease and lease is not None:
-            self._lease = lease = Lease(lease.session, lease.host, lease.pid, lease.acquired, time.time(), lease.timeout)
+            self._lease = lease = Lease(lease.session, lease.host, lease.pid, lease.acquired, time.time(), self._lease_timeout())
             operations.append(CommitOperationAdd(LEASE, lease.to_bytes()))
         return operations
 
@@ -483,7 +532,7 @@ class HubStore(Store):
         try:
             self._retrying(f"push {latest.name}", lambda: self._push_full(target))
         finally:
-            shutil.rmtree(target.snapshot, ignore_errors=True)
+            target.discard()
         self._tidy_storage()
         return self._last_commit_url or ""
 
@@ -491,16 +540,32 @@ class HubStore(Store):
         """The checkpoint the Hub's ``latest`` names (``None`` for an empty run)."""
         head = self._retrying("look up the run on the Hub", self._client.head)
         pointed = self._retrying("read latest", lambda: self._client.read(ckpt.LATEST, head))
-        return (pointed or b"").decode().strip() or None
+        name = (pointed or b"").decode(errors="replace").strip() or None
+        if name is not None and not ckpt.is_checkpoint_name(name):
+            log.warning("%s: its latest names %r, which is not a checkpoint name; ignoring it", self.url, name)
+            return None
+        return name
 
 
-def _extra_files(folder: Path) -> list[str]:
-    """Relative paths of what a full push carries besides checkpoints: model/, samples/, tb/, the plot, status, card."""
-    found = [name for name in EXTRA_FILES if (folder / name).is_file()]
-    for directory in MIRRORED_DIRS + ADDED_DIRS:
-        base = folder / directory
-        if base.is_dir():
-            found += sorted(p.relative_to(folder).as_posix() for p in base.rglob("*") if p.is_file())
+def _extra_files(folder: Path | None) -> list[str]:
+    """Relative paths of what a full push carries besides checkpoints: model/, samples/, tb/, the plot, status, card.
+
+    Regular files only: a symbolic link is skipped with a warning, never followed.
+    """
+    if folder is None:
+        return []
+    found = []
+    for rel in EXTRA_FILES + MIRRORED_DIRS + ADDED_DIRS:
+        path = folder / rel
+        if path.is_symlink():
+            log.warning("%s is a symbolic link; it is not pushed", path)
+        elif path.is_file():
+            found.append(rel)
+        elif path.is_dir():
+            try:
+                found += [p.relative_to(folder).as_posix() for p in ckpt.regular_files(path)]
+            except ckpt.CheckpointError as err:
+                log.warning("%s; %s/ is not pushed this time", err, rel)
     return found
 
 

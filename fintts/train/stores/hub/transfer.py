@@ -96,19 +96,32 @@ def pull(
 
 
 def _resolve_checkpoint(client: HubClient, head: str, wanted: str) -> str:
-    """``latest``, ``best`` or ``step-N`` → a checkpoint name (not yet checked to exist)."""
+    """``latest``, ``best`` or ``step-N`` → a checkpoint name (not yet checked to exist).
+
+    The names ``latest`` and ``status.json`` give come from the repo, which anyone with write
+    access may edit: one that is not a checkpoint name is refused, never used as a path.
+    """
     if wanted == "latest":
         text = client.read(ckpt.LATEST, head)
         if not text:
             raise StoreError(f"{client.url} has no latest checkpoint yet")
-        return text.decode().strip()
+        return _checked_name(client, text.decode(errors="replace").strip(), f"its {ckpt.LATEST}")
     if wanted == "best":
         best = (json_object(client.read(STATUS, head)) or {}).get("best") or {}
-        if not best.get("checkpoint"):
+        if not isinstance(best, dict) or not best.get("checkpoint"):
             raise StoreError(f"{client.url} has no checkpoint of a best validation yet; use --checkpoint latest")
-        return best["checkpoint"]
+        return _checked_name(client, best["checkpoint"], f"best.checkpoint in its {STATUS}")
     number = wanted.removeprefix("step-")
     if number.isdigit():
         return ckpt.name_for_step(int(number))
     raise StoreError(f"--checkpoint {wanted!r}: use model, latest, best or step-N")
 
+
+
+def _checked_name(client: HubClient, name: object, where: str) -> str:
+    if not ckpt.is_checkpoint_name(name):
+        raise StoreError(
+            f"{where} on {client.url} names {name!r}, which is not a checkpoint name (step-NNNNNNNN); "
+            "the repo was edited by hand. Pull a checkpoint by its step (--checkpoint step-N)."
+        )
+    return str(name)
