@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from fintts.train import card, checkpoint, status
 from fintts.train.clock import SessionClock, StopRequest
+from fintts.train.collective import post_failure, posted_failures, vote
 from fintts.train.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, load_config, parse_duration
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, session_start
 from fintts.train.sampler import EpochPlan, MicroBatchSampler
@@ -290,15 +291,19 @@ class Trainer:
             next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
             if self.state.step >= cfg.max_steps:
                 reason = reason or "max_steps"
-            elif self._agree(bool(stop)):
-                reason = stop.signal_name or "signal"
-            elif self._agree(self.clock.must_stop(max(step_times) * 1.2 + (eval_seconds if next_eval else 0.0))):
-                reason = "deadline"
-            elif (every and time.time() - last_save >= every) or (
-                cfg.checkpoint_every_steps and self.state.step % cfg.checkpoint_every_steps == 0
-            ):
-                self._save()
-                last_save = time.time()
+            else:
+                signalled, late = vote(
+                    [bool(stop), self.clock.must_stop(max(step_times) * 1.2 + (eval_seconds if next_eval else 0.0))], self.device
+                )
+                if signalled:
+                    reason = stop.signal_name or "signal"  # a process that got no signal stops with the one that did
+                elif late:
+                    reason = "deadline"
+                elif (every and time.time() - last_save >= every) or (
+                    cfg.checkpoint_every_steps and self.state.step % cfg.checkpoint_every_steps == 0
+                ):
+                    self._save()
+                    last_save = time.time()
             bar.update(1)
             left = self.clock.remaining()
             bar.set_postfix(
@@ -353,13 +358,6 @@ class Trainer:
         values = torch.stack(list(totals.values())).cpu().tolist()  # one device sync per step
         return dict(zip(totals, values))
 
-    def _agree(self, flag: bool) -> bool:
-        """All processes stop at the same step: one process's signal stops them all."""
-        if self.world == 1:
-            return flag
-        value = torch.tensor([1.0 if flag else 0.0], device=self.device)
-        return bool(self.accelerator.reduce(value, reduction="sum").item() > 0)
-
     def _record_losses(self, window: dict[str, float], count: int, writer) -> None:
         entry = {"step": self.state.step, **{k: v / count for k, v in window.items()}}
         entry["lr"] = self.groups[0].optimizer.param_groups[0]["lr"]
@@ -408,7 +406,7 @@ class Trainer:
                 + ", ".join(f"{k} {v:.4g}" for k, v in evaluation.metrics.items())
                 + (f" (best {self.state.best_value:.4g} at step {self.state.best_step})" if self.state.best_value is not None else "")
             )
-        stop = self._agree(stop)
+        (stop,) = vote([stop], self.device)  # the main process decided; the others learn it here
         self.state.stopped_early = stop
         return stop
 
@@ -491,16 +489,20 @@ class Trainer:
         return summary
 
     def _fail(self, err: BaseException) -> None:
+        """Record why the session failed; with several processes, the one that raised first is the reason."""
+        own = f"{type(err).__name__}: {err}"
+        post_failure(self.accelerator.process_index, own)
         if not self.main or not hasattr(self, "state"):
             if self.main:
                 self.store.release()
             return
+        peers = posted_failures(self.accelerator.process_index)
         self.session.ended, self.session.end_step = time.time(), self.state.step
-        self.session.reason = f"error: {type(err).__name__}"
+        self.session.reason = f"error: {type(err).__name__}" if not peers else f"error in process {min(peers)}"
         if self.session not in self.state.sessions:
             self.state.sessions.append(self.session)
         try:
-            self._write_status("failed", reason=f"{type(err).__name__}: {err}")
+            self._write_status("failed", reason="; ".join(f"process {r}: {m}" for r, m in sorted(peers.items())) or own)
         finally:
             self.store.release()
             self.store.close()
