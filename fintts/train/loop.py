@@ -24,13 +24,13 @@ from accelerate import Accelerator
 from accelerate.utils import gather_object
 from safetensors.torch import load_model, save_model
 from torch.utils.data import DataLoader
-from tqdm.auto import tqdm
 
 from fintts.train import card, checkpoint, status
 from fintts.train.clock import SessionClock, StopRequest
 from fintts.train.collective import post_failure, posted_failures, vote
 from fintts.train.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, load_config, parse_duration
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, session_start
+from fintts.train.progress import SessionBar
 from fintts.train.sampler import EpochPlan, MicroBatchSampler
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
 from fintts.train.stores import Store, store_for
@@ -261,7 +261,9 @@ class Trainer:
         step_times: list[float] = []
         eval_seconds = 0.0
         window: dict[str, float] = {}
-        bar = tqdm(total=cfg.max_steps, initial=self.state.step, disable=not (self.progress and self.main), desc=cfg.run_name, dynamic_ncols=True)
+        bar = SessionBar(
+            step=self.state.step, max_steps=cfg.max_steps, clock=self.clock, enabled=self.progress and self.main, desc=cfg.run_name
+        )
         writer = self._tensorboard()
         main_loss = status.main_loss_key([g.name for g in self.groups])
         batches = iter(self._loader())
@@ -304,13 +306,9 @@ class Trainer:
                 ):
                     self._save()
                     last_save = time.time()
-            bar.update(1)
-            left = self.clock.remaining()
-            bar.set_postfix(
-                loss=f"{losses.get(main_loss, float('nan')):.4g}",
-                s_step=f"{sum(step_times) / len(step_times):.2f}",
-                left="∞" if left is None else time.strftime("%H:%M:%S", time.gmtime(max(0.0, left))),
-                refresh=False,
+            bar.update(
+                self.state.step,
+                loss=f"{losses.get(main_loss, float('nan')):.4g}", s_step=f"{sum(step_times) / len(step_times):.2f}",
             )
         bar.close()
         if window:
