@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader
 from fintts.train import card, checkpoint, status
 from fintts.train.clock import SessionClock, StopRequest
 from fintts.train.collective import post_failure, posted_failures, vote
-from fintts.train.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, load_config, parse_duration
+from fintts.train.config import ConfigError, RunConfig, as_run_config, fingerprint, fingerprint_changes, parse_duration
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, session_start
 from fintts.train.progress import SessionBar
 from fintts.train.sampler import EpochPlan, MicroBatchSampler
@@ -106,7 +106,8 @@ class Trainer:
     def run(self) -> SessionSummary:
         self.accelerator = Accelerator()
         self.main = self.accelerator.is_main_process
-        self.device = self.accelerator.device
+        # accelerate names the CPU of a multi-process run "cpu:0", which torch.load and safetensors refuse
+        self.device = torch.device("cpu") if self.accelerator.device.type == "cpu" else self.accelerator.device
         self.world = self.accelerator.num_processes
         self.precision = resolve_precision(self.cfg.precision, self.device)
         self.clock = self._make_clock()
@@ -219,7 +220,8 @@ class Trainer:
         if saved.world_size != self.world or saved.micro_batch_size != self.micro:
             self.log(
                 f"resuming on {self.world} device(s) with micro_batch_size={self.micro} (was {saved.world_size} × "
-                f"{saved.micro_batch_size}): accumulation is now {self.accumulation}, so each step still uses "
+                f"{saved.micro_batch_size}): accumulation is now {self.accumulation} (was "
+                f"{self.cfg.batch_size // max(1, saved.world_size * saved.micro_batch_size)}), so each step still uses "
                 f"batch_size={self.cfg.batch_size} samples"
             )
         if saved.world_size == self.world and len(saved.rng) == self.world:
@@ -542,11 +544,7 @@ def train(
     keyword arguments: ``max_steps=500, store="runs/x"``) are applied to the config and
     validated as if they were in the file. Returns the session's summary (also printed).
     """
-    if not isinstance(config, RunConfig):
-        config = load_config(config, overrides)
-    elif overrides:
-        config = config.with_overrides(overrides)
-    config = config.with_overrides(settings)
+    config = as_run_config(config, overrides, settings)
     trainer = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress, log=log)
     return trainer.run()
 
