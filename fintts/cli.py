@@ -46,16 +46,23 @@ def _store_settings(args):
 
 
 def cmd_train(args) -> int:
-    from fintts.train import train
+    from fintts.train.launch import LaunchFailed, launch, write_summary
 
     options = [f"{key}={getattr(args, flag)}" for flag, key in TRAIN_OPTIONS.items() if getattr(args, flag) is not None]
-    summary = train(
-        args.config,
-        overrides=list(args.overrides) + options,
-        allow_config_change=args.allow_config_change,
-        force=args.force,
-        progress=not args.no_progress,
-    )
+    try:
+        summary = launch(
+            args.config,
+            overrides=list(args.overrides) + options,
+            num_processes=args.num_processes,
+            allow_config_change=args.allow_config_change,
+            force=args.force,
+            progress=not args.no_progress,
+        )
+    except LaunchFailed as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    if args.summary_json:
+        write_summary(summary, args.summary_json)
     return EXIT_OK if summary.durable else EXIT_FAILED
 
 
@@ -185,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
     p.add_argument("--push-every", help="with --hub-repo: push a full checkpoint at most this often (push_every=; default 1h; a session's end always pushes)")
     p.add_argument("--storage-cap-gb", help="with --hub-repo: warn before the repo's storage passes this (storage_cap_gb=)")
+    p.add_argument("--num-processes", type=int, metavar="N",
+                   help="training processes, one per device (default: one per visible GPU, 1 on the CPU)")
+    p.add_argument("--summary-json", metavar="PATH", help="also write the session's summary to PATH as JSON")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("status", help="where a run stands")
