@@ -46,7 +46,7 @@ def _store_settings(args):
 
 
 def cmd_train(args) -> int:
-    from fintts.train.launch import LaunchFailed, launch, write_summary
+    from fintts.train.launcher import LaunchFailed, launch, write_summary
 
     options = [f"{key}={getattr(args, flag)}" for flag, key in TRAIN_OPTIONS.items() if getattr(args, flag) is not None]
     try:
