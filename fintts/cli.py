@@ -168,6 +168,14 @@ def cmd_eval(args) -> int:
     return EXIT_OK
 
 
+def cmd_env(args) -> int:
+    from fintts.train.environment import describe, format_text
+
+    facts = describe(args.store, hub=not args.no_hub)
+    print(json.dumps(facts, indent=1) if args.json else format_text(facts))
+    return EXIT_OK
+
+
 def cmd_demo(args) -> int:
     from fintts.tts.demo.run import DEFAULT_BUDGET, DEFAULT_CONFIG, run_demo
 
@@ -230,6 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", help="corpus to take held-out clips from (default: the run's)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("env", help="what a session runs on: platform, time left, GPUs, disk, Hub token and Hub")
+    p.add_argument("--store", default="runs", help="where checkpoints go, for the free space (default runs)")
+    p.add_argument("--no-hub", action="store_true", help="do not contact the Hub")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_env)
 
     p = sub.add_parser("demo", help="train the embedded demo voice in two short sessions and write a wav")
     p.add_argument("--store", default="runs/demo")
