@@ -31,7 +31,14 @@ NO_CREDENTIALS = (
 
 
 class KaggleError(StoreError):
-    """Kaggle refused or could not be reached; the message says what happened and what to do."""
+    """Kaggle refused or could not be reached; the message says what happened and what to do.
+
+    ``status``: the HTTP status Kaggle answered with, when it answered.
+    """
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 def connect() -> Any:
@@ -68,7 +75,8 @@ def calling(what: str, call: Callable[[], _T]) -> _T:
         status = err.response.status_code if err.response is not None else "?"
         hint = {401: "check the Kaggle credentials", 403: "these credentials may not do that",
                 404: "check the name (user/slug)"}.get(status, "")
-        raise KaggleError(f"Kaggle refused to {what} ({status}: {err}){'; ' + hint if hint else ''}") from None
+        raise KaggleError(f"Kaggle refused to {what} ({status}: {err}){'; ' + hint if hint else ''}",
+                          status if isinstance(status, int) else None) from None
     except requests.RequestException as err:
         raise KaggleError(f"could not reach Kaggle to {what} ({type(err).__name__}); check the network") from None
     except ValueError as err:  # the client's own checks of names and metadata
