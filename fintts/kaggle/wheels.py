@@ -8,12 +8,12 @@ reads the folder and writes nothing into it (the notebook's install cell). The d
 - ``fintts-<version>-py3-none-any.whl``, built from this checkout;
 - fintts's ``configs/*.yaml``, so the notebook names a config by its file name;
 - with ``--offline``, for sessions without the internet: a wheel of every package fintts
-  needs (and what they need) **except torch and its CUDA libraries** (``nvidia-*``,
-  ``triton``) — Kaggle's image always has torch, built for its GPUs, and a second one would
-  be gigabytes. Versions are resolved on this machine and downloaded for Kaggle's Python
-  (:data:`KAGGLE_PYTHON`, ``--python-version``) on manylinux x86-64; packages published only
-  as source are built into wheels here. pip then installs from the folder what the image
-  lacks and keeps what it has.
+  needs (and what they need) **except torch and its CUDA libraries** (``triton``,
+  ``nvidia-*``, ``cuda-*``) — Kaggle's image always has torch, built for its GPUs, and a
+  second one would be gigabytes. Versions are resolved on this machine and downloaded for
+  Kaggle's Python (:data:`KAGGLE_PYTHON`, ``--python-version``) and Linux (manylinux up to
+  glibc 2.35, x86-64); packages published only as source are built into wheels here. pip
+  then installs from the folder what the image lacks and keeps what it has.
 
 ``fintts kaggle wheels`` builds the folder and uploads it as a private dataset (a new
 dataset the first time, a new version after that); ``--dry-run --out DIR`` only builds.
@@ -36,9 +36,10 @@ from fintts.train.config import ConfigError
 
 #: The Python of Kaggle's notebook image (3.11 in 2025); wheels for --offline are for this version.
 KAGGLE_PYTHON = "3.11"
-KAGGLE_PLATFORM = "manylinux2014_x86_64"
+#: Kaggle's image is Ubuntu 22.04 (glibc 2.35) on x86-64: manylinux wheels up to 2.35 run there.
+KAGGLE_GLIBC_MINOR = 35
 #: Packages never shipped: Kaggle's image has torch, built for its CUDA, and these come with it.
-IMAGE_HAS = re.compile(r"^(torch|triton|nvidia-.*)$")
+IMAGE_HAS = re.compile(r"^(torch|triton|nvidia-.*|cuda-.*)$")
 METADATA = "dataset-metadata.json"
 #: What a wheel of fintts is built from (copied, so the checkout is not written into).
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "fintts")
@@ -87,13 +88,17 @@ def _dependency_wheels(wheel: Path, out: Path, python: str, log: Callable[[str],
         _pip("install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report), str(wheel))
         resolved = [item["metadata"] for item in json.loads(report.read_text())["install"]]
     wanted = [f"{m['name']}=={m['version']}" for m in resolved if m["name"].lower() != "fintts" and not IMAGE_HAS.match(m["name"].lower())]
-    log(f"downloading {len(wanted)} dependency wheels for Python {python} ({KAGGLE_PLATFORM}); torch is Kaggle's own")
-    platform = ["--only-binary=:all:", "--platform", KAGGLE_PLATFORM, "--python-version", python, "--implementation", "cp"]
-    for requirement in wanted:
-        try:
-            _pip("download", "--no-deps", "--quiet", "--dest", str(out), *platform, requirement)
-        except KaggleError:  # published as source only: a wheel built here (pure Python ones work anywhere)
-            _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", str(out), requirement)
+    log(f"downloading {len(wanted)} dependency wheels for Python {python} on Kaggle's Linux; torch is Kaggle's own")
+    platforms = [f"--platform=manylinux_2_{minor}_x86_64" for minor in range(17, KAGGLE_GLIBC_MINOR + 1)]
+    target = ["--only-binary=:all:", *platforms, "--python-version", python, "--implementation", "cp"]
+    try:
+        _pip("download", "--no-deps", "--quiet", "--dest", str(out), *target, *wanted)
+    except KaggleError:  # some package is published as source only: find which, one by one
+        for requirement in wanted:
+            try:
+                _pip("download", "--no-deps", "--quiet", "--dest", str(out), *target, requirement)
+            except KaggleError:  # built into a wheel here (pure Python ones work anywhere)
+                _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", str(out), requirement)
 
 
 def dataset_metadata(user: str, slug: str = WHEELS_SLUG) -> dict[str, Any]:
