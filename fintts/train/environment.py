@@ -41,10 +41,9 @@ def gpus() -> list[dict[str, Any]]:
     for line in out.strip().splitlines():
         name, total, used = (part.strip() for part in line.rsplit(",", 2))
         found.append({"name": name, "memory_mib": int(total), "used_mib": int(used)})
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:  # the indices this process may use, as torch counts them
-        chosen = [int(i) for i in visible.split(",") if i.strip().isdigit()]
-        found = [found[i] for i in chosen if i < len(found)]
+    visible = [i.strip() for i in os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",") if i.strip()]
+    if "CUDA_VISIBLE_DEVICES" in os.environ and all(i.isdigit() for i in visible):  # indices (not UUIDs): as torch counts them
+        found = [found[int(i)] for i in visible if int(i) < len(found)]
     return found
 
 
