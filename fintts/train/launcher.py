@@ -69,7 +69,12 @@ class LaunchFailed(RuntimeError):
 
 
 def visible_gpus() -> int:
-    """CUDA devices this process may use (``CUDA_VISIBLE_DEVICES`` applies); counting them creates no CUDA context."""
+    """CUDA devices this process may use (``CUDA_VISIBLE_DEVICES`` applies).
+
+    Counting leaves torch's CUDA state uninitialised here (``torch.cuda.is_initialized()`` stays
+    false), and the training processes are started fresh rather than forked, so nothing done in
+    a notebook's process before :func:`launch` can break them.
+    """
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
