@@ -12,8 +12,8 @@ elastic agent, which answers a SIGTERM or SIGINT by signalling the workers and k
 30 seconds later — too soon for the final checkpoint and its upload to the Hub, which is
 the whole point of stopping cleanly. ``notebook_launcher`` also forks the notebook's
 kernel, a process with threads, and returns nothing. Separate fresh processes need none
-of that: CUDA is never initialised here (this process only counts the devices), the
-session's summary comes back through a file, and signals are ours to pass on.
+of that: torch's CUDA state is never initialised here (this process only counts the
+devices), the session's summary comes back through a file, and signals are ours to pass on.
 
 What this process does while they train:
 
