@@ -7,7 +7,7 @@ Exit codes (stable, for scripts and notebooks):
 1   training failed, or its final checkpoint is not safe in the store (the message says why and what to do)
 2   usage, config or data error (unknown setting, missing file, bad value)
 3   the run's settings drifted from its checkpoint (see --allow-config-change)
-4   the store is unusable or held by another session (see --force)
+4   the store (or Kaggle) is unusable, or held by another session (see --force)
 130 interrupted twice with Ctrl-C, or by a signal before training began (the run is unchanged)
 ==  ==========================================================================
 """
@@ -48,16 +48,23 @@ def _store_settings(args):
 
 
 def cmd_train(args) -> int:
-    from fintts.train import train
+    from fintts.train.launcher import LaunchFailed, launch, write_summary
 
     options = [f"{key}={getattr(args, flag)}" for flag, key in TRAIN_OPTIONS.items() if getattr(args, flag) is not None]
-    summary = train(
-        args.config,
-        overrides=list(args.overrides) + options,
-        allow_config_change=args.allow_config_change,
-        force=args.force,
-        progress=not args.no_progress,
-    )
+    try:
+        summary = launch(
+            args.config,
+            overrides=list(args.overrides) + options,
+            num_processes=args.num_processes,
+            allow_config_change=args.allow_config_change,
+            force=args.force,
+            progress=not args.no_progress,
+        )
+    except LaunchFailed as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    if args.summary_json:
+        write_summary(summary, args.summary_json)
     return EXIT_OK if summary.durable and summary.state != "failed" else EXIT_FAILED
 
 
@@ -193,6 +200,71 @@ def cmd_export(args) -> int:
     return EXIT_OK
 
 
+def cmd_env(args) -> int:
+    from fintts.train.environment import describe, format_text
+
+    facts = describe(args.store, hub=not args.no_hub)
+    print(json.dumps(facts, indent=1) if args.json else format_text(facts))
+    return EXIT_OK
+
+
+def _kernel_settings(args):
+    from fintts.kaggle.kernel import KernelSettings
+
+    return KernelSettings(
+        config=args.config, corpus=args.corpus or "", data=args.data or "", hub_repo=args.hub_repo or "",
+        store=args.store or "", budget=args.budget or "", internet=not args.no_internet, wheels=args.wheels or "",
+    )
+
+
+def cmd_kaggle_wheels(args) -> int:
+    import tempfile
+
+    from fintts.kaggle import wheels
+
+    if args.dry_run:
+        if not args.out:
+            raise ValueError("fintts kaggle wheels --dry-run needs --out DIR (the folder to build the dataset in)")
+        wheels.prepare(Path(args.out), offline=args.offline, python=args.python_version)
+        print(f"dataset folder ready in {args.out} (kaggle datasets create -p {args.out} would upload it)")
+        return EXIT_OK
+    with tempfile.TemporaryDirectory(prefix="fintts-wheels-") as tmp:
+        folder = wheels.prepare(Path(args.out or tmp), offline=args.offline, python=args.python_version)
+        ref = wheels.upload(folder)
+    print(f"uploaded the private dataset {ref}: attach it to the notebook (fintts kaggle push does)")
+    return EXIT_OK
+
+
+def cmd_kaggle_push(args) -> int:
+    from fintts.kaggle import kernel
+
+    settings = _kernel_settings(args)
+    if args.dry_run:
+        if not args.out:
+            raise ValueError("fintts kaggle push --dry-run needs --out DIR (the folder to stage the notebook in)")
+        from fintts.kaggle.client import connect, user_of
+
+        kernel.stage(Path(args.out), user_of(connect()), settings)
+        print(f"staged {args.out}: kernel-metadata.json and {kernel.NOTEBOOK.name} (kaggle kernels push -p {args.out})")
+        return EXIT_OK
+    pushed = kernel.push(settings)
+    print(f"pushed version {pushed.version} of {pushed.kernel}: Kaggle runs it now ({pushed.url})")
+    return EXIT_OK
+
+
+def cmd_kaggle_run(args) -> int:
+    from fintts.kaggle.sessions import run_sessions
+
+    return run_sessions(_kernel_settings(args), max_sessions=args.max_sessions, gpu_hours=args.gpu_hours, poll=args.poll)
+
+
+def cmd_kaggle_status(args) -> int:
+    from fintts.kaggle.sessions import describe
+
+    print(describe(args.hub_repo or ""))
+    return EXIT_OK
+
+
 def cmd_demo(args) -> int:
     from fintts.tts.demo.run import DEFAULT_BUDGET, DEFAULT_CONFIG, run_demo
 
@@ -217,6 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
     p.add_argument("--push-every", help="with --hub-repo: push a full checkpoint at most this often (push_every=; default 1h; a session's end always pushes)")
     p.add_argument("--storage-cap-gb", help="with --hub-repo: warn before the repo's storage passes this (storage_cap_gb=)")
+    p.add_argument("--num-processes", type=int, metavar="N",
+                   help="training processes, one per device (default: one per visible GPU, 1 on the CPU)")
+    p.add_argument("--summary-json", metavar="PATH", help="also write the session's summary to PATH as JSON")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("status", help="where a run stands")
@@ -276,6 +351,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", help="corpus to take held-out clips from (default: the run's)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("env", help="what a session runs on: platform, time left, GPUs, disk, Hub token and Hub")
+    p.add_argument("--store", default="runs", help="where checkpoints go, for the free space (default runs)")
+    p.add_argument("--no-hub", action="store_true", help="do not contact the Hub")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_env)
+
+    kaggle = sub.add_parser("kaggle", help="the Kaggle notebook: wheels dataset, push, chained sessions, status").add_subparsers(
+        dest="kaggle_command", required=True
+    )
+    p = kaggle.add_parser("wheels", help="build fintts's wheel (and configs) and upload them as the private dataset fintts-wheels")
+    p.add_argument("--offline", action="store_true", help="add every dependency's wheel but torch's, for sessions without internet")
+    p.add_argument("--python-version", default="3.11", help="Kaggle's Python, for --offline (default 3.11)")
+    p.add_argument("--dry-run", action="store_true", help="build the dataset folder (--out) without uploading it")
+    p.add_argument("--out", help="folder to build the dataset in (new or empty)")
+    p.set_defaults(func=cmd_kaggle_wheels)
+
+    def kernel_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", default="mms-fin.yaml", help="one of fintts's configs/ by file name (default mms-fin.yaml)")
+        p.add_argument("--corpus", metavar="OWNER/SLUG", help="your corpus as a Kaggle dataset, attached to the notebook")
+        p.add_argument("--data", help="the corpus folder in the session (default /kaggle/input/<corpus slug>)")
+        p.add_argument("--hub-repo", metavar="USER/NAME", help="the Hugging Face repo that keeps the run")
+        p.add_argument("--store", help="the run's local folder in the session (default runs/<config name>)")
+        p.add_argument("--budget", help="each session's length, e.g. 11h30m (default: until Kaggle's 12 h limit)")
+        p.add_argument("--no-internet", action="store_true", help="sessions without internet (needs wheels built with --offline)")
+        p.add_argument("--wheels", metavar="OWNER/SLUG", help="the wheels dataset (default <you>/fintts-wheels)")
+
+    p = kaggle.add_parser("push", help="push the training notebook with these settings; Kaggle runs it on GPU T4 x2")
+    kernel_options(p)
+    p.add_argument("--dry-run", action="store_true", help="stage the folder (--out) that would be pushed, without pushing")
+    p.add_argument("--out", help="folder to stage kernel-metadata.json and the notebook in")
+    p.set_defaults(func=cmd_kaggle_push)
+
+    p = kaggle.add_parser("run", help="push sessions one after another until the run is finished (or fails twice)")
+    kernel_options(p)
+    p.add_argument("--max-sessions", type=int, default=0, help="stop after this many sessions (default: no limit)")
+    p.add_argument("--gpu-hours", type=float, default=0.0, help="stop after this many GPU hours (default: no limit)")
+    p.add_argument("--poll", type=float, default=60.0, help="seconds between looks at the session (default 60)")
+    p.set_defaults(func=cmd_kaggle_run)
+
+    p = kaggle.add_parser("status", help="the notebook's state on Kaggle, the run's on the Hub, the weekly GPU quota")
+    p.add_argument("--hub-repo", metavar="USER/NAME", help="the run's Hugging Face repo")
+    p.set_defaults(func=cmd_kaggle_status)
 
     p = sub.add_parser("demo", help="train the embedded demo voice in two short sessions and write a wav")
     p.add_argument("--store", default="runs/demo")

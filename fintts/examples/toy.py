@@ -37,6 +37,10 @@ class ToyConfig:
     data_seed: int = 7
     #: seconds slept in each step, so tests can stop a run at a chosen moment.
     step_delay: float = free_setting(0.0)
+    #: raise in the ``fail_at_batch``-th training batch of process ``fail_on_process`` (0: never),
+    #: so tests can see one process's failure end a run of several.
+    fail_at_batch: int = free_setting(0)
+    fail_on_process: int = free_setting(0)
 
 
 class _Items(torch.utils.data.Dataset):
@@ -59,6 +63,10 @@ class ToyTask(Task):
     config_class = ToyConfig
     monitor = "val/loss"
     monitor_mode = "min"
+
+    def __init__(self, config: ToyConfig, context):
+        super().__init__(config, context)
+        self._batches = 0
 
     def _data(self, seed_offset: int, n: int):
         cfg = self.config
@@ -104,6 +112,10 @@ class ToyTask(Task):
             time.sleep(self.config.step_delay)
         x, y = batch
         if group == "model":
+            self._batches += 1
+            process = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+            if self._batches == self.config.fail_at_batch and process == self.config.fail_on_process:
+                raise RuntimeError(f"toy failure in batch {self._batches} of process {process}")
             pred = models["model"](x)
             losses = {"mse": nn.functional.mse_loss(pred.float(), y)}
             if "critic" in models:

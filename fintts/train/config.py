@@ -276,6 +276,17 @@ def load_config(path: str | Path | None, overrides: list[str] | Mapping[str, Any
     return split_config(data, source=source, default_name=Path(source).stem if source else "run")
 
 
+def as_run_config(
+    config: RunConfig | str | Path, overrides: list[str] | Mapping[str, Any] = (), settings: Mapping[str, Any] | None = None
+) -> RunConfig:
+    """A config file (or a loaded config) with ``overrides`` (``key=value`` strings) and ``settings`` (keywords) applied."""
+    if not isinstance(config, RunConfig):
+        config = load_config(config, overrides)
+    elif overrides:
+        config = config.with_overrides(overrides)
+    return config.with_overrides(dict(settings or {}))
+
+
 def split_config(data: dict[str, Any], *, source: str = "", default_name: str = "run") -> RunConfig:
     train_keys = {f.name for f in dataclasses.fields(TrainConfig)}
     train_part = {k: v for k, v in data.items() if k in train_keys}

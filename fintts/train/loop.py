@@ -30,13 +30,14 @@ from accelerate import Accelerator
 from accelerate.utils import gather_object
 from safetensors.torch import load_model, save_model
 from torch.utils.data import DataLoader
-from tqdm.auto import tqdm
 
 from fintts.train import card, checkpoint, data_drift, status
 from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
-from fintts.train.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, load_config, parse_duration
+from fintts.train.collective import post_failure, posted_failures, vote
+from fintts.train.config import ConfigError, RunConfig, as_run_config, fingerprint, fingerprint_changes, parse_duration
 from fintts.train.guard import FP16_OVERFLOW, StepGuard, gradient_norm
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, library_versions, session_start
+from fintts.train.progress import SessionBar
 from fintts.train.sampler import EpochPlan, MicroBatchSampler
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
 from fintts.train.stores import Store, store_for
@@ -168,7 +169,8 @@ class Trainer:
     def _session(self) -> SessionSummary:
         self.accelerator = Accelerator()
         self.main = self.accelerator.is_main_process
-        self.device = self.accelerator.device
+        # accelerate names the CPU of a multi-process run "cpu:0", which torch.load and safetensors refuse
+        self.device = torch.device("cpu") if self.accelerator.device.type == "cpu" else self.accelerator.device
         self.world = self.accelerator.num_processes
         self.precision = resolve_precision(self.cfg.precision, self.device)
         self.clock = self._make_clock()
@@ -311,7 +313,8 @@ class Trainer:
         if saved.world_size != self.world or saved.micro_batch_size != self.micro:
             self.log(
                 f"resuming on {self.world} device(s) with micro_batch_size={self.micro} (was {saved.world_size} × "
-                f"{saved.micro_batch_size}): accumulation is now {self.accumulation}, so each step still uses "
+                f"{saved.micro_batch_size}): accumulation is now {self.accumulation} (was "
+                f"{self.cfg.batch_size // max(1, saved.world_size * saved.micro_batch_size)}), so each step still uses "
                 f"batch_size={self.cfg.batch_size} samples"
             )
         if saved.world_size == self.world and len(saved.rng) == self.world:
@@ -405,7 +408,9 @@ class Trainer:
         eval_seconds = 0.0
         window: dict[str, float] = {}
         logged, unusual, last_unusual = 0, 0, ""
-        bar = tqdm(total=cfg.max_steps, initial=self.state.step, disable=not (self.progress and self.main), desc=cfg.run_name, dynamic_ncols=True)
+        bar = SessionBar(
+            step=self.state.step, max_steps=cfg.max_steps, clock=self.clock, enabled=self.progress and self.main, desc=cfg.run_name
+        )
         writer = self._tensorboard()
         batches = iter(self._loader())
         for model in self.models.values():
@@ -450,24 +455,24 @@ class Trainer:
                 reason = self._diverged(diverged)
             elif self.state.step >= cfg.max_steps:
                 reason = reason or "max_steps"
-            elif self._agree(bool(stop)):
-                reason = stop.signal_name or "signal"
-            elif self._agree(self.clock.must_stop(max(step_times) * 1.2 + (eval_seconds if next_eval else 0.0))):
-                reason = "deadline"
-            elif self.guard.in_row == 0 and (  # while steps are being skipped, latest stays the last good checkpoint
-                (every and time.time() - last_save >= every)
-                or (cfg.checkpoint_every_steps and self.state.step % cfg.checkpoint_every_steps == 0)
-            ):
-                if not self._save():
-                    reason = DISK_FULL
-                last_save = time.time()
-            bar.update(1)
-            left = self.clock.remaining()
-            bar.set_postfix(
-                loss=f"{losses.get(self.main_loss, float('nan')):.4g}",
-                s_step=f"{sum(step_times) / len(step_times):.2f}",
-                left="∞" if left is None else time.strftime("%H:%M:%S", time.gmtime(max(0.0, left))),
-                refresh=False,
+            else:
+                signalled, late = vote(
+                    [bool(stop), self.clock.must_stop(max(step_times) * 1.2 + (eval_seconds if next_eval else 0.0))], self.device
+                )
+                if signalled:
+                    reason = stop.signal_name or "signal"  # a process that got no signal stops with the one that did
+                elif late:
+                    reason = "deadline"
+                elif self.guard.in_row == 0 and (  # while steps are being skipped, latest stays the last good checkpoint
+                    (every and time.time() - last_save >= every)
+                    or (cfg.checkpoint_every_steps and self.state.step % cfg.checkpoint_every_steps == 0)
+                ):
+                    if not self._save():
+                        reason = DISK_FULL
+                    last_save = time.time()
+            bar.update(
+                self.state.step,
+                loss=f"{losses.get(self.main_loss, float('nan')):.4g}", s_step=f"{sum(step_times) / len(step_times):.2f}",
             )
         bar.close()
         if logged:
@@ -560,13 +565,6 @@ class Trainer:
         self.log("stopping: " + self.session.warnings[-1])
         return OUT_OF_MEMORY
 
-    def _agree(self, flag: bool) -> bool:
-        """All processes stop at the same step: one process's signal stops them all."""
-        if self.world == 1:
-            return flag
-        value = torch.tensor([1.0 if flag else 0.0], device=self.device)
-        return bool(self.accelerator.reduce(value, reduction="sum").item() > 0)
-
     def _record_losses(self, window: dict[str, float], count: int, writer: _Board) -> None:
         entry = {"step": self.state.step, **{k: v / count for k, v in window.items()}}
         entry["lr"] = self.groups[0].optimizer.param_groups[0]["lr"]
@@ -626,7 +624,7 @@ class Trainer:
                 + ", ".join(f"{k} {v:.4g}" for k, v in evaluation.metrics.items())
                 + (f" (best {self.state.best_value:.4g} at step {self.state.best_step})" if self.state.best_value is not None else "")
             )
-        stop = self._agree(stop)
+        (stop,) = vote([stop], self.device)  # the main process decided; the others learn it here
         self.state.stopped_early = stop
         return stop
 
@@ -667,7 +665,7 @@ class Trainer:
                 self.store.publish(name, final=final)
                 self.clock.record(time.time() - started + max(self.store.transfer_seconds()[-5:] or [0.0]))
                 self.state.durable_seconds = list(self.clock.measured)
-        full = self._agree(full)
+        (full,) = vote([full], self.device)
         self.accelerator.wait_for_everyone()
         return not full
 
@@ -732,7 +730,7 @@ class Trainer:
             latest = checkpoint.read_latest(self.store.root)
             if self.main and checkpoint.is_checkpoint_name(latest) and (self.store.root / checkpoint.CHECKPOINTS / latest).is_dir():
                 self.store.publish(latest, final=True)
-        elif self._agree(self.main and not self._intact(here)):
+        elif vote([self.main and not self._intact(here)], self.device)[0]:
             if not self._save(final=True):
                 reason = self.session.reason = DISK_FULL
         elif self.main:
@@ -797,17 +795,21 @@ class Trainer:
             self.store.close(timeout=0.0)
 
     def _fail(self, err: BaseException) -> None:
+        """Record why the session failed; with several processes, the one that raised first is the reason."""
+        own = f"{type(err).__name__}: {err}"
+        post_failure(self.accelerator.process_index, own)
         if not self.main or not hasattr(self, "state"):
             if self.main:
                 self.store.release(timeout=self.clock.left())
                 self.store.close(timeout=0.0)
             return
+        peers = posted_failures(self.accelerator.process_index)
         self.session.ended, self.session.end_step = time.time(), self.state.step
-        self.session.reason = f"error: {type(err).__name__}"
+        self.session.reason = f"error: {type(err).__name__}" if not peers else f"error in process {min(peers)}"
         if self.session not in self.state.sessions:
             self.state.sessions.append(self.session)
         try:
-            self._write_status("failed", reason=f"{type(err).__name__}: {err}")
+            self._write_status("failed", reason="; ".join(f"process {r}: {m}" for r, m in sorted(peers.items())) or own)
         finally:
             self.store.release(timeout=self.clock.left())
             self.store.close(timeout=0.0)
@@ -857,11 +859,7 @@ def train(
     keyword arguments: ``max_steps=500, store="runs/x"``) are applied to the config and
     validated as if they were in the file. Returns the session's summary (also printed).
     """
-    if not isinstance(config, RunConfig):
-        config = load_config(config, overrides)
-    elif overrides:
-        config = config.with_overrides(overrides)
-    config = config.with_overrides(settings)
+    config = as_run_config(config, overrides, settings)
     trainer = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress, log=log)
     return trainer.run()
 

@@ -1,0 +1,9 @@
+"""fintts on Kaggle: the wheels dataset, the pushed notebook, and the laptop's side of a run of sessions.
+
+- :mod:`.client` — the one place the ``kaggle`` client is created (it authenticates at import time);
+- :mod:`.wheels` — ``fintts kaggle wheels``: the read-only dataset a session installs fintts from;
+- :mod:`.kernel` — ``fintts kaggle push``: ``kernel-metadata.json`` from the root template, the staged folder;
+- :mod:`.parameters` — the notebook's ``parameters`` cell, read and written;
+- :mod:`.sessions` — ``fintts kaggle run`` (sessions chained until the run is finished) and ``status``;
+- :mod:`.notebook` — the training notebook's last cell: the session, its samples, what next.
+"""

@@ -1,0 +1,144 @@
+"""The Kaggle notebook fintts pushes: its ``kernel-metadata.json``, its parameters, the staged folder.
+
+``kaggle-metadata.json`` at the project's root is the documented template (README, "Kaggle
+quick start", explains every field). The ``kaggle`` client reads a file named
+``kernel-metadata.json`` in the folder it pushes, next to the notebook, so a push stages
+both in a temporary folder:
+
+- ``id`` is ``<kaggle user>/<slug of the title>``: Kaggle derives a kernel's slug from its
+  title, and an id that is not the title's slug makes the client warn and later pushes
+  fail with a conflict;
+- ``code_file`` is the staged notebook, whose ``parameters`` cell holds this push's
+  settings (Kaggle runs notebooks without papermill);
+- ``dataset_sources`` are the template's plus the wheels dataset (``fintts kaggle wheels``)
+  and the corpus, so both are mounted under ``/kaggle/input``;
+- ``enable_internet`` is the template's unless the push says ``--no-internet``.
+
+Everything else — ``kernel_type: notebook``, ``enable_gpu: true``, ``machine_shape:
+NvidiaTeslaT4`` (the "GPU T4 ×2" of Kaggle's editor, per the kaggle client's
+documentation), ``is_private: true`` — comes from the template as written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fintts.kaggle import parameters
+from fintts.kaggle.client import KaggleError, calling, connect, user_of
+from fintts.train.config import ConfigError, parse_duration
+from fintts.train.stores.base import repo_id_problem
+
+PROJECT = Path(__file__).resolve().parents[2]
+TEMPLATE = PROJECT / "kaggle-metadata.json"
+NOTEBOOK = PROJECT / "notebooks" / "kaggle_train.ipynb"
+CONFIGS = PROJECT / "configs"
+#: What the ``kaggle`` client reads in a pushed folder.
+METADATA = "kernel-metadata.json"
+#: The wheels dataset's slug (``fintts kaggle wheels``), under the pushing user.
+WHEELS_SLUG = "fintts-wheels"
+INPUT = "/kaggle/input"
+
+
+@dataclasses.dataclass
+class KernelSettings:
+    """What one push of the training notebook says: the notebook's parameters and its inputs."""
+
+    #: a config of fintts's ``configs/`` (shipped in the wheels dataset), by file name.
+    config: str = "mms-fin.yaml"
+    #: the corpus dataset, ``owner/slug``; mounted at /kaggle/input/<slug>. Empty: the config's data.
+    corpus: str = ""
+    #: the corpus folder in the session; default /kaggle/input/<corpus slug>.
+    data: str = ""
+    #: the Hugging Face repo that keeps the run (``user/name``); empty: the session's output only.
+    hub_repo: str = ""
+    #: the run's local folder in the session; empty: runs/<config name>.
+    store: str = ""
+    #: the session's length (e.g. 11h30m); empty: until Kaggle's session limit.
+    budget: str = ""
+    #: the session may reach the internet (the Hub needs it).
+    internet: bool = True
+    #: the wheels dataset, ``owner/slug``; default <user>/fintts-wheels.
+    wheels: str = ""
+
+    def check(self) -> None:
+        """Refuse settings a session would only fail on, hours later."""
+        if not (CONFIGS / self.config).is_file():
+            known = ", ".join(sorted(p.name for p in CONFIGS.glob("*.yaml")))
+            raise ConfigError(f"config: {self.config!r} is not one of fintts's configs ({known}), which the wheels dataset ships")
+        for key in ("corpus", "wheels"):
+            value = getattr(self, key)
+            if value and repo_id_problem(value):
+                raise ConfigError(f"{key}: {value!r} is not a Kaggle dataset; write OWNER/SLUG (e.g. alice/my-voice)")
+        if self.hub_repo and repo_id_problem(self.hub_repo):
+            raise ConfigError(f"hub_repo: {repo_id_problem(self.hub_repo)}")
+        if self.hub_repo and not self.internet:
+            raise ConfigError("hub_repo needs the internet: drop --no-internet, or keep the run in the session's output")
+        if self.budget:
+            parse_duration(self.budget, key="budget")
+
+    def notebook_parameters(self) -> dict[str, str]:
+        data = self.data or (f"{INPUT}/{self.corpus.split('/')[1]}" if self.corpus else "")
+        return {"CONFIG": self.config, "DATA": data, "REPO": self.hub_repo, "STORE": self.store, "BUDGET": self.budget}
+
+
+def slug(title: str) -> str:
+    """The slug Kaggle gives a kernel of this title (the ``kaggle`` client's own rule)."""
+    from slugify import slugify
+
+    return slugify(title)
+
+
+def kernel_metadata(user: str, settings: KernelSettings, template: dict[str, Any]) -> dict[str, Any]:
+    """``kernel-metadata.json`` for a push of the training notebook by ``user``."""
+    if template.get("kernel_type") != "notebook" or template.get("language") != "python":
+        raise ConfigError(f"{TEMPLATE.name}: kernel_type must be notebook and language python (fintts pushes a Python notebook)")
+    sources = [*template.get("dataset_sources", []), settings.wheels or f"{user}/{WHEELS_SLUG}"]
+    if settings.corpus:
+        sources.append(settings.corpus)
+    return {
+        "id": f"{user}/{slug(template['title'])}",
+        **{key: value for key, value in template.items() if key != "id"},
+        "code_file": NOTEBOOK.name,
+        "enable_internet": bool(template.get("enable_internet", True)) and settings.internet,
+        "dataset_sources": list(dict.fromkeys(sources)),
+    }
+
+
+def stage(folder: Path, user: str, settings: KernelSettings, *, template: Path = TEMPLATE, notebook: Path = NOTEBOOK) -> Path:
+    """Write ``kernel-metadata.json`` and the notebook with this push's parameters into ``folder``."""
+    settings.check()
+    metadata = kernel_metadata(user, settings, json.loads(template.read_text(encoding="utf-8")))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / METADATA).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+    parameters.save(parameters.with_parameters(parameters.load(notebook), settings.notebook_parameters()), folder / NOTEBOOK.name)
+    return folder
+
+
+@dataclasses.dataclass
+class Pushed:
+    kernel: str  # owner/slug
+    version: int
+    url: str
+
+
+def push(settings: KernelSettings, api: Any = None) -> Pushed:
+    """Push a new version of the training notebook (which Kaggle then runs), from a staged folder."""
+    api = api or connect()
+    user = user_of(api)
+    with tempfile.TemporaryDirectory(prefix="fintts-kernel-") as tmp:
+        folder = stage(Path(tmp), user, settings)
+        kernel = json.loads((folder / METADATA).read_text())["id"]
+        result = calling(f"push {kernel}", lambda: api.kernels_push(str(folder)))
+    if result is None or result.error:
+        raise KaggleError(f"Kaggle refused the push of {kernel}: {getattr(result, 'error', 'no answer')}")
+    invalid = [*result.invalid_dataset_sources, *result.invalid_kernel_sources]
+    if invalid:
+        raise KaggleError(
+            f"Kaggle pushed {kernel} but cannot attach {', '.join(invalid)}: create them first "
+            "(fintts kaggle wheels; your corpus as a private dataset) or fix the names"
+        )
+    return Pushed(kernel, int(result.version_number or 0), result.url)

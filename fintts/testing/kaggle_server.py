@@ -1,0 +1,240 @@
+"""A local Kaggle that the real ``kaggle`` client talks to: kernels pushed, run, followed.
+
+``fintts kaggle push/run/status/wheels`` must be tested with the client they ship with,
+not a mock of it: what it validates before sending, how it serialises requests and parses
+answers, and how it uploads files are part of what is being tested. The client talks JSON
+over HTTP (``POST /api/v1/<service>/<method>``) to an endpoint it picks from
+``KAGGLE_API_ENVIRONMENT``; with ``LOCALHOST`` that is ``http://localhost``, and this server
+receives those requests as the HTTP proxy named by ``HTTP_PROXY`` (``NO_PROXY`` keeps
+``127.0.0.1``, where a :class:`~fintts.testing.HubServer` listens, out of it). :meth:`env`
+returns those variables and credentials; a process started with them is the real client
+pointed here, exactly as the ``kaggle`` command line would be.
+
+What it speaks, and models:
+
+* **Kernels.** ``SaveKernel`` records the push (:attr:`pushes`: the request as sent) as a new
+  version and starts a *session*: ``session(push, version)`` runs in a thread — the test's
+  stand-in for Kaggle executing the notebook, e.g. writing the run's ``status.json`` to the
+  Hub — and returns ``(ok, log)``. ``GetKernelSessionStatus`` answers ``QUEUED`` until the
+  session starts, ``RUNNING`` while it runs, then ``COMPLETE`` or ``ERROR``;
+  ``ListKernelSessionOutput`` returns the log as Kaggle does (JSON lines of
+  ``stream_name``/``time``/``data``). Like Kaggle, a push whose slug is not its title's is
+  refused.
+* **GPU quota.** ``GetAcceleratorQuotaStatistics`` reports the session hours run so far
+  against ``quota_hours``.
+* **Datasets.** ``GetDatasetStatus``, ``StartBlobUpload`` with the file ``PUT`` to the URL it
+  returns, ``CreateDataset`` and ``CreateDatasetVersion``; :attr:`datasets` holds every
+  version's files.
+* **Credentials.** Requests need HTTP basic auth with ``user``/``key`` (401 otherwise).
+"""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import itertools
+import json
+import re
+import threading
+import time
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+#: ``session(push, version) -> (ok, log)``: what a pushed version does while Kaggle "runs" it.
+Session = Callable[[dict, int], "tuple[bool, str]"]
+API = re.compile(r"/api/v1/(?P<service>[\w.]+)/(?P<method>\w+)")
+UPLOAD = re.compile(r"/upload/(?P<token>\w+)")
+
+
+def _slugify(title: str) -> str:
+    from slugify import slugify  # the client's own slug rule (python-slugify, a dependency of kaggle)
+
+    return slugify(title)
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: "_HTTPServer"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def do_PUT(self) -> None:
+        self._handle()
+
+    def _handle(self) -> None:
+        kaggle = self.server.kaggle
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        path = urlsplit(self.path).path  # as a proxy, the request line carries the whole URL
+        if self.command == "PUT" and (match := UPLOAD.fullmatch(path)):
+            status, answer = kaggle._upload(match["token"], body)
+        elif self.headers.get("Authorization") != kaggle._basic_auth:
+            status, answer = 401, {"code": 401, "message": "Unauthenticated"}
+        elif match := API.fullmatch(path):
+            status, answer = kaggle._call(match["service"], match["method"], json.loads(body or b"{}"))
+        else:
+            status, answer = 404, {"code": 404, "message": f"no route for {self.command} {path}"}
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _HTTPServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, kaggle: "KaggleServer"):
+        self.kaggle = kaggle
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+
+class KaggleServer:
+    """Kaggle on ``127.0.0.1`` for the real client (:meth:`env`); use as a context manager."""
+
+    def __init__(self, *, user: str = "fintts-tester", key: str = "0123456789abcdef" * 2,
+                 session: Session | None = None, quota_hours: float = 30.0):
+        self.user, self.key = user, key
+        self.session = session or (lambda push, version: (True, "done\n"))
+        self.quota_hours = quota_hours
+        self.pushes: list[dict[str, Any]] = []
+        self.datasets: dict[str, list[dict[str, bytes]]] = {}
+        self._basic_auth = "Basic " + base64.b64encode(f"{user}:{key}".encode()).decode()
+        self._lock = threading.Lock()
+        self._kernels: dict[str, dict[str, Any]] = {}  # slug -> {"status", "log", "version"}
+        self._blobs: dict[str, dict[str, Any]] = {}
+        self._session_seconds = 0.0
+        self._tokens = itertools.count(1)
+        self._httpd: _HTTPServer | None = None
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def __enter__(self) -> "KaggleServer":
+        self._httpd = _HTTPServer(self)
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    @property
+    def proxy(self) -> str:
+        assert self._httpd is not None, "start the server first (with KaggleServer(...) as kaggle:)"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def env(self) -> dict[str, str]:
+        """The environment that points the real ``kaggle`` client (in a new process) here, with credentials."""
+        return {
+            "KAGGLE_API_ENVIRONMENT": "LOCALHOST", "HTTP_PROXY": self.proxy, "http_proxy": self.proxy,
+            "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1", "KAGGLE_USERNAME": self.user, "KAGGLE_KEY": self.key,
+        }
+
+    def wait_idle(self, timeout: float = 30.0) -> None:
+        """Block until no pushed version is still queued or running."""
+        deadline = time.time() + timeout
+        while any(k["status"] in ("QUEUED", "RUNNING") for k in self._kernels.values()):
+            if time.time() > deadline:
+                raise TimeoutError("a session is still running")
+            time.sleep(0.02)
+
+    # -- the API ----------------------------------------------------------------------
+
+    def _call(self, service: str, method: str, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        handler = getattr(self, f"_{method}", None)
+        if handler is None:
+            return 404, {"code": 404, "message": f"{service}/{method} is not modelled by KaggleServer"}
+        with self._lock:
+            return handler(request)
+
+    def _SaveKernel(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        owner, _, slug = request.get("slug", "").partition("/")
+        if owner != self.user:
+            return 403, {"code": 403, "message": f"{self.user} may not push kernels of {owner}"}
+        if _slugify(request.get("newTitle") or slug) != slug:
+            return 409, {"code": 409, "message": f"the title {request.get('newTitle')!r} does not resolve to {slug!r}"}
+        self.pushes.append(request)
+        kernel = self._kernels.setdefault(slug, {"version": 0})
+        kernel.update(version=kernel["version"] + 1, status="QUEUED", log="")
+        threading.Thread(target=self._run, args=(slug, request, kernel["version"]), daemon=True).start()
+        url = f"https://www.kaggle.com/code/{owner}/{slug}"
+        return 200, {"ref": f"/code/{owner}/{slug}", "url": url, "versionNumber": kernel["version"], "error": ""}
+
+    def _run(self, slug: str, push: dict[str, Any], version: int) -> None:
+        with self._lock:
+            self._kernels[slug]["status"] = "RUNNING"
+        started = time.time()
+        try:
+            ok, log = self.session(push, version)
+        except Exception as err:  # a session that raises is a session that failed
+            ok, log = False, f"{type(err).__name__}: {err}\n"
+        with self._lock:
+            self._session_seconds += time.time() - started
+            lines = [{"stream_name": "stdout", "time": 0.0, "data": line} for line in log.splitlines(keepends=True)]
+            self._kernels[slug].update(status="COMPLETE" if ok else "ERROR", log=json.dumps(lines))
+
+    def _kernel(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        if request.get("userName") != self.user:
+            return None
+        return self._kernels.get(request.get("kernelSlug", ""))
+
+    def _GetKernelSessionStatus(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        kernel = self._kernel(request)
+        if kernel is None:
+            return 404, {"code": 404, "message": "kernel not found"}
+        message = "the notebook raised an exception" if kernel["status"] == "ERROR" else ""
+        return 200, {"status": kernel["status"], "failureMessage": message}
+
+    def _ListKernelSessionOutput(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        kernel = self._kernel(request)
+        if kernel is None:
+            return 404, {"code": 404, "message": "kernel not found"}
+        return 200, {"files": [], "log": kernel["log"], "nextPageToken": ""}
+
+    def _GetAcceleratorQuotaStatistics(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        used = self._session_seconds
+        quota = {"timeUsed": f"{used:.3f}s", "totalTimeAllowed": f"{self.quota_hours * 3600:.3f}s"}
+        return 200, {"quotaRefreshTime": "2030-01-06T00:00:00.000Z", "gpuQuota": quota}
+
+    def _GetDatasetStatus(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if f"{request.get('ownerSlug')}/{request.get('datasetSlug')}" not in self.datasets:
+            return 404, {"code": 404, "message": "dataset not found"}
+        return 200, {"status": "READY"}
+
+    def _StartBlobUpload(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        token = f"blob{next(self._tokens)}"
+        self._blobs[token] = {"name": request["name"], "data": None}
+        return 200, {"token": token, "createUrl": f"http://localhost/upload/{token}"}
+
+    def _upload(self, token: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            if token not in self._blobs:
+                return 404, {"code": 404, "message": "no such upload"}
+            self._blobs[token]["data"] = body
+        return 200, {}
+
+    def _new_version(self, ref: str, files: list[dict[str, Any]]) -> dict[str, Any]:
+        blobs = [self._blobs.get(f.get("token", "")) for f in files]
+        if any(blob is None or blob["data"] is None for blob in blobs):
+            return {"status": "error", "error": "a file was not uploaded"}
+        self.datasets.setdefault(ref, []).append({blob["name"]: blob["data"] for blob in blobs})
+        return {"ref": ref, "url": f"https://www.kaggle.com/datasets/{ref}", "status": "ok", "error": ""}
+
+    def _CreateDataset(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        ref = f"{request.get('ownerSlug')}/{request.get('slug')}"
+        if request.get("ownerSlug") != self.user:
+            return 403, {"code": 403, "message": f"{self.user} may not create datasets of {request.get('ownerSlug')}"}
+        if ref in self.datasets:
+            return 200, {"status": "error", "error": f"{ref} already exists"}
+        return 200, self._new_version(ref, request.get("files", []))
+
+    def _CreateDatasetVersion(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        ref = f"{request.get('ownerSlug')}/{request.get('datasetSlug')}"
+        if ref not in self.datasets:
+            return 404, {"code": 404, "message": "dataset not found"}
+        return 200, self._new_version(ref, request.get("body", {}).get("files", []))

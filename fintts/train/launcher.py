@@ -1,0 +1,264 @@
+"""Every GPU of the machine: one training process per device, started and watched from here.
+
+:func:`launch` is the one training call of the notebooks and of ``fintts train``. With one
+device (one GPU, or the CPU) it trains in this process, exactly as :func:`fintts.train.train`.
+With more it starts one ``python -m fintts train`` per device, each with the environment
+``accelerate launch`` would give it (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``,
+``MASTER_ADDR``/``MASTER_PORT``), so each process's ``Accelerator`` joins one process group
+(NCCL on GPUs, gloo on the CPU) and the trainer runs data-parallel.
+
+Why not ``accelerate launch`` or ``notebook_launcher``? Both hand the processes to torch's
+elastic agent, which answers a SIGTERM or SIGINT by signalling the workers and killing them
+30 seconds later — too soon for the final checkpoint and its upload to the Hub, which is
+the whole point of stopping cleanly. ``notebook_launcher`` also forks the notebook's
+kernel, a process with threads, and returns nothing. Separate fresh processes need none
+of that: torch's CUDA state is never initialised here (this process only counts the
+devices), the session's summary comes back through a file, and signals are ours to pass on.
+
+What this process does while they train:
+
+- **Output from the first process only.** Its output is relayed here as it comes (the
+  progress bar included) and kept in ``<run>/logs/process-0.log``; the others write to
+  ``process-N.log``, shown when one of them fails.
+- **Stops reach every process.** The processes run in their own sessions, so a terminal's
+  or Jupyter's interrupt reaches this process alone; it passes each SIGINT and SIGTERM on
+  to all of them once. The trainer's collective vote then stops them at the same step: a
+  first signal stops cleanly with a checkpoint, a second aborts (as with one process).
+- **No process waits forever.** A failing process makes the others fail at their next
+  collective (:mod:`fintts.train.collective`). Should one still be running
+  ``PEER_GRACE`` seconds after another failed (a NCCL collective can block until its
+  watchdog's timeout), it is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any, Callable, Iterator, Mapping
+
+import yaml
+
+from fintts.train.config import ConfigError, RunConfig, as_run_config
+from fintts.train.summary import SessionSummary
+
+#: Seconds the other processes get to end by themselves after one failed (they save nothing;
+#: the main one writes the run's "failed" status and hands back the Hub lease).
+PEER_GRACE = 120.0
+#: Lines of a failed process's log quoted in the error.
+LOG_TAIL = 25
+LOGS = "logs"
+
+
+class LaunchFailed(RuntimeError):
+    """A training process ended with an error; ``exit_code`` is the one ``fintts train`` exits with."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def visible_gpus() -> int:
+    """CUDA devices this process may use (``CUDA_VISIBLE_DEVICES`` applies).
+
+    Counting leaves torch's CUDA state uninitialised here (``torch.cuda.is_initialized()`` stays
+    false), and the training processes are started fresh rather than forked, so nothing done in
+    a notebook's process before :func:`launch` can break them.
+    """
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def in_launched_process() -> bool:
+    """Is this one of several processes already started together (by :func:`launch`, ``accelerate launch``, ``torchrun``)?"""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def launch(
+    config: RunConfig | str | Path,
+    *,
+    overrides: list[str] | Mapping[str, Any] = (),
+    num_processes: int | None = None,
+    allow_config_change: bool = False,
+    force: bool = False,
+    progress: bool = True,
+    out: IO[str] | None = None,
+    **settings: Any,
+) -> SessionSummary:
+    """Train one session of a run on every device: one process per GPU (default), or ``num_processes``.
+
+    Settings are given as for :func:`fintts.train.train` and checked here, before any process
+    starts. With one process (one GPU, the CPU, or inside an already launched process) it
+    trains in this process. Raises :class:`LaunchFailed` when a process fails; returns the
+    session's summary (already printed by the first process) otherwise. ``out``: where the
+    first process's output goes (default ``sys.stdout``).
+    """
+    from fintts.train.loop import Trainer
+
+    config = as_run_config(config, overrides, settings)
+    if in_launched_process():
+        summary = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
+        _leave_process_group()
+        return summary
+    gpus = visible_gpus()
+    count = max(1, gpus) if num_processes is None else num_processes
+    if count < 1 or 0 < gpus < count:
+        raise ConfigError(
+            f"num_processes: {count} is not possible with {gpus} visible GPU(s); use 1 to {max(1, gpus)} (one process per device)"
+        )
+    if count == 1:
+        return Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
+    flags = [*(["--allow-config-change"] if allow_config_change else []), *(["--force"] if force else []),
+             *([] if progress else ["--no-progress"])]
+    return _Processes(config, count, flags, out or sys.stdout, cpu=gpus == 0).run()
+
+
+class _Processes:
+    """The ``count`` training processes of one session, from start to the last exit."""
+
+    def __init__(self, config: RunConfig, count: int, flags: list[str], out: IO[str], *, cpu: bool):
+        self.config, self.count, self.flags, self.out, self.cpu = config, count, flags, out, cpu
+        self.logs = config.train.local_dir() / LOGS
+        self.processes: list[subprocess.Popen] = []
+        self.log_files: list[IO[bytes]] = []
+
+    def run(self) -> SessionSummary:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="fintts-launch-") as tmp:
+            config_file = Path(tmp) / "config.yaml"
+            config_file.write_text(yaml.safe_dump(self.config.to_dict(), sort_keys=False, allow_unicode=True))
+            summary_file = Path(tmp) / "summary.json"
+            try:
+                self._start(config_file, summary_file)
+                codes = self._supervise()
+            finally:
+                for log in self.log_files:
+                    log.close()
+            if all(code == 0 for code in codes) and summary_file.is_file():
+                return SessionSummary(**json.loads(summary_file.read_text()))
+            raise self._failure(codes)
+
+    def _start(self, config_file: Path, summary_file: Path) -> None:
+        port = _free_port()
+        threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // self.count))
+        for rank in range(self.count):
+            env = {
+                **os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(self.count),
+                "RANK": str(rank), "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(self.count),
+                "OMP_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1",
+            }
+            if self.cpu:  # as `accelerate launch --cpu`: without it accelerate ignores WORLD_SIZE on a machine without GPUs
+                env["ACCELERATE_USE_CPU"] = "true"
+            command = [sys.executable, "-m", "fintts", "train", str(config_file), *self.flags]
+            if rank == 0:
+                command += ["--summary-json", str(summary_file)]
+            self.log_files.append(open(self.logs / f"process-{rank}.log", "wb"))
+            self.processes.append(subprocess.Popen(
+                command, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
+                stdout=subprocess.PIPE if rank == 0 else self.log_files[-1],
+            ))
+
+    def _supervise(self) -> list[int]:
+        """Relay the first process's output, pass signals on, and end stragglers after a failure."""
+        relayed = self.processes[0].stdout
+        failed_at: float | None = None
+        with _forwarding_sigterm(self._signal_all):
+            while True:
+                try:
+                    if relayed is None:
+                        time.sleep(0.2)
+                    elif select.select([relayed], [], [], 0.2)[0]:
+                        relayed = self._relay(relayed)
+                    codes = [p.poll() for p in self.processes]
+                    if relayed is None and None not in codes:
+                        return codes
+                    if failed_at is None and any(code not in (None, 0) for code in codes):
+                        failed_at = time.time()
+                    if failed_at is not None and time.time() - failed_at > PEER_GRACE:
+                        for process in self.processes:
+                            if process.poll() is None:
+                                process.kill()
+                except KeyboardInterrupt:
+                    self._signal_all(signal.SIGINT)
+
+    def _relay(self, stream: IO[bytes]) -> IO[bytes] | None:
+        """Copy what the first process wrote to ``out`` and its log; ``None`` once it closed its output."""
+        chunk = os.read(stream.fileno(), 65536)
+        if not chunk:
+            stream.close()
+            return None
+        self.log_files[0].write(chunk)
+        self.log_files[0].flush()
+        self.out.write(chunk.decode("utf-8", "replace"))
+        self.out.flush()
+        return stream
+
+    def _signal_all(self, signum: int) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signum)
+
+    def _failure(self, codes: list[int]) -> LaunchFailed:
+        failed = [rank for rank, code in enumerate(codes) if code != 0]
+        if not failed:
+            return LaunchFailed(f"the first process ended without its session summary (see {self.logs}/process-0.log)", 1)
+        cause = min(failed, key=lambda rank: (rank == 0, rank))  # another process's error made the first one fail
+        log = self.logs / f"process-{cause}.log"
+        tail = log.read_text(errors="replace").splitlines()[-LOG_TAIL:]
+        ended = ", ".join(f"process {rank}: {_describe_exit(codes[rank])}" for rank in failed)
+        return LaunchFailed(f"training failed ({ended}). End of {log}:\n" + "\n".join(tail), codes[0] if codes[0] > 0 else 1)
+
+
+@contextlib.contextmanager
+def _forwarding_sigterm(forward: Callable[[int], None]) -> Iterator[None]:
+    """While the processes train, a SIGTERM to this process goes to all of them (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: forward(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _leave_process_group() -> None:
+    """End this process's part in the run's process group after a clean session.
+
+    A process that exits with the group still open can abort while gloo's threads are torn
+    down ("terminate called without an active exception"), turning a clean session into a
+    failed exit code. After an error the group is left as it is: the process exits anyway.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def _describe_exit(code: int) -> str:
+    return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def write_summary(summary: SessionSummary, path: str | Path) -> None:
+    """The session's summary as JSON: how the first process hands it to :func:`launch` (``fintts train --summary-json``)."""
+    Path(path).write_text(json.dumps(dataclasses.asdict(summary), indent=1))
+
+
+__all__ = ["LaunchFailed", "in_launched_process", "launch", "visible_gpus", "write_summary"]

@@ -1,0 +1,195 @@
+"""``fintts kaggle push/run/status/wheels`` with the real ``kaggle`` client, against a local Kaggle and Hub."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+
+import pytest
+from huggingface_hub import HfApi
+
+from fintts.kaggle.parameters import load, read_parameters
+from fintts.testing.kaggle_server import KaggleServer
+from hub_helpers import TOKEN
+from notebook_helpers import ROOT
+
+USER, REPO = "alice", "alice/my-voice-run"
+KERNEL = "alice/fintts-train-a-finnish-voice"
+
+
+def run(*args: str, env: dict[str, str], cwd, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@dataclasses.dataclass
+class Sessions:
+    """What the local Kaggle's sessions do, in push order: write a status to the Hub, end ok or not, log."""
+
+    script: list[tuple[dict | None, bool, str]] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0  # how long each runs
+    gate: threading.Event | None = None  # when set, each waits for it first
+
+
+@pytest.fixture
+def kaggle_env(hub_env, tmp_path):
+    """A local Kaggle whose sessions follow a :class:`Sessions` script, and the env of a laptop using it and the Hub."""
+    sessions = Sessions()
+    hub = HfApi(endpoint=hub_env.endpoint, token=TOKEN)
+
+    def session(push, version):
+        if sessions.gate is not None:
+            sessions.gate.wait(60)
+        time.sleep(sessions.seconds)
+        write_status, ok, log = sessions.script[version - 1]
+        if write_status is not None:
+            hub.create_repo(REPO, private=True, exist_ok=True)
+            hub.upload_file(path_or_fileobj=json.dumps(write_status).encode(), path_in_repo="status.json", repo_id=REPO)
+        return ok, log
+
+    with KaggleServer(user=USER, session=session) as kaggle:
+        env = {**os.environ, **kaggle.env(), "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
+        env.pop("KAGGLE_KERNEL_RUN_TYPE", None)
+        yield kaggle, env, sessions
+
+
+def status(state: str, step: int, sessions: int, *, reason: str = "deadline", best: float = 4.0) -> dict:
+    """A run's status.json as a session leaves it (the keys fintts kaggle run reads)."""
+    return {
+        "state": state, "reason": reason, "step": step, "max_steps": 300, "monitor": "val/mcd",
+        "best": {"value": best, "step": step, "checkpoint": f"step-{step:08d}"},
+        "sessions": [{"start_step": 0, "end_step": step}] * sessions,
+    }
+
+
+def test_push_dry_run_stages_what_the_kaggle_command_pushes_as_is(kaggle_env, tmp_path):
+    kaggle, env, _ = kaggle_env
+    staged = tmp_path / "staged"
+    result = run("-m", "fintts", "kaggle", "push", "--dry-run", "--out", str(staged), "--corpus", "alice/my-voice",
+                 "--hub-repo", REPO, "--budget", "11h30m", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    metadata = json.loads((staged / "kernel-metadata.json").read_text())
+    assert metadata["id"] == KERNEL and metadata["code_file"] == "kaggle_train.ipynb"
+    assert (metadata["kernel_type"], metadata["enable_gpu"], metadata["machine_shape"]) == ("notebook", True, "NvidiaTeslaT4")
+    assert metadata["is_private"] is True and metadata["enable_internet"] is True
+    assert metadata["dataset_sources"] == ["alice/fintts-wheels", "alice/my-voice"]
+    assert read_parameters(load(staged / "kaggle_train.ipynb")) == {
+        "CONFIG": "mms-fin.yaml", "DATA": "/kaggle/input/my-voice", "REPO": REPO, "STORE": "", "BUDGET": "11h30m", "WHEELS": "",
+    }
+    assert not kaggle.pushes  # a dry run pushes nothing
+    # the kaggle command line itself pushes the staged folder, without a word about the slug
+    pushed = run("-m", "kaggle", "kernels", "push", "-p", str(staged), env=env, cwd=tmp_path)
+    assert pushed.returncode == 0 and "successfully pushed" in pushed.stdout, pushed.stdout + pushed.stderr
+    assert "does not resolve" not in pushed.stdout
+    sent = kaggle.pushes[0]
+    assert (sent["slug"], sent["machineShape"], sent["enableGpu"], sent["isPrivate"]) == (KERNEL, "NvidiaTeslaT4", True, True)
+    assert sent["datasetDataSources"] == ["alice/fintts-wheels", "alice/my-voice"]
+    assert TOKEN not in json.dumps(kaggle.pushes) and env["KAGGLE_KEY"] not in (staged / "kernel-metadata.json").read_text()
+
+
+def test_run_pushes_session_after_session_until_the_run_is_finished(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    sessions.script += [(status("paused", 100, 1, best=4.5), True, "paused\n"), (status("paused", 200, 2, best=3.9), True, "paused\n"),
+               (status("finished", 300, 3, reason="max_steps", best=3.2), True, "finished\n")]
+    result = run("-m", "fintts", "kaggle", "run", "--corpus", "alice/my-voice", "--hub-repo", REPO, "--poll", "0.1",
+                 env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(kaggle.pushes) == 3
+    out = result.stdout
+    assert "session 1: pushed version 1" in out and "session 3: pushed version 3" in out
+    rows = [line.split() for line in out.splitlines() if line[:1].isdigit()]
+    assert [(r[0], r[1], r[6], r[8]) for r in rows] == [("1", "1", "0", "100"), ("2", "2", "100", "200"), ("3", "3", "200", "300")]
+    assert rows[2][-1] == "finished" and "val/mcd" in out and "3.2" in out
+    assert f"the run is finished. Pull the voice with: fintts pull {REPO} --out voices/my-voice-run" in out
+
+
+def test_run_stops_when_two_sessions_in_a_row_fail_with_the_reason_and_the_log(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    failed = status("failed", 0, 1, reason=oom)
+    sessions.script += [(failed, False, f"Traceback (most recent call last):\n{oom}\n")] * 3
+    result = run("-m", "fintts", "kaggle", "run", "--corpus", "alice/my-voice", "--hub-repo", REPO, "--poll", "0.1",
+                 env=env, cwd=tmp_path)
+    assert result.returncode == 1
+    assert len(kaggle.pushes) == 2
+    out = result.stdout
+    assert "stopped: 2 sessions in a row failed" in out and f"the run failed: {oom}" in out
+    assert out.rstrip().endswith(oom)  # the end of the last session's log
+
+
+def test_run_retries_a_session_that_left_nothing_and_stops_at_max_sessions(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    sessions.script += [(None, True, "the notebook ended early\n"), (status("paused", 100, 1), True, "paused\n")]
+    result = run("-m", "fintts", "kaggle", "run", "--hub-repo", REPO, "--config", "demo.yaml", "--max-sessions", "2",
+                 "--poll", "0.1", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "session 1 failed: the session left no new checkpoint" in result.stdout
+    assert "stopped after 2 session(s) (--max-sessions 2)" in result.stdout
+    assert kaggle.pushes[0]["datasetDataSources"] == ["alice/fintts-wheels"]  # the demo needs no corpus dataset
+
+
+def test_run_counts_the_gpu_hours_a_session_ran_and_stops_at_the_limit(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    sessions.seconds = 1.0
+    sessions.script += [(status("paused", 100, 1), True, ""), (status("paused", 200, 2), True, "")]
+    result = run("-m", "fintts", "kaggle", "run", "--hub-repo", REPO, "--config", "demo.yaml", "--gpu-hours", "0.0002",
+                 "--poll", "0.1", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # the first session ran ~1 s, more than the limit's 0.72 s: no second push
+    assert len(kaggle.pushes) == 1 and "GPU hours (--gpu-hours 0.0002)" in result.stdout
+
+
+def test_run_follows_a_session_already_running_instead_of_pushing_another(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    sessions.gate = threading.Event()
+    sessions.script.append((status("paused", 100, 1), True, "paused\n"))
+    assert run("-m", "fintts", "kaggle", "push", "--config", "demo.yaml", "--hub-repo", REPO, env=env, cwd=tmp_path).returncode == 0
+    chain = subprocess.Popen([sys.executable, "-m", "fintts", "kaggle", "run", "--config", "demo.yaml", "--hub-repo", REPO,
+                              "--max-sessions", "1", "--poll", "0.1"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+    first = chain.stdout.readline()
+    sessions.gate.set()
+    out = first + chain.communicate(timeout=60)[0]
+    assert chain.returncode == 0, out
+    assert f"{KERNEL} is already running: following it instead of pushing another session" in out
+    assert len(kaggle.pushes) == 1 and "stopped after 1 session(s)" in out
+
+
+def test_status_shows_the_kernel_the_run_and_the_gpu_quota(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    before = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
+    assert f"kernel     {KERNEL}: never pushed" in before.stdout and "nothing trained yet" in before.stdout
+    sessions.script.append((status("paused", 100, 1, best=4.25), True, "paused\n"))
+    assert run("-m", "fintts", "kaggle", "push", "--config", "demo.yaml", "--hub-repo", REPO, env=env, cwd=tmp_path).returncode == 0
+    kaggle.wait_idle()
+    after = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path).stdout
+    assert f"kernel     {KERNEL}: complete" in after
+    assert f"run        hf://{REPO}: paused at step 100 of 300, 1 session(s), best val/mcd 4.25" in after
+    assert "GPU quota" in after and "of 30 h this week" in after
+
+
+def test_without_credentials_the_kaggle_commands_say_where_they_go(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAGGLE_")} | {"HOME": str(tmp_path)}
+    result = run("-m", "fintts", "kaggle", "status", env=env, cwd=tmp_path)
+    assert result.returncode == 4 and "No Kaggle credentials" in result.stderr and "KAGGLE_USERNAME" in result.stderr
+    assert "Authentication required" not in result.stdout  # the client's own import-time help is not shown
+
+
+def test_wheels_dataset_is_uploaded_with_the_fintts_wheel_and_the_configs(kaggle_env, tmp_path):
+    kaggle, env, _ = kaggle_env
+    built_before = {*ROOT.glob("*.egg-info"), *ROOT.glob("build")}
+    result = run("-m", "fintts", "kaggle", "wheels", env=env, cwd=tmp_path, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (version,) = kaggle.datasets["alice/fintts-wheels"]
+    wheel = next(name for name in version if name.startswith("fintts-") and name.endswith(".whl"))
+    assert {"mms-fin.yaml", "demo.yaml"} <= set(version)
+    (tmp_path / wheel).write_bytes(version[wheel])
+    with zipfile.ZipFile(tmp_path / wheel) as archive:
+        assert "fintts/train/launcher.py" in archive.namelist()
+    again = run("-m", "fintts", "kaggle", "wheels", env=env, cwd=tmp_path, timeout=240)
+    assert again.returncode == 0 and len(kaggle.datasets["alice/fintts-wheels"]) == 2  # a new version, same dataset
+    assert {*ROOT.glob("*.egg-info"), *ROOT.glob("build")} == built_before  # the checkout was not built in

@@ -1,0 +1,119 @@
+"""Two training processes on the CPU (gloo), as on Kaggle's two T4s: ``fintts train --num-processes 2``."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+import torch
+
+from fintts.train import checkpoint
+from trainer_helpers import cli, final_weights, start_cli, stop, wait_for_step, write_config
+
+#: Same data, same effective batch, same math: two processes differ from one only in the order
+#: float32 sums are taken (two half-batch means averaged instead of one mean). Measured: after the
+#: 12 AdamW steps below, the largest difference of any weight was 3.0e-8 (weights up to 0.28).
+TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
+EXACT_MATH = {"dropout": 0.0, "max_steps": 12, "eval_every": 4, "checkpoint_every_steps": 0}
+
+
+def train_cli(config, store, *extra, processes=2, timeout=180):
+    return cli("train", str(config), "--store", str(store), "--num-processes", str(processes), "--no-progress", *extra,
+               cwd=store.parent, timeout=timeout)
+
+
+def status_of(store):
+    return json.loads((store / "status.json").read_text())
+
+
+def assert_close(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], **TOLERANCE)
+
+
+@pytest.mark.slow
+def test_two_processes_with_half_the_micro_batch_train_the_weights_of_one(tmp_path):
+    config = write_config(tmp_path, **EXACT_MATH)
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert train_cli(config, one, processes=1).returncode == 0
+    result = train_cli(config, two)
+    assert result.returncode == 0, result.stderr
+    state = json.loads((checkpoint.latest_complete(two, log=lambda _: None) / "state.json").read_text())
+    assert (state["world_size"], state["micro_batch_size"]) == (2, 8)  # batch_size 16 = 2 processes × 8
+    assert "2×cpu" in status_of(two)["sessions"][0]["devices"]
+    assert_close(final_weights(two), final_weights(one))
+
+
+@pytest.mark.slow
+def test_a_budget_stops_both_processes_at_one_step_with_one_complete_checkpoint(tmp_path):
+    config = write_config(tmp_path, max_steps=100_000, step_delay=0.02, eval_every=20, checkpoint_every_steps=0)
+    store = tmp_path / "store"
+    started = time.time()
+    result = train_cli(config, store, "--budget", "25s")
+    assert result.returncode == 0, result.stderr
+    assert time.time() - started < 30  # the parent starts a moment before the processes whose clock it is
+    status = status_of(store)
+    assert (status["state"], status["reason"]) == ("paused", "deadline") and status["step"] > 0
+    final = store / "checkpoints" / checkpoint.read_latest(store)
+    checkpoint.verify(final)
+    assert checkpoint.step_of(final.name) == status["step"]
+    assert not list((store / "checkpoints").glob(".partial*"))
+    # the final save gathers every process's RNG state: both reached it, at this step
+    assert len(json.loads((final / "state.json").read_text())["rng"]) == 2
+    assert "time budget is used up" in result.stdout
+    assert (store / "logs" / "process-1.log").read_text() == ""  # output comes from the first process only
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first, then", [(2, 1), (1, 2)])
+def test_a_run_moves_between_one_and_two_processes_and_says_how_accumulation_changed(tmp_path, first, then):
+    config = write_config(tmp_path, **EXACT_MATH, micro_batch_size=8)
+    whole, moved = tmp_path / "whole", tmp_path / "moved"
+    assert train_cli(config, whole, processes=1).returncode == 0
+    assert train_cli(config, moved, "--max-steps", "6", processes=first).returncode == 0
+    result = train_cli(config, moved, processes=then)
+    assert result.returncode == 0, result.stderr
+    accumulation = {1: 2, 2: 1}  # batch_size 16 of micro-batches of 8
+    assert (f"resuming on {then} device(s) with micro_batch_size=8 (was {first} × 8): "
+            f"accumulation is now {accumulation[then]} (was {accumulation[first]})") in result.stdout
+    assert "from step-00000006" in result.stdout
+    assert status_of(moved)["state"] == "finished"
+    assert_close(final_weights(moved), final_weights(whole))
+
+
+@pytest.mark.timeout(120)
+def test_an_error_in_the_second_process_only_ends_the_run_at_once_as_failed(tmp_path):
+    config = write_config(tmp_path, max_steps=100_000, fail_at_batch=5, fail_on_process=1)
+    store = tmp_path / "store"
+    result = train_cli(config, store, timeout=100)
+    assert result.returncode == 1
+    status = status_of(store)
+    assert status["state"] == "failed"
+    assert status["reason"] == "process 1: RuntimeError: toy failure in batch 5 of process 1"
+    assert status["sessions"][-1]["reason"] == "error in process 1"
+    assert "process 1: exit code 1" in result.stderr and "toy failure in batch 5" in result.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_reaches_both_processes_which_stop_together_with_a_checkpoint(tmp_path):
+    config = write_config(tmp_path, max_steps=100_000, step_delay=0.02, eval_every=0, checkpoint_every_steps=5)
+    store = tmp_path / "store"
+    process = start_cli("train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress", cwd=tmp_path)
+    wait_for_step(store, 10, process)
+    out = stop(process, signal.SIGINT)
+    assert process.returncode == 0, out
+    status = status_of(store)
+    assert (status["state"], status["reason"]) == ("paused", "SIGINT")
+    final = store / "checkpoints" / checkpoint.read_latest(store)
+    assert checkpoint.step_of(final.name) == status["step"]
+    assert len(json.loads((final / "state.json").read_text())["rng"]) == 2
+
+
+def test_a_process_count_below_one_is_refused_before_training(tmp_path):
+    config = write_config(tmp_path)
+    result = train_cli(config, tmp_path / "store", processes=0)
+    assert result.returncode == 2 and "num_processes: 0 is not possible" in result.stderr
+    assert not (tmp_path / "store").exists()
