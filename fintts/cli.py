@@ -76,6 +76,7 @@ def cmd_status(args) -> int:
 
 
 def format_status(status: dict) -> str:
+    from fintts.train import memory
     from fintts.train.summary import hms
 
     best = status.get("best")
@@ -90,6 +91,8 @@ def format_status(status: dict) -> str:
         loss = {k: v for k, v in status["loss"].items() if k not in {"step", "lr"}}
         lines.append("loss        " + ", ".join(f"{k} {v:.4g}" for k, v in loss.items()))
     lines.append(f"checkpoint  {status.get('latest_checkpoint')}")
+    if status.get("memory"):
+        lines.append(f"memory      {memory.describe(status['memory'])}   (the newest session's peak)")
     lines.append(f"time used   {hms(status.get('time_used_seconds') or 0)} in {len(status.get('sessions', []))} session(s)")
     facts = {k: v for k, v in status.get("store_facts", {}).items() if k != "store"}
     for key, value in facts.items():

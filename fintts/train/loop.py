@@ -26,7 +26,7 @@ from safetensors.torch import load_model, save_model
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from fintts.train import card, checkpoint, status
+from fintts.train import card, checkpoint, memory, status
 from fintts.train.clock import SessionClock, StopRequest
 from fintts.train.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, load_config, parse_duration
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, session_start
@@ -186,6 +186,7 @@ class Trainer:
         monitor = self.cfg.monitor or self.task.monitor or ""
         self.monitor_mode, _, self.monitor = monitor.rpartition(":") if ":" in monitor else (self.task.monitor_mode, "", monitor)
         self.last_eval: dict[str, Any] | None = None
+        self.memory: list[dict[str, Any]] = []
 
     def _resume(self) -> str | None:
         folder = self.store.resume_point(self.log) if self.main else None
@@ -379,6 +380,7 @@ class Trainer:
     def _evaluate(self, writer) -> bool:
         """Validate, keep the best export, and say whether patience ran out."""
         stop = False
+        self.memory = gather_object([memory.peak_memory(self.device)])
         if self.main:
             for model in self.models.values():
                 model.eval()
@@ -407,6 +409,7 @@ class Trainer:
                 f"step {self.state.step}: "
                 + ", ".join(f"{k} {v:.4g}" for k, v in evaluation.metrics.items())
                 + (f" (best {self.state.best_value:.4g} at step {self.state.best_step})" if self.state.best_value is not None else "")
+                + f"; memory: {memory.describe(self.memory)}"
             )
         stop = self._agree(stop)
         self.state.stopped_early = stop
@@ -475,6 +478,7 @@ class Trainer:
         finished = reason in {"max_steps", "early_stopping"}
         durable, pending = True, None
         final_status = None
+        self.memory = gather_object([memory.peak_memory(self.device)])
         if self.main:
             hard_end = None if self.clock.limit is None else self.clock.start + self.clock.limit - time.time() - 5.0
             durable = self.store.wait(timeout=None if hard_end is None else max(1.0, hard_end))
@@ -513,7 +517,7 @@ class Trainer:
         current = status.build(
             state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.cfg.max_steps,
             groups=[g.name for g in self.groups], monitor=self.monitor, monitor_mode=self.monitor_mode,
-            root=root, store=self.store.url, about=self.task.describe(),
+            root=root, store=self.store.url, about=self.task.describe(), memory=self.memory,
         )
         self.store.write_status(current)
         latest = checkpoint.read_latest(root)

@@ -10,8 +10,9 @@ Keys: ``state`` (running | paused | finished | failed), ``reason``, ``run_name``
 (``{"value", "step", "checkpoint"}``: the checkpoint that holds the best weights, see
 :func:`best_checkpoint`), ``latest_checkpoint`` (its path), ``loss`` (the newest logged
 losses) and ``main_loss`` (which of them is the headline), ``evals`` (the newest
-validations), ``sessions``, ``time_used_seconds``, ``store``, ``about`` (the task's facts)
-and ``updated`` (unix time).
+validations), ``sessions``, ``time_used_seconds``, ``store``, ``about`` (the task's facts),
+``memory`` (the session's peak memory per device, :func:`fintts.train.memory.peak_memory`; empty
+until the first validation) and ``updated`` (unix time).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def build(
     root: Path,
     store: str,
     about: dict[str, Any],
+    memory: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """The status of the run in ``root`` as its trainer sees it now."""
     latest = checkpoint.read_latest(root)
@@ -85,5 +87,6 @@ def build(
         "time_used_seconds": round(run.seconds_trained, 1),
         "store": store,
         "about": about,
+        "memory": memory,
         "updated": time.time(),
     }

@@ -11,6 +11,8 @@ import dataclasses
 import io
 from typing import Any, Mapping
 
+from fintts.train import memory as memory_report
+
 REASONS = {
     "max_steps": "reached max_steps",
     "early_stopping": "early stopping: the monitored metric stopped improving",
@@ -46,6 +48,8 @@ class SessionSummary:
     durable: bool
     pending: str | None
     clock_origin: str
+    #: peak memory per device this session (:func:`fintts.train.memory.peak_memory`).
+    memory: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def steps(self) -> int:
@@ -79,6 +83,7 @@ class SessionSummary:
             durable=durable,
             pending=pending,
             clock_origin=clock_origin,
+            memory=list(status.get("memory") or []),
         )
 
     def next_step(self) -> str:
@@ -106,6 +111,8 @@ class SessionSummary:
             f"time used  {hms(self.session_seconds)} this session, {hms(self.total_seconds)} in {self.sessions} session(s)"
             f"   (clock from {self.clock_origin})"
         )
+        if self.memory:
+            lines.append(f"memory     {memory_report.describe(self.memory)}")
         lines.append(f"stopped    {REASONS.get(self.reason, self.reason)}")
         if self.latest_checkpoint:
             lines.append(f"checkpoint {self.latest_checkpoint}" + ("" if self.durable else "   (NOT yet safe in the store)"))
