@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+import torch
+
 from fintts.train import train
-from trainer_helpers import write_config
+from trainer_helpers import QUIET, assert_bit_identical, final_weights, write_config
 
 
 def test_every_validation_and_the_summary_report_peak_memory(tmp_path):
@@ -17,3 +19,19 @@ def test_every_validation_and_the_summary_report_peak_memory(tmp_path):
     (peak,) = status["memory"]
     assert peak["device"] == "cpu" and peak["rss_gib"] > 0.05  # torch alone is more than 50 MB resident
     assert summary.memory == status["memory"] and "GiB peak RSS" in summary.format()
+
+
+def test_persistent_loader_workers_across_epochs_and_a_break_train_the_same_model(tmp_path):
+    """One loader per session, its workers kept between epochs: the data order is still the plan's."""
+    settings = dict(n_items=64, max_steps=11, adversarial=False, checkpoint_every_steps=0, eval_every=0)
+    train(write_config(tmp_path, **settings), store=tmp_path / "inline", **QUIET)
+    config = write_config(tmp_path, **settings, num_workers=2, persistent_workers=True)
+    train(config, store=tmp_path / "workers", max_steps=6, **QUIET)  # 4 steps per epoch: stops inside epoch 1
+    train(config, store=tmp_path / "workers", **QUIET)
+    assert_bit_identical(final_weights(tmp_path / "workers"), final_weights(tmp_path / "inline"))
+
+
+def test_cuda_switches_are_put_back_after_a_session(tmp_path):
+    before = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision()
+    train(write_config(tmp_path, max_steps=2, cudnn_benchmark=True, tf32=not before[1]), store=tmp_path / "s", **QUIET)
+    assert (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision()) == before

@@ -90,6 +90,19 @@ class TrainConfig:
     #: reserve used until this run has measured a save (at most a quarter of the session).
     initial_reserve: str = free_setting("3m")
     num_workers: int = free_setting(2)
+    #: keep the data-loader workers alive from one epoch to the next instead of starting new ones
+    #: every epoch (with few items per epoch, restarting them is a large share of the epoch).
+    persistent_workers: bool = free_setting(True)
+    #: page-locked host memory for batches, so copies to the GPU overlap compute (CUDA only).
+    pin_memory: bool = free_setting(True)
+    #: batch items of similar length together (less padding); changes which items meet, so it is part of the math.
+    length_buckets: bool = True
+    #: let cuDNN time its algorithms for every new input shape and keep the fastest (CUDA only;
+    #: with inputs of many different lengths the timing itself may cost more than it saves).
+    cudnn_benchmark: bool = free_setting(False)
+    #: TF32 tensor cores for float32 matrix products and convolutions (Ampere and newer GPUs; no
+    #: effect on a T4 or a CPU). ``false`` keeps them in full float32.
+    tf32: bool = free_setting(True)
     log_every: int = free_setting(10)
     #: the run's local folder (``--store``); default ``runs/<run_name>``. With ``hub_repo`` it is the Hub's mirror.
     store: str = free_setting("")

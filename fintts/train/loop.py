@@ -16,7 +16,7 @@ import time
 import uuid
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 import yaml
@@ -52,6 +52,24 @@ def resolve_precision(requested: str, device: torch.device) -> str:
 
 
 AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}
+
+
+@contextlib.contextmanager
+def cuda_switches(cudnn_benchmark: bool, tf32: bool) -> Iterator[None]:
+    """cuDNN autotuning and TF32 for one session; torch's process-wide flags are put back after.
+
+    Neither changes anything on a CPU. ``set_float32_matmul_precision`` rather than
+    ``torch.backends.cuda.matmul.allow_tf32``: newer torch refuses to mix that legacy flag
+    with its new per-backend precision settings, and this call works with both.
+    """
+    saved = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision()
+    torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = cudnn_benchmark, tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = saved[:2]
+        torch.set_float32_matmul_precision(saved[2])
 
 
 def lr_factor(cfg, step: int) -> float:
@@ -121,7 +139,7 @@ class Trainer:
             self.state.sessions.append(self.session)
             self._write_status("running")
             stop = StopRequest()
-            with stop.installed():
+            with stop.installed(), cuda_switches(self.cfg.cudnn_benchmark, self.cfg.tf32):
                 reason = self._train(stop) if self._work_left() else self._nothing_left()
             return self._finish(reason, resumed_from)
         except BaseException as err:
@@ -181,7 +199,8 @@ class Trainer:
             )
         self.accumulation = self.cfg.batch_size // (self.micro * self.world)
         self.data = self.task.train_data()
-        self.plan = EpochPlan(len(self.data.dataset), self.cfg.batch_size, self.cfg.seed, self.data.lengths)
+        lengths = self.data.lengths if self.cfg.length_buckets else None
+        self.plan = EpochPlan(len(self.data.dataset), self.cfg.batch_size, self.cfg.seed, lengths)
         self.state = TrainerState(run_name=self.cfg.run_name, fingerprint=fingerprint(self.config))
         monitor = self.cfg.monitor or self.task.monitor or ""
         self.monitor_mode, _, self.monitor = monitor.rpartition(":") if ":" in monitor else (self.task.monitor_mode, "", monitor)
@@ -240,16 +259,18 @@ class Trainer:
         return "early_stopping" if self.state.stopped_early else "max_steps"
 
     def _loader(self) -> DataLoader:
-        sampler = MicroBatchSampler(
+        """This session's loader, from where the run stands; each epoch iterates it again."""
+        self.sampler = MicroBatchSampler(
             self.plan, self.state.epoch, self.state.step_in_epoch,
             micro_batch_size=self.micro, rank=self.accelerator.process_index, world=self.world,
         )
         return DataLoader(
             self.data.dataset,
-            batch_sampler=sampler,
+            batch_sampler=self.sampler,
             collate_fn=self.data.collate,
             num_workers=self.cfg.num_workers,
-            pin_memory=self.device.type == "cuda",
+            persistent_workers=self.cfg.persistent_workers and self.cfg.num_workers > 0,
+            pin_memory=self.cfg.pin_memory and self.device.type == "cuda",
             # a private generator: creating a loader must not consume the training RNG
             generator=torch.Generator().manual_seed(self.cfg.seed + self.state.epoch),
         )
@@ -264,7 +285,8 @@ class Trainer:
         bar = tqdm(total=cfg.max_steps, initial=self.state.step, disable=not (self.progress and self.main), desc=cfg.run_name, dynamic_ncols=True)
         writer = self._tensorboard()
         main_loss = status.main_loss_key([g.name for g in self.groups])
-        batches = iter(self._loader())
+        loader = self._loader()
+        batches = iter(loader)
         for model in self.models.values():
             model.train()
         reason = None
@@ -273,7 +295,8 @@ class Trainer:
             if self.state.step_in_epoch >= self.plan.steps_per_epoch:
                 self.state.epoch += 1
                 self.state.step_in_epoch = 0
-                batches = iter(self._loader())
+                self.sampler.set_epoch(self.state.epoch)
+                batches = iter(loader)
             losses = self._optimizer_step(batches)
             self.state.step += 1
             self.state.step_in_epoch += 1

@@ -60,7 +60,11 @@ class EpochPlan:
 
 
 class MicroBatchSampler(Sampler[list[int]]):
-    """This rank's micro-batches for the steps of one epoch from ``start_step`` on."""
+    """This rank's micro-batches for the steps of one epoch from ``start_step`` on.
+
+    One sampler (and one data loader) serves a whole session: :meth:`set_epoch` moves it to
+    the next epoch, so a loader with persistent workers keeps them between epochs.
+    """
 
     def __init__(self, plan: EpochPlan, epoch: int, start_step: int, *, micro_batch_size: int, rank: int = 0, world: int = 1):
         if plan.batch_size % (micro_batch_size * world):
@@ -69,6 +73,10 @@ class MicroBatchSampler(Sampler[list[int]]):
             )
         self.plan, self.epoch, self.start_step = plan, epoch, start_step
         self.micro, self.rank, self.world = micro_batch_size, rank, world
+
+    def set_epoch(self, epoch: int, start_step: int = 0) -> None:
+        """Yield ``epoch``'s micro-batches from ``start_step`` on, the next time it is iterated."""
+        self.epoch, self.start_step = epoch, start_step
 
     @property
     def accumulation(self) -> int:
