@@ -77,6 +77,7 @@ def cmd_status(args) -> int:
 
 def format_status(status: dict) -> str:
     from fintts.train import memory
+    from fintts.train.status import NOT_LOSSES
     from fintts.train.summary import hms
 
     best = status.get("best")
@@ -88,7 +89,7 @@ def format_status(status: dict) -> str:
     if best:
         lines.append(f"best        {status.get('monitor')} {best['value']:.4g} at step {best['step']}")
     if status.get("loss"):
-        loss = {k: v for k, v in status["loss"].items() if k not in {"step", "lr"}}
+        loss = {k: v for k, v in status["loss"].items() if k not in NOT_LOSSES}
         lines.append("loss        " + ", ".join(f"{k} {v:.4g}" for k, v in loss.items()))
     lines.append(f"checkpoint  {status.get('latest_checkpoint')}")
     if status.get("memory"):

@@ -59,6 +59,9 @@ class TrainConfig:
     run_name: str = free_setting("")
     seed: int = 1234
     max_steps: int = free_setting(1000)
+    #: passes over the training items (may be fractional); when set it decides the run's length
+    #: (epochs × steps per epoch, known once the data is) and ``max_steps`` is not used. 0: ``max_steps``.
+    epochs: float = free_setting(0.0)
     #: samples per optimizer step, whatever the number of devices (the effective batch).
     batch_size: int = 16
     #: samples per device per forward pass; 0 = batch_size / devices. Accumulation follows.
@@ -338,6 +341,8 @@ def check_train_config(cfg: TrainConfig) -> None:
     for key in ("batch_size", "max_steps"):
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"{key}: must be positive, got {getattr(cfg, key)}")
+    if cfg.epochs < 0:
+        raise ConfigError(f"epochs: must be 0 (use max_steps) or positive, got {cfg.epochs}")
     if cfg.micro_batch_size < 0:
         raise ConfigError("micro_batch_size: must be 0 (automatic) or positive")
     for key in ("checkpoint_every", "session_limit", "safety_margin", "initial_reserve", "push_every"):

@@ -27,10 +27,11 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 from fintts.train import card, checkpoint, memory, status
+from fintts.train.plan import total_steps
 from fintts.train.clock import SessionClock, StopRequest
 from fintts.train.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, load_config, parse_duration
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, session_start
-from fintts.train.sampler import EpochPlan, MicroBatchSampler
+from fintts.train.sampler import EpochPlan, MicroBatchSampler, padding_fraction
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
 from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
@@ -130,11 +131,14 @@ class Trainer:
         self.session = SessionRecord(
             id=uuid.uuid4().hex[:12], host=host_name(), devices=self._devices(), precision=self.precision, started=time.time()
         )
+        self.session.phases["before"] = max(0.0, self.session.started - self.clock.start)
         if self.main:
             self.store.acquire(self.session.id, force=self.force)
         try:
             self._build()
+            started = time.time()
             resumed_from = self._resume()
+            self._spent("resume", started)
             self.session.start_step = self.session.end_step = self.state.step
             self.state.sessions.append(self.session)
             self._write_status("running")
@@ -150,6 +154,10 @@ class Trainer:
     def log(self, message: str) -> None:
         if self.main:
             self._log(message)
+
+    def _spent(self, phase: str, since: float) -> None:
+        """Add the time since ``since`` to this session's ``phase`` (see :data:`fintts.train.state.PHASES`)."""
+        self.session.phases[phase] = self.session.phases.get(phase, 0.0) + time.time() - since
 
     def _make_clock(self) -> SessionClock:
         platform = detect_platform()
@@ -180,6 +188,7 @@ class Trainer:
             self.config.task,
             TaskContext(self.cfg.seed, self.device, autocast_dtype, cache, self.main, self.log, self.progress and self.main),
         )
+        started = time.time()
         torch.manual_seed(self.cfg.seed)  # model init; replaced by the checkpoint's weights when resuming
         models = self.task.build_models()
         self.raw_models = {name: m.to(self.device) for name, m in models.items()}
@@ -198,14 +207,39 @@ class Trainer:
                 f"batch_size={self.cfg.batch_size} must be a multiple of micro_batch_size={self.micro} × {self.world} device(s)"
             )
         self.accumulation = self.cfg.batch_size // (self.micro * self.world)
+        self._spent("models", started)
+        started = time.time()
         self.data = self.task.train_data()
         lengths = self.data.lengths if self.cfg.length_buckets else None
         self.plan = EpochPlan(len(self.data.dataset), self.cfg.batch_size, self.cfg.seed, lengths)
+        self.max_steps = total_steps(self.cfg, self.plan.steps_per_epoch)
+        self.data_facts = self._describe_data()
+        self._spent("data", started)
         self.state = TrainerState(run_name=self.cfg.run_name, fingerprint=fingerprint(self.config))
         monitor = self.cfg.monitor or self.task.monitor or ""
         self.monitor_mode, _, self.monitor = monitor.rpartition(":") if ":" in monitor else (self.task.monitor_mode, "", monitor)
         self.last_eval: dict[str, Any] | None = None
         self.memory: list[dict[str, Any]] = []
+
+    def _describe_data(self) -> dict[str, Any]:
+        """Items, steps per epoch, the run's length, and how much of each micro-batch is padding."""
+        cfg, plan, data = self.cfg, self.plan, self.data
+        facts: dict[str, Any] = {"items": plan.n_items, "batch_size": cfg.batch_size, "steps_per_epoch": plan.steps_per_epoch}
+        line = f"data: {plan.n_items} items, {plan.steps_per_epoch} steps per epoch at batch_size={cfg.batch_size}"
+        if cfg.epochs:
+            line += f"; epochs={cfg.epochs:g} → {self.max_steps} steps (max_steps is not used)"
+        if data.seconds is not None:
+            facts["item_seconds"] = sum(data.seconds) / len(data.seconds)
+        if data.lengths is not None:
+            facts["padding"] = {
+                name: padding_fraction(EpochPlan(plan.n_items, cfg.batch_size, cfg.seed, lengths).steps(0), data.lengths, self.micro)
+                for name, lengths in (("bucketed", data.lengths), ("unbucketed", None))
+            }
+            used, other = ("bucketed", "unbucketed") if cfg.length_buckets else ("unbucketed", "bucketed")
+            line += f"; padding {facts['padding'][used]:.0%} of each micro-batch ({facts['padding'][other]:.0%} {other})"
+        facts["length_buckets"] = cfg.length_buckets and data.lengths is not None
+        self.log(line)
+        return facts
 
     def _resume(self) -> str | None:
         folder = self.store.resume_point(self.log) if self.main else None
@@ -253,7 +287,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
     def _work_left(self) -> bool:
-        return self.state.step < self.cfg.max_steps and not (self.state.stopped_early and self.cfg.patience)
+        return self.state.step < self.max_steps and not (self.state.stopped_early and self.cfg.patience)
 
     def _nothing_left(self) -> str:
         return "early_stopping" if self.state.stopped_early else "max_steps"
@@ -282,7 +316,7 @@ class Trainer:
         step_times: list[float] = []
         eval_seconds = 0.0
         window: dict[str, float] = {}
-        bar = tqdm(total=cfg.max_steps, initial=self.state.step, disable=not (self.progress and self.main), desc=cfg.run_name, dynamic_ncols=True)
+        bar = tqdm(total=self.max_steps, initial=self.state.step, disable=not (self.progress and self.main), desc=cfg.run_name, dynamic_ncols=True)
         writer = self._tensorboard()
         main_loss = status.main_loss_key([g.name for g in self.groups])
         loader = self._loader()
@@ -301,9 +335,11 @@ class Trainer:
             self.state.step += 1
             self.state.step_in_epoch += 1
             step_times = (step_times + [time.time() - started])[-20:]
+            self._spent("steps", started)
+            window[status.STEP_SECONDS] = window.get(status.STEP_SECONDS, 0.0) + step_times[-1]
             for key, value in losses.items():
                 window[key] = window.get(key, 0.0) + value
-            if self.state.step % cfg.log_every == 0 or self.state.step == cfg.max_steps:
+            if self.state.step % cfg.log_every == 0 or self.state.step == self.max_steps:
                 self._record_losses(window, cfg.log_every, writer)
                 window = {}
             if cfg.eval_every and self.state.step % cfg.eval_every == 0:
@@ -311,8 +347,9 @@ class Trainer:
                 if self._evaluate(writer):
                     reason = "early_stopping"
                 eval_seconds = time.time() - eval_started
+                self._spent("validation", eval_started)
             next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
-            if self.state.step >= cfg.max_steps:
+            if self.state.step >= self.max_steps:
                 reason = reason or "max_steps"
             elif self._agree(bool(stop)):
                 reason = stop.signal_name or "signal"
@@ -321,7 +358,9 @@ class Trainer:
             elif (every and time.time() - last_save >= every) or (
                 cfg.checkpoint_every_steps and self.state.step % cfg.checkpoint_every_steps == 0
             ):
+                saving = time.time()
                 self._save()
+                self._spent("checkpoints", saving)
                 last_save = time.time()
             bar.update(1)
             left = self.clock.remaining()
@@ -493,6 +532,7 @@ class Trainer:
     # ------------------------------------------------------------------ the end
     def _finish(self, reason: str, resumed_from: str | None) -> SessionSummary:
         self.session.reason = reason  # before the final save, so the checkpoint's sessions log says why
+        started = time.time()
         latest = checkpoint.read_latest(self.store.root)
         if latest is None or checkpoint.step_of(latest) != self.state.step:
             self._save(final=True)
@@ -506,6 +546,7 @@ class Trainer:
             hard_end = None if self.clock.limit is None else self.clock.start + self.clock.limit - time.time() - 5.0
             durable = self.store.wait(timeout=None if hard_end is None else max(1.0, hard_end))
             pending = self.store.pending()
+            self._spent("final", started)
             self.session.end_step, self.session.ended = self.state.step, time.time()
             final_status = self._write_status("finished" if finished else "paused", reason=reason)
             self.store.release()
@@ -538,9 +579,10 @@ class Trainer:
             return None
         root = self.store.root
         current = status.build(
-            state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.cfg.max_steps,
+            state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.max_steps,
             groups=[g.name for g in self.groups], monitor=self.monitor, monitor_mode=self.monitor_mode,
             root=root, store=self.store.url, about=self.task.describe(), memory=self.memory,
+            data=self.data_facts, session_limit=self.clock.limit,
         )
         self.store.write_status(current)
         latest = checkpoint.read_latest(root)

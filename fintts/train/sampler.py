@@ -89,3 +89,19 @@ class MicroBatchSampler(Sampler[list[int]]):
         for batch in self.plan.steps(self.epoch)[self.start_step:]:
             micro = [batch[i:i + self.micro] for i in range(0, len(batch), self.micro)]
             yield from micro[self.rank::self.world]
+
+
+def padding_fraction(batches: Sequence[Sequence[int]], lengths: Sequence[int], micro_batch_size: int) -> float:
+    """The share of the padded micro-batches' positions that hold padding, not data.
+
+    A micro-batch is padded to its longest item, so it costs ``items × longest`` positions
+    of which ``sum(lengths)`` are data; over ``batches`` (one epoch's step batches) that is
+    ``1 − Σ data / Σ padded``.
+    """
+    data = padded = 0
+    for batch in batches:
+        for start in range(0, len(batch), micro_batch_size):
+            sizes = [lengths[i] for i in batch[start:start + micro_batch_size]]
+            data += sum(sizes)
+            padded += len(sizes) * max(sizes)
+    return 1.0 - data / padded if padded else 0.0

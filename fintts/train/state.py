@@ -18,6 +18,15 @@ import numpy as np
 import torch
 
 
+#: Where a session's time goes. ``before``: from the session's start (the container's on
+#: Kaggle, the process's elsewhere) until training began: installs, imports, copying data.
+#: ``models`` and ``data``: building the task's models and optimizers, and its training data.
+#: ``resume``: finding, fetching and loading the checkpoint. ``steps``: optimizer steps, with
+#: their waits for data. ``validation``, ``checkpoints`` (saves during the session) and
+#: ``final`` (the last save and waiting until the store has it). All but ``steps`` is overhead.
+PHASES = ("before", "models", "data", "resume", "steps", "validation", "checkpoints", "final")
+
+
 @dataclasses.dataclass
 class SessionRecord:
     id: str
@@ -29,6 +38,8 @@ class SessionRecord:
     start_step: int = 0
     end_step: int = 0
     reason: str = "running"
+    #: seconds this session spent on each part of its work (see :data:`PHASES`).
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def seconds(self) -> float:

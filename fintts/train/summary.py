@@ -12,6 +12,7 @@ import io
 from typing import Any, Mapping
 
 from fintts.train import memory as memory_report
+from fintts.train.status import NOT_LOSSES
 
 REASONS = {
     "max_steps": "reached max_steps",
@@ -134,7 +135,7 @@ def loss_plot_png(history: list[dict[str, float]], evals: list[dict[str, float]]
     figure = Figure(figsize=(7, 4), dpi=90)
     axis = figure.add_subplot(1, 1, 1)
     steps = [h["step"] for h in history]
-    for key in sorted({k for h in history for k in h} - {"step", "lr"}):
+    for key in sorted({k for h in history for k in h} - NOT_LOSSES):
         axis.plot(steps, [h.get(key, float("nan")) for h in history], label=key, linewidth=1)
     axis.set_xlabel("step")
     axis.set_ylabel("training loss")

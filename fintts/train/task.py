@@ -48,11 +48,16 @@ class TrainData:
     ``lengths`` (one number per item, e.g. frames) lets the trainer's sampler put items of
     similar length into the same batch; ``None`` means plain shuffling. The trainer, not
     the task, decides the order, so that resuming mid-epoch is exact.
+
+    ``seconds`` (one number per item: how long its recording, video... lasts) lets the
+    trainer report throughput as seconds of data trained on per second, which compares
+    across batch sizes and corpora better than items per second.
     """
 
     dataset: torch.utils.data.Dataset
     collate: Callable[[list[Any]], Any]
     lengths: Sequence[int] | None = None
+    seconds: Sequence[float] | None = None
 
 
 @dataclasses.dataclass
