@@ -43,7 +43,7 @@ from fintts.tts.features import FeatureCache
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.card import is_mms, run_card
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
-from fintts.tts.vits.generator import VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
+from fintts.tts.vits.generator import VitsTrainingForward, check_blocks, discriminator_loss_terms, generator_loss_terms
 from fintts.tts.vits.init import build_generator
 from fintts.tts.vits.losses import LossWeights
 from fintts.tts.voice import SPEAKERS_FILE, Voice
@@ -87,13 +87,17 @@ class VitsTaskConfig:
     max_seconds: float = 20.0
     #: clips held out of training for validation per speaker, when the corpus has no heldout.csv.
     heldout_per_speaker: int = 2
-    #: recompute the decoder in the backward pass: less memory, same result, ~20% slower.
-    decoder_checkpointing: bool = free_setting(False)
+    #: gradient checkpointing: blocks (text_encoder, posterior_encoder, flow, decoder) whose activations
+    #: are recomputed in the backward pass instead of kept: less memory, same gradients, slower steps.
+    checkpointing: list[str] = free_setting(default_factory=list)
     eval_sentences: list[str] = free_setting(default_factory=lambda: list(DEFAULT_SENTENCES))
     #: how many speakers say the eval sentences, and how many held-out clips are scored
     #: (``val/mcd``, and ``val/identified``: each clip's text told apart from the others of its speaker).
     eval_speakers: int = free_setting(2)
     mcd_items: int = free_setting(8)
+
+    def __post_init__(self) -> None:
+        check_blocks(self.checkpointing)  # a typo fails when the config loads, not after the corpus check
 
 
 @dataclasses.dataclass
@@ -285,7 +289,7 @@ class VitsTask(Task):
             cfg.discriminator or None, DiscriminatorConfig(**{k: tuple(v) if isinstance(v, list) else v
                                                              for k, v in cfg.discriminator_config.items()})
         )
-        generator = VitsTrainingForward(vits, cfg.segment_frames, decoder_checkpointing=cfg.decoder_checkpointing)
+        generator = VitsTrainingForward(vits, cfg.segment_frames, checkpointing=cfg.checkpointing)
         if weights is not None:
             load_model(generator, str(weights / "model.safetensors"), strict=True)
             if (weights / "discriminator.safetensors").is_file() and not cfg.discriminator:
