@@ -30,7 +30,7 @@ from fintts.train import card, checkpoint, memory, status
 from fintts.train.plan import total_steps
 from fintts.train.clock import SessionClock, StopRequest
 from fintts.train.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, load_config, parse_duration
-from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, session_start
+from fintts.train.platform import PLATFORM_LIMITS, detect_platform, device_label, host_name, session_start
 from fintts.train.sampler import EpochPlan, MicroBatchSampler, padding_fraction
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
 from fintts.train.stores import Store, store_for
@@ -129,9 +129,10 @@ class Trainer:
         self.precision = resolve_precision(self.cfg.precision, self.device)
         self.clock = self._make_clock()
         self.session = SessionRecord(
-            id=uuid.uuid4().hex[:12], host=host_name(), devices=self._devices(), precision=self.precision, started=time.time()
+            id=uuid.uuid4().hex[:12], host=host_name(), devices=device_label(self.device, self.world), precision=self.precision, started=time.time()
         )
         self.session.phases["before"] = max(0.0, self.session.started - self.clock.start)
+        memory.reset_peaks(self.device)  # this session's peak, also when one process trains several
         if self.main:
             self.store.acquire(self.session.id, force=self.force)
         try:
@@ -174,11 +175,6 @@ class Trainer:
             reserve_factor=self.cfg.reserve_factor,
             initial_reserve=parse_duration(self.cfg.initial_reserve) or 0.0,
         )
-
-    def _devices(self) -> str:
-        if self.device.type == "cuda":
-            return f"{self.world}×{torch.cuda.get_device_name(self.device)}"
-        return f"{self.world}×{self.device.type}"
 
     def _build(self) -> None:
         task_cls = self.config.task_class
@@ -573,6 +569,13 @@ class Trainer:
             self.store.release()
             self.store.close()
 
+    def _clock_facts(self) -> dict[str, float | None]:
+        """The session's length and what its clock keeps free at the end, for estimates of the next sessions."""
+        clock = self.clock
+        if clock.limit is None or clock.deadline is None:
+            return {"limit": None, "held_back": 0.0}
+        return {"limit": clock.limit, "held_back": round(clock.start + clock.limit - clock.deadline + clock.reserve(), 1)}
+
     def _write_status(self, state: str, *, reason: str | None = None) -> dict[str, Any] | None:
         """Write ``status.json`` and, from it, the run's card (with the newest loss plot beside it)."""
         if not self.main:
@@ -582,7 +585,7 @@ class Trainer:
             state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.max_steps,
             groups=[g.name for g in self.groups], monitor=self.monitor, monitor_mode=self.monitor_mode,
             root=root, store=self.store.url, about=self.task.describe(), memory=self.memory,
-            data=self.data_facts, session_limit=self.clock.limit,
+            data=self.data_facts, clock=self._clock_facts(),
         )
         self.store.write_status(current)
         latest = checkpoint.read_latest(root)

@@ -14,8 +14,9 @@ validations), ``sessions``, ``time_used_seconds``, ``store``, ``about`` (the tas
 ``memory`` (the session's peak memory per device, :func:`fintts.train.memory.peak_memory`; empty
 until the first validation), ``data`` (``items``, ``batch_size``, ``steps_per_epoch``, and where the
 task says ``item_seconds``, the mean length of an item, and ``padding``, the share of padding in
-the micro-batches with and without length buckets), ``session_limit`` (seconds, ``None``: no
-limit) and ``updated`` (unix time). Each session's ``phases`` say where its time went
+the micro-batches with and without length buckets), ``clock`` (``limit``: the session's length
+in seconds, ``None`` for none; ``held_back``: what the clock keeps free at its end, safety margin
+and reserve) and ``updated`` (unix time). Each session's ``phases`` say where its time went
 (:data:`fintts.train.state.PHASES`); history entries carry ``step_seconds``, the mean seconds
 per optimizer step since the previous entry.
 """
@@ -70,7 +71,7 @@ def build(
     about: dict[str, Any],
     memory: list[dict[str, Any]],
     data: dict[str, Any],
-    session_limit: float | None,
+    clock: dict[str, float | None],
 ) -> dict[str, Any]:
     """The status of the run in ``root`` as its trainer sees it now."""
     latest = checkpoint.read_latest(root)
@@ -102,6 +103,6 @@ def build(
         "about": about,
         "memory": memory,
         "data": data,
-        "session_limit": session_limit,
+        "clock": clock,
         "updated": time.time(),
     }
