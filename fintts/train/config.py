@@ -44,9 +44,14 @@ class ConfigError(ValueError):
     """A config file or override is invalid; the message names the key and the fix."""
 
 
-def free_setting(default: Any = dataclasses.MISSING, **kwargs) -> Any:
-    """A dataclass field that does not change the math, so it may differ between sessions of a run."""
-    return dataclasses.field(default=default, metadata={"math": False}, **kwargs)
+def free_setting(default: Any = dataclasses.MISSING, *, speed: bool = False, **kwargs) -> Any:
+    """A dataclass field that does not change the math, so it may differ between sessions of a run.
+
+    ``speed=True`` marks one that changes how fast a step runs or how much memory it takes
+    (loader workers, recomputation, cuDNN autotuning): a benchmark is valid for a config
+    only with the same values of these and of the math settings (:func:`speed_settings`).
+    """
+    return dataclasses.field(default=default, metadata={"math": False, "speed": speed}, **kwargs)
 
 
 @dataclasses.dataclass
@@ -65,7 +70,7 @@ class TrainConfig:
     #: samples per optimizer step, whatever the number of devices (the effective batch).
     batch_size: int = 16
     #: samples per device per forward pass; 0 = batch_size / devices. Accumulation follows.
-    micro_batch_size: int = free_setting(0)
+    micro_batch_size: int = free_setting(0, speed=True)
     #: fp16 | bf16 | fp32 | auto (fp16 on T4-class GPUs, bf16 where supported, fp32 on CPU).
     precision: str = "auto"
     warmup_steps: int = 0
@@ -92,20 +97,20 @@ class TrainConfig:
     reserve_factor: float = free_setting(2.0)
     #: reserve used until this run has measured a save (at most a quarter of the session).
     initial_reserve: str = free_setting("3m")
-    num_workers: int = free_setting(2)
+    num_workers: int = free_setting(2, speed=True)
     #: keep the data-loader workers alive from one epoch to the next instead of starting new ones
     #: every epoch (with few items per epoch, restarting them is a large share of the epoch).
-    persistent_workers: bool = free_setting(True)
+    persistent_workers: bool = free_setting(True, speed=True)
     #: page-locked host memory for batches, so copies to the GPU overlap compute (CUDA only).
-    pin_memory: bool = free_setting(True)
+    pin_memory: bool = free_setting(True, speed=True)
     #: batch items of similar length together (less padding); changes which items meet, so it is part of the math.
     length_buckets: bool = True
     #: let cuDNN time its algorithms for every new input shape and keep the fastest (CUDA only;
     #: with inputs of many different lengths the timing itself may cost more than it saves).
-    cudnn_benchmark: bool = free_setting(False)
+    cudnn_benchmark: bool = free_setting(False, speed=True)
     #: TF32 tensor cores for float32 matrix products and convolutions (Ampere and newer GPUs; no
     #: effect on a T4 or a CPU). ``false`` keeps them in full float32.
-    tf32: bool = free_setting(True)
+    tf32: bool = free_setting(True, speed=True)
     log_every: int = free_setting(10)
     #: the run's local folder (``--store``); default ``runs/<run_name>``. With ``hub_repo`` it is the Hub's mirror.
     store: str = free_setting("")
@@ -360,14 +365,15 @@ def check_train_config(cfg: TrainConfig) -> None:
         raise ConfigError("storage_cap_gb: must be 0 (no warning) or a positive number of GB")
 
 
-def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+def _flatten(obj: Any, prefix: str = "", *, speed: bool = False) -> dict[str, Any]:
+    """The math settings of ``obj`` by dotted name; with ``speed``, the speed settings too."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
-        if not f.metadata.get("math", True):
+        if not f.metadata.get("math", True) and not (speed and f.metadata.get("speed")):
             continue
         if dataclasses.is_dataclass(value):
-            out.update(_flatten(value, prefix + f.name + "."))
+            out.update(_flatten(value, prefix + f.name + ".", speed=speed))
         else:
             out[prefix + f.name] = list(value) if isinstance(value, tuple) else value
     return out
@@ -376,6 +382,11 @@ def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
 def fingerprint(config: RunConfig) -> dict[str, Any]:
     """The settings that change what training computes; resuming with others is refused."""
     return {**_flatten(config.train), **_flatten(config.task)}
+
+
+def speed_settings(config: RunConfig) -> dict[str, Any]:
+    """The settings a step's time and memory depend on: the math ones and those marked ``speed``."""
+    return {**_flatten(config.train, speed=True), **_flatten(config.task, speed=True)}
 
 
 def fingerprint_changes(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:

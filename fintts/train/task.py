@@ -117,6 +117,9 @@ class Task(abc.ABC):
     #: metric watched for early stopping and "best", and whether lower is better.
     monitor: ClassVar[str | None] = None
     monitor_mode: ClassVar[str] = "min"
+    #: the task's own speed and memory switches, by name → the settings that turn them on, which
+    #: ``fintts bench --compare`` measures one at a time against a config (the trainer adds its own).
+    speed_switches: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, config: Any, context: TaskContext):
         self.config = config
@@ -133,6 +136,11 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def train_data(self) -> TrainData:
         """The training items. Called once per session; a task checks its data here."""
+
+    def count_items(self) -> int:
+        """How many training items the data holds, for ``fintts plan``. This prepares the data;
+        a task that can count its items more cheaply (without features, say) overrides it."""
+        return len(self.train_data().dataset)
 
     @abc.abstractmethod
     def step(self, models: Mapping[str, nn.Module], batch: Any, group: str) -> dict[str, torch.Tensor]:

@@ -43,7 +43,9 @@ from fintts.tts.features import FeatureCache
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.card import is_mms, run_card
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
-from fintts.tts.vits.generator import VitsTrainingForward, check_blocks, discriminator_loss_terms, generator_loss_terms
+from fintts.tts.vits.generator import (
+    CHECKPOINTABLE_BLOCKS, VitsTrainingForward, check_blocks, discriminator_loss_terms, generator_loss_terms,
+)
 from fintts.tts.vits.init import build_generator
 from fintts.tts.vits.losses import LossWeights
 from fintts.tts.voice import SPEAKERS_FILE, Voice
@@ -89,7 +91,7 @@ class VitsTaskConfig:
     heldout_per_speaker: int = 2
     #: gradient checkpointing: blocks (text_encoder, posterior_encoder, flow, decoder) whose activations
     #: are recomputed in the backward pass instead of kept: less memory, same gradients, slower steps.
-    checkpointing: list[str] = free_setting(default_factory=list)
+    checkpointing: list[str] = free_setting(default_factory=list, speed=True)
     eval_sentences: list[str] = free_setting(default_factory=lambda: list(DEFAULT_SENTENCES))
     #: how many speakers say the eval sentences, and how many held-out clips are scored
     #: (``val/mcd``, and ``val/identified``: each clip's text told apart from the others of its speaker).
@@ -266,6 +268,10 @@ class VitsTask(Task):
     config_class = VitsTaskConfig
     monitor = "val/mcd"
     monitor_mode = "min"
+    speed_switches = {
+        "checkpointing=decoder": {"checkpointing": ["decoder"]},
+        "checkpointing=all": {"checkpointing": list(CHECKPOINTABLE_BLOCKS)},
+    }
 
     # ------------------------------------------------------------------ models
     def build_models(self) -> dict[str, nn.Module]:
@@ -314,6 +320,10 @@ class VitsTask(Task):
         self.speakers, self.items, self.heldout = selection.speakers, selection.items, selection.heldout
         self.hours = selection.hours
 
+    def count_items(self) -> int:
+        """The corpus's good clips less the held-out ones: checking the corpus, no features."""
+        return len(select_corpus(self.config, log=self.context.log, progress=self.context.progress).items)
+
     def train_data(self) -> TrainData:
         cache = FeatureCache(self.context.cache_dir / "features", self.spectrogram_config)
         encoded, lengths = [], []
@@ -323,7 +333,9 @@ class VitsTask(Task):
             lengths.append(int(features.spec.shape[-1]))
         if cache.misses:
             self.context.log(f"features: {cache.misses} computed, {cache.hits} from the cache in {cache.folder}")
-        return TrainData(_Clips(encoded, cache), _Collate(self.spectrogram_config.hop_length, len(self.speakers) > 1), lengths)
+        seconds = [frames * self.spectrogram_config.hop_length / self.sample_rate for frames in lengths]
+        collate = _Collate(self.spectrogram_config.hop_length, len(self.speakers) > 1)
+        return TrainData(_Clips(encoded, cache), collate, lengths, seconds)
 
     # ------------------------------------------------------------------ training
     def step(self, models, batch: VitsBatch, group: str):
