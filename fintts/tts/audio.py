@@ -74,6 +74,19 @@ def load_audio(path: Path, sample_rate: int) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(np.clip(mono, -1.0, 1.0), dtype=np.float32))
 
 
+def resampled_length(path: Path, sample_rate: int) -> int:
+    """How many samples :func:`load_audio` returns for ``path``, read from its header alone.
+
+    ``resample_poly`` makes ``ceil(n × new / old)`` samples of ``n``; knowing it without
+    decoding lets a session order its clips by length before any feature is computed.
+    """
+    try:
+        info = sf.info(str(path))
+    except Exception as error:  # soundfile raises several types for unreadable files
+        raise AudioError(path, f"cannot be read as audio ({error}); re-export it as WAV, FLAC or OGG") from error
+    return -(-info.frames * sample_rate // info.samplerate)
+
+
 def _mono_samples(wav: torch.Tensor) -> np.ndarray:
     return wav.detach().float().cpu().reshape(-1).clamp(-1.0, 1.0).numpy()
 
