@@ -33,7 +33,7 @@ from transformers import VitsConfig, VitsModel
 from fintts.tts.audio import Spectrogram, SpectrogramConfig
 from fintts.tts.vits.alignment import monotonic_alignment_search
 from fintts.tts.vits.discriminator import VitsDiscriminator
-from fintts.tts.vits.generator import discriminator_loss_terms, generator_loss_terms, train_forward
+from fintts.tts.vits.generator import CHECKPOINTABLE_BLOCKS, discriminator_loss_terms, generator_loss_terms, train_forward
 
 AUTOCAST_DTYPES = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -97,7 +97,7 @@ def time_training_steps(
         with autocast():
             output = train_forward(
                 generator_model, **batch, segment_frames=args.segment_frames, generator=device_rng,
-                decoder_checkpointing=args.decoder_checkpointing,
+                checkpointing=args.checkpointing,
             )
             d_loss = discriminator_loss_terms(discriminator, output)["loss"]
         d_optimizer.zero_grad(set_to_none=True)
@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tokens", type=int, default=100, help="longest text per batch, in tokens")
     parser.add_argument("--seconds", type=float, nargs=2, default=[5.0, 8.0], help="audio length range")
     parser.add_argument("--segment-frames", type=int, default=32)
-    parser.add_argument("--decoder-checkpointing", action="store_true")
+    parser.add_argument("--checkpointing", nargs="*", default=[], choices=CHECKPOINTABLE_BLOCKS,
+                        help="blocks to recompute in the backward pass (gradient checkpointing)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
 

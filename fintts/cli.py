@@ -15,6 +15,7 @@ Exit codes (stable, for scripts and notebooks):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -26,6 +27,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DRIFT, EXIT_STORE, EXIT_INTERRUPTED = 0, 
 #: modules are imported by the commands that need them, never at the top: importing any of
 #: fintts.train imports torch, and `fintts say` must run without it.
 TRAINING_STACK = {"torch", "transformers", "accelerate", "peft", "safetensors", "onnx", "scipy", "matplotlib", "tensorboard", "kaggle"}
+
+#: commands that take a config and ``key=value`` overrides anywhere among their options.
+OVERRIDABLE = {"train", "bench", "plan"}
 
 
 #: Options of ``fintts train`` that are config settings: each becomes the override ``key=value``.
@@ -68,7 +72,97 @@ def cmd_train(args) -> int:
     return EXIT_OK if summary.durable and summary.state != "failed" else EXIT_FAILED
 
 
+def cmd_bench(args) -> int:
+    from accelerate import PartialState
+
+    from fintts.train import bench
+    from fintts.train.config import load_config
+
+    config = load_config(args.config, list(args.overrides) + ([f"store={args.store}"] if args.store else []))
+    report = bench.bench(
+        config, compare=args.compare, steps=args.steps, warmup=args.warmup, search=not args.no_search,
+        log=(lambda message: print(message, file=sys.stderr)) if args.json else print,
+    )
+    if not PartialState().is_main_process:
+        return EXIT_OK
+    kept = bench.save(config, report)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1))
+    else:
+        print(bench.format_report(report))
+        print(f"kept in {kept} for fintts plan")
+    return EXIT_OK
+
+
+def cmd_plan(args) -> int:
+    from fintts.train import plan
+    from fintts.train.config import load_config
+
+    overrides = list(args.overrides) + ([f"data={args.data}"] if args.data else []) + ([f"store={args.store}"] if args.store else [])
+    config = load_config(args.config, overrides)
+    assumptions = plan.Assumptions(
+        session_hours=args.session_hours, quota_hours=args.quota_hours, install_seconds=args.install_seconds,
+        price_per_hour=args.price,
+    )
+    items, items_source = _plan_items(config, args.samples)
+    first = None
+    if args.step_seconds is not None:
+        step = plan.Figure(args.step_seconds, "given: --step-seconds")
+    else:
+        report = _bench_for_plan(config, args)
+        step = plan.Figure(report.base.seconds_per_step, f"measured: bench on {report.device}, "
+                                                         f"{time.strftime('%Y-%m-%d', time.localtime(report.measured))}")
+        first = dataclasses.asdict(report.first)
+    result = plan.plan_run(
+        config.train, config_name=args.config, items=items, items_source=items_source, step=step,
+        first_session=first, assumptions=assumptions,
+    )
+    print(json.dumps(result.to_dict(), indent=1) if args.json else plan.format_plan(result))
+    return EXIT_OK
+
+
+def _plan_items(config, samples: int | None) -> tuple[int, str]:
+    """The number of training items: ``--samples``, else counted by the task in the config's data."""
+    import torch
+
+    from fintts.train.config import ConfigError
+    from fintts.train.task import TaskContext
+
+    if samples is not None:
+        if samples <= 0:
+            raise ConfigError(f"--samples: must be a positive number of training items, got {samples}")
+        return samples, "--samples"
+    context = TaskContext(config.train.seed, torch.device("cpu"), None, config.train.local_dir() / "cache", log=lambda _: None,
+                          progress=False)
+    return config.task_class(config.task, context).count_items(), "counted in the config's data"
+
+
+def _bench_for_plan(config, args):
+    """The kept bench of this config (on ``--device``, default this machine), ``--bench FILE``, or one run now."""
+    from fintts.train import bench
+    from fintts.train.config import ConfigError
+
+    if args.bench:
+        try:
+            return bench.BenchReport.from_dict(json.loads(Path(args.bench).read_text()))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ConfigError(f"--bench {args.bench}: not the JSON of fintts bench --json ({err})") from None
+    report = bench.load(config, args.device)
+    if report is not None:
+        return report
+    if args.device:
+        raise ConfigError(
+            f"no bench of this config on a device named like {args.device!r} in {config.train.local_dir() / bench.BENCH_FILE}; "
+            "run fintts bench there with the same settings, or pass --bench FILE or --step-seconds"
+        )
+    print("no bench of this config on this machine yet: running one (fintts bench)", file=sys.stderr)
+    report = bench.bench(config, log=lambda message: print(message, file=sys.stderr))
+    bench.save(config, report)
+    return report
+
+
 def cmd_status(args) -> int:
+    from fintts.train import plan
     from fintts.train.stores import store_for
 
     store = store_for(_store_settings(args))
@@ -77,14 +171,19 @@ def cmd_status(args) -> int:
         print(f"no run in {store.url} (no status.json): nothing has been trained there yet", file=sys.stderr)
         return EXIT_STORE
     status = {**status, "store_facts": store.describe()}
+    left = plan.estimate_from_status(status, plan.Assumptions(quota_hours=args.quota_hours))
+    if left is not None:
+        status["estimate"] = dataclasses.asdict(left[1])
     if args.json:
         print(json.dumps(status, indent=1, sort_keys=True))
         return EXIT_OK
-    print(format_status(status))
+    print(format_status(status, args.quota_hours))
     return EXIT_OK
 
 
-def format_status(status: dict) -> str:
+def format_status(status: dict, quota_hours: float) -> str:
+    from fintts.train import memory
+    from fintts.train.status import NOT_LOSSES
     from fintts.train.summary import hms
 
     best = status.get("best")
@@ -97,10 +196,21 @@ def format_status(status: dict) -> str:
     if best:
         lines.append(f"best        {status.get('monitor')} {best['value']:.4g} at step {best['step']}")
     if status.get("loss"):
-        loss = {k: v for k, v in status["loss"].items() if k not in {"step", "lr"}}
+        loss = {k: v for k, v in status["loss"].items() if k not in NOT_LOSSES}
         lines.append("loss        " + ", ".join(f"{k} {v:.4g}" for k, v in loss.items()))
     lines.append(f"checkpoint  {status.get('latest_checkpoint')}")
+    if status.get("memory"):
+        lines.append(f"memory      {memory.describe(status['memory'])}   (the newest session's peak)")
     lines.append(f"time used   {hms(status.get('time_used_seconds') or 0)} in {len(status.get('sessions', []))} session(s)")
+    estimate = status.get("estimate")
+    if estimate and status.get("state") != "finished":
+        limit = (status.get("clock") or {}).get("limit")
+        lines.append(
+            f"estimate    {estimate['steps']} steps left: {estimate['sessions']} more session(s)"
+            + (f" of {limit / 3600:g} h" if limit else "")
+            + f", {estimate['gpu_hours']:.1f} GPU h, {estimate['weeks']:.2f} weeks at {quota_hours:g} GPU h/week"
+            " (at the pace this run's sessions measured)"
+        )
     facts = {k: v for k, v in status.get("store_facts", {}).items() if k != "store"}
     for key, value in facts.items():
         lines.append(f"{key:<11} {value}")
@@ -294,11 +404,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--summary-json", metavar="PATH", help="also write the session's summary to PATH as JSON")
     p.set_defaults(func=cmd_train)
 
+    p = sub.add_parser("bench", help="time real training steps of a config on this machine (and its speed switches)")
+    p.add_argument("config", help="YAML config, e.g. configs/mms-fin.yaml")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="override settings as for fintts train")
+    p.add_argument("--compare", action="store_true", help="also each speed switch, one at a time, as one table")
+    p.add_argument("--steps", type=int, default=3, help="timed optimizer steps per configuration (default 3)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed steps first (default 1)")
+    p.add_argument("--no-search", action="store_true", help="on CUDA: skip the search for the largest micro-batch")
+    p.add_argument("--store", help="the run's folder, where the result is kept for fintts plan (default runs/<run_name>)")
+    p.add_argument("--json", action="store_true", help="the report as JSON on stdout (progress on stderr)")
+    p.set_defaults(func=cmd_bench)
+
     p = sub.add_parser("status", help="where a run stands")
     p.add_argument("--store", help="run folder (with --hub-repo: its local mirror, default runs/<name>)")
     p.add_argument("--hub-repo", metavar="USER/NAME")
-    p.add_argument("--json", action="store_true", help="machine-readable (keys: state, step, epoch, latest_checkpoint, sessions, ...)")
+    p.add_argument("--json", action="store_true", help="machine-readable (keys: state, step, epoch, latest_checkpoint, sessions, estimate, ...)")
+    p.add_argument("--quota-hours", type=float, default=30.0, help="GPU hours a week, for the estimate (default 30: Kaggle)")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("plan", help="steps, epochs, sessions and weeks of GPU quota a run needs, from a measured bench")
+    p.add_argument("config", help="YAML config, e.g. configs/mms-fin.yaml")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="override settings as for fintts train")
+    items = p.add_mutually_exclusive_group()
+    items.add_argument("--data", help="count the training items of this corpus (data=)")
+    items.add_argument("--samples", type=int, help="plan for this many training items")
+    p.add_argument("--quota-hours", type=float, default=30.0, help="GPU hours a week (default 30: Kaggle's weekly quota)")
+    p.add_argument("--session-hours", type=float, default=12.0, help="length of one session (default 12: Kaggle's limit)")
+    p.add_argument("--price", type=float, help="price of one GPU hour, for a cost")
+    p.add_argument("--install-seconds", type=float, default=180.0,
+                   help="a fresh session's install and model download before training (assumed; default 180)")
+    p.add_argument("--device", help="use the kept bench of the device whose name contains this (e.g. T4); default: this machine")
+    p.add_argument("--bench", help="a bench from elsewhere: the output of fintts bench --json")
+    p.add_argument("--step-seconds", type=float, help="plan with this step time instead of a bench (an expectation, not a measurement)")
+    p.add_argument("--store", help="the run's folder with the kept benches (default runs/<run_name>)")
+    p.add_argument("--json", action="store_true", help="keys: steps_per_epoch, total_steps, epochs, sessions, weeks, gpu_hours, ...")
+    p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("push", help="upload a local run's newest checkpoint to its Hub repo now")
     p.add_argument("--store", required=True, help="the local run folder")
@@ -417,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # key=value overrides may stand anywhere among train's options
-    stray = [item for item in extra if item.startswith("-") or "=" not in item or args.command != "train"]
+    stray = [item for item in extra if item.startswith("-") or "=" not in item or args.command not in OVERRIDABLE]
     if stray:
         parser.error(f"unrecognized arguments: {' '.join(stray)}")
     if extra:

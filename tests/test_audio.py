@@ -15,6 +15,7 @@ from fintts.tts.audio import (
     SpectrogramConfig,
     linear_spectrogram,
     load_audio,
+    resampled_length,
     mel_spectrogram,
     spec_to_mel,
 )
@@ -176,3 +177,11 @@ def test_feature_cache_entries_are_read_back_without_rehashing_and_survive_loss(
     entry.unlink()  # e.g. a cache folder cleaned between epochs
     torch.testing.assert_close(cache.load(entry, clip).spec, first.spec)
     assert cache.misses == 2 and entry.is_file()
+
+
+@pytest.mark.parametrize("rate", [16000, 22050, 44100, 24000])
+@pytest.mark.parametrize("seconds", [0.77, 2.0])
+def test_resampled_length_from_the_header_is_what_loading_gives(tmp_path: Path, rate: int, seconds: float) -> None:
+    clip = tmp_path / "clip.flac"
+    sf.write(clip, _tone(seconds, rate), rate)
+    assert resampled_length(clip, 16000) == len(load_audio(clip, 16000))

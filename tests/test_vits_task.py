@@ -35,6 +35,12 @@ def test_vits_training_resumes_bit_identically(trained, tmp_path):
     assert_bit_identical(final_weights(tmp_path / "store"), final_weights(folder / "store"))
 
 
+def test_features_are_computed_as_training_first_reads_each_clip(trained):
+    folder, _, summary = trained
+    entries = list((folder / "store" / "cache" / "features").glob("stft-*/*.safetensors"))
+    assert summary.end_step == 6 and len(entries) == 6 * 4  # the clips of 6 steps at batch 4, not all 102
+
+
 def test_validation_scores_mcd_and_keeps_samples_and_a_plot(trained):
     folder, _, summary = trained
     status = json.loads((folder / "store" / "status.json").read_text())

@@ -17,6 +17,7 @@ from fintts.tts.vits.discriminator import (
     load_mms_discriminator,
 )
 from fintts.tts.vits.generator import (
+    CHECKPOINTABLE_BLOCKS,
     GeneratorOutput,
     VitsTrainingForward,
     discriminator_loss_terms,
@@ -279,16 +280,22 @@ def test_deterministic_duration_predictor_and_speakers_are_supported():
         train_forward(model, **synthetic_batch(), segment_frames=8)
 
 
-def test_decoder_checkpointing_gives_the_same_gradients():
+def test_gradient_checkpointing_of_every_block_gives_the_same_gradients():
+    """In training mode, dropout included: the recomputation must draw the same noise."""
     batch, grads = synthetic_batch(), []
-    for checkpointing in (False, True):
-        model = tiny_model().eval()
-        output = train_forward(
-            model, **batch, segment_frames=8, generator=torch.Generator().manual_seed(1), decoder_checkpointing=checkpointing
-        )
-        output.wav_fake.square().mean().backward()
-        grads.append(model.decoder.conv_pre.weight.grad.clone())
-    torch.testing.assert_close(grads[0], grads[1])
+    for blocks in ((), CHECKPOINTABLE_BLOCKS):
+        model = tiny_model(hidden_dropout=0.2, attention_dropout=0.2).train()
+        torch.manual_seed(3)  # the encoders' own dropout and noise come from the global RNG
+        output = train_forward(model, **batch, segment_frames=8, generator=torch.Generator().manual_seed(1), checkpointing=blocks)
+        loss = output.wav_fake.square().mean() + kl_loss(output.z_p, output.logs_q, output.m_p, output.logs_p, output.frame_mask)
+        (loss + output.duration_loss).backward()
+        grads.append({name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys()
+    assert {name.split(".")[0] for name in grads[0]} >= {"text_encoder", "posterior_encoder", "flow", "decoder"}
+    for name in grads[0]:
+        torch.testing.assert_close(grads[1][name], grads[0][name], msg=name)
+    with pytest.raises(ValueError, match="unknown block.*vocoder.*choose from text_encoder"):
+        train_forward(tiny_model(), **batch, segment_frames=8, checkpointing=["vocoder"])
 
 
 def test_duration_flows_training_direction_inverts_the_inference_direction(monkeypatch):

@@ -44,9 +44,14 @@ class ConfigError(ValueError):
     """A config file or override is invalid; the message names the key and the fix."""
 
 
-def free_setting(default: Any = dataclasses.MISSING, **kwargs) -> Any:
-    """A dataclass field that does not change the math, so it may differ between sessions of a run."""
-    return dataclasses.field(default=default, metadata={"math": False}, **kwargs)
+def free_setting(default: Any = dataclasses.MISSING, *, speed: bool = False, **kwargs) -> Any:
+    """A dataclass field that does not change the math, so it may differ between sessions of a run.
+
+    ``speed=True`` marks one that changes how fast a step runs or how much memory it takes
+    (loader workers, recomputation, cuDNN autotuning): a benchmark is valid for a config
+    only with the same values of these and of the math settings (:func:`speed_settings`).
+    """
+    return dataclasses.field(default=default, metadata={"math": False, "speed": speed}, **kwargs)
 
 
 @dataclasses.dataclass
@@ -59,10 +64,13 @@ class TrainConfig:
     run_name: str = free_setting("")
     seed: int = 1234
     max_steps: int = free_setting(1000)
+    #: passes over the training items (may be fractional); when set it decides the run's length
+    #: (epochs × steps per epoch, known once the data is) and ``max_steps`` is not used. 0: ``max_steps``.
+    epochs: float = free_setting(0.0)
     #: samples per optimizer step, whatever the number of devices (the effective batch).
     batch_size: int = 16
     #: samples per device per forward pass; 0 = batch_size / devices. Accumulation follows.
-    micro_batch_size: int = free_setting(0)
+    micro_batch_size: int = free_setting(0, speed=True)
     #: fp16 | bf16 | fp32 | auto (fp16 on T4-class GPUs, bf16 where supported, fp32 on CPU).
     precision: str = "auto"
     warmup_steps: int = 0
@@ -96,7 +104,20 @@ class TrainConfig:
     #: skip a step whose main loss is above this × the median of the last ``spike_window`` applied steps; 0: off.
     spike_factor: float = free_setting(10.0)
     spike_window: int = free_setting(100)
-    num_workers: int = free_setting(2)
+    num_workers: int = free_setting(2, speed=True)
+    #: keep the data-loader workers alive from one epoch to the next instead of starting new ones
+    #: every epoch (with few items per epoch, restarting them is a large share of the epoch).
+    persistent_workers: bool = free_setting(True, speed=True)
+    #: page-locked host memory for batches, so copies to the GPU overlap compute (CUDA only).
+    pin_memory: bool = free_setting(True, speed=True)
+    #: batch items of similar length together (less padding); changes which items meet, so it is part of the math.
+    length_buckets: bool = True
+    #: let cuDNN time its algorithms for every new input shape and keep the fastest (CUDA only;
+    #: with inputs of many different lengths the timing itself may cost more than it saves).
+    cudnn_benchmark: bool = free_setting(False, speed=True)
+    #: TF32 tensor cores for float32 matrix products and convolutions (Ampere and newer GPUs; no
+    #: effect on a T4 or a CPU). ``false`` keeps them in full float32.
+    tf32: bool = free_setting(True, speed=True)
     log_every: int = free_setting(10)
     #: the run's local folder (``--store``); default ``runs/<run_name>``. With ``hub_repo`` it is the Hub's mirror.
     store: str = free_setting("")
@@ -346,6 +367,8 @@ def check_train_config(cfg: TrainConfig) -> None:
     for key in ("batch_size", "max_steps"):
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"{key}: must be positive, got {getattr(cfg, key)}")
+    if cfg.epochs < 0:
+        raise ConfigError(f"epochs: must be 0 (use max_steps) or positive, got {cfg.epochs}")
     if cfg.micro_batch_size < 0:
         raise ConfigError("micro_batch_size: must be 0 (automatic) or positive")
     for key in ("checkpoint_every", "session_limit", "safety_margin", "initial_reserve", "push_every", "hub_timeout"):
@@ -370,14 +393,15 @@ def check_train_config(cfg: TrainConfig) -> None:
         raise ConfigError("storage_cap_gb: must be 0 (no warning) or a positive number of GB")
 
 
-def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+def _flatten(obj: Any, prefix: str = "", *, speed: bool = False) -> dict[str, Any]:
+    """The math settings of ``obj`` by dotted name; with ``speed``, the speed settings too."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
-        if not f.metadata.get("math", True):
+        if not f.metadata.get("math", True) and not (speed and f.metadata.get("speed")):
             continue
         if dataclasses.is_dataclass(value):
-            out.update(_flatten(value, prefix + f.name + "."))
+            out.update(_flatten(value, prefix + f.name + ".", speed=speed))
         else:
             out[prefix + f.name] = list(value) if isinstance(value, tuple) else value
     return out
@@ -386,6 +410,11 @@ def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
 def fingerprint(config: RunConfig) -> dict[str, Any]:
     """The settings that change what training computes; resuming with others is refused."""
     return {**_flatten(config.train), **_flatten(config.task)}
+
+
+def speed_settings(config: RunConfig) -> dict[str, Any]:
+    """The settings a step's time and memory depend on: the math ones and those marked ``speed``."""
+    return {**_flatten(config.train, speed=True), **_flatten(config.task, speed=True)}
 
 
 def fingerprint_changes(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:

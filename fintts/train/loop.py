@@ -22,7 +22,7 @@ import time
 import uuid
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 import yaml
@@ -31,14 +31,15 @@ from accelerate.utils import gather_object
 from safetensors.torch import load_model, save_model
 from torch.utils.data import DataLoader
 
-from fintts.train import card, checkpoint, data_drift, status
+from fintts.train import card, checkpoint, data_drift, memory, status
 from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
 from fintts.train.collective import post_failure, posted_failures, vote
 from fintts.train.config import ConfigError, RunConfig, as_run_config, fingerprint, fingerprint_changes, parse_duration
 from fintts.train.guard import FP16_OVERFLOW, StepGuard, gradient_norm
-from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, library_versions, session_start
+from fintts.train.plan import total_steps
+from fintts.train.platform import PLATFORM_LIMITS, detect_platform, device_label, host_name, library_versions, session_start
 from fintts.train.progress import SessionBar
-from fintts.train.sampler import EpochPlan, MicroBatchSampler
+from fintts.train.sampler import EpochPlan, MicroBatchSampler, padding_fraction
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
 from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
@@ -81,6 +82,24 @@ def is_disk_full(err: BaseException | None) -> bool:
 def is_out_of_memory(err: BaseException) -> bool:
     """CUDA's out-of-memory error, or the generic "out of memory" RuntimeError of other backends and older torch."""
     return isinstance(err, torch.OutOfMemoryError) or (isinstance(err, RuntimeError) and "out of memory" in str(err))
+
+
+@contextlib.contextmanager
+def cuda_switches(cudnn_benchmark: bool, tf32: bool) -> Iterator[None]:
+    """cuDNN autotuning and TF32 for one session; torch's process-wide flags are put back after.
+
+    Neither changes anything on a CPU. ``set_float32_matmul_precision`` rather than
+    ``torch.backends.cuda.matmul.allow_tf32``: newer torch refuses to mix that legacy flag
+    with its new per-backend precision settings, and this call works with both.
+    """
+    saved = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision()
+    torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = cudnn_benchmark, tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = saved[:2]
+        torch.set_float32_matmul_precision(saved[2])
 
 
 def lr_factor(cfg, step: int) -> float:
@@ -176,18 +195,23 @@ class Trainer:
         self.clock = self._make_clock()
         self.store.set_deadline(self.clock.end)
         self.session = SessionRecord(
-            id=uuid.uuid4().hex[:12], host=host_name(), devices=self._devices(), precision=self.precision, started=time.time()
+            id=uuid.uuid4().hex[:12], host=host_name(), devices=device_label(self.device, self.world), precision=self.precision, started=time.time()
         )
+        self.session.phases["before"] = max(0.0, self.session.started - self.clock.start)
+        memory.reset_peaks(self.device)  # this session's peak, also when one process trains several
         try:
             if self.main:
                 self.store.acquire(self.session.id, force=self.force)
             self._build()
+            started = time.time()
             resumed_from = self._resume()
+            self._spent("resume", started)
             self.session.start_step = self.session.end_step = self.state.step
             self.state.sessions.append(self.session)
             self._write_status("running")
             self.stop.phase = TRAINING
-            reason = self._train(self.stop) if self._work_left() else self._nothing_left()
+            with cuda_switches(self.cfg.cudnn_benchmark, self.cfg.tf32):
+                reason = self._train(self.stop) if self._work_left() else self._nothing_left()
             self.stop.phase = ENDING
             return self._finish(reason, resumed_from)
         except SessionInterrupted as err:
@@ -201,6 +225,10 @@ class Trainer:
     def log(self, message: str) -> None:
         if self.main:
             self._log(message)
+
+    def _spent(self, phase: str, since: float) -> None:
+        """Add the time since ``since`` to this session's ``phase`` (see :data:`fintts.train.state.PHASES`)."""
+        self.session.phases[phase] = self.session.phases.get(phase, 0.0) + time.time() - since
 
     def _make_clock(self) -> SessionClock:
         platform = detect_platform()
@@ -218,11 +246,6 @@ class Trainer:
             initial_reserve=parse_duration(self.cfg.initial_reserve) or 0.0,
         )
 
-    def _devices(self) -> str:
-        if self.device.type == "cuda":
-            return f"{self.world}×{torch.cuda.get_device_name(self.device)}"
-        return f"{self.world}×{self.device.type}"
-
     def _build(self) -> None:
         task_cls = self.config.task_class
         autocast_dtype = AUTOCAST_DTYPES[self.precision]
@@ -231,6 +254,7 @@ class Trainer:
             self.config.task,
             TaskContext(self.cfg.seed, self.device, autocast_dtype, cache, self.main, self.log, self.progress and self.main),
         )
+        started = time.time()
         torch.manual_seed(self.cfg.seed)  # model init; replaced by the checkpoint's weights when resuming
         models = self.task.build_models()
         self.raw_models = {name: m.to(self.device) for name, m in models.items()}
@@ -249,9 +273,15 @@ class Trainer:
                 f"batch_size={self.cfg.batch_size} must be a multiple of micro_batch_size={self.micro} × {self.world} device(s)"
             )
         self.accumulation = self.cfg.batch_size // (self.micro * self.world)
+        self._spent("models", started)
+        started = time.time()
         self.data = self.task.train_data()
-        self.plan = EpochPlan(len(self.data.dataset), self.cfg.batch_size, self.cfg.seed, self.data.lengths)
+        lengths = self.data.lengths if self.cfg.length_buckets else None
+        self.plan = EpochPlan(len(self.data.dataset), self.cfg.batch_size, self.cfg.seed, lengths)
+        self.max_steps = total_steps(self.cfg, self.plan.steps_per_epoch)
+        self.data_facts = self._describe_data()
         self.data_fingerprint = self.task.data_fingerprint()
+        self._spent("data", started)
         self.state = TrainerState(
             run_name=self.cfg.run_name, fingerprint=fingerprint(self.config),
             data=dataclasses.asdict(self.data_fingerprint) if self.data_fingerprint else None,
@@ -259,11 +289,32 @@ class Trainer:
         monitor = self.cfg.monitor or self.task.monitor or ""
         self.monitor_mode, _, self.monitor = monitor.rpartition(":") if ":" in monitor else (self.task.monitor_mode, "", monitor)
         self.last_eval: dict[str, Any] | None = None
+        self.memory: list[dict[str, Any]] = []
         self.main_loss = status.main_loss_key([g.name for g in self.groups])
         self.guard = StepGuard(
             max_skipped=self.cfg.max_skipped_steps, min_loss_scale=self.cfg.min_loss_scale,
             spike_factor=self.cfg.spike_factor, spike_window=self.cfg.spike_window,
         )
+
+    def _describe_data(self) -> dict[str, Any]:
+        """Items, steps per epoch, the run's length, and how much of each micro-batch is padding."""
+        cfg, plan, data = self.cfg, self.plan, self.data
+        facts: dict[str, Any] = {"items": plan.n_items, "batch_size": cfg.batch_size, "steps_per_epoch": plan.steps_per_epoch}
+        line = f"data: {plan.n_items} items, {plan.steps_per_epoch} steps per epoch at batch_size={cfg.batch_size}"
+        if cfg.epochs:
+            line += f"; epochs={cfg.epochs:g} → {self.max_steps} steps (max_steps is not used)"
+        if data.seconds is not None:
+            facts["item_seconds"] = sum(data.seconds) / len(data.seconds)
+        if data.lengths is not None:
+            facts["padding"] = {
+                name: padding_fraction(EpochPlan(plan.n_items, cfg.batch_size, cfg.seed, lengths).steps(0), data.lengths, self.micro)
+                for name, lengths in (("bucketed", data.lengths), ("unbucketed", None))
+            }
+            used, other = ("bucketed", "unbucketed") if cfg.length_buckets else ("unbucketed", "bucketed")
+            line += f"; padding {facts['padding'][used]:.0%} of each micro-batch ({facts['padding'][other]:.0%} {other})"
+        facts["length_buckets"] = cfg.length_buckets and data.lengths is not None
+        self.log(line)
+        return facts
 
     def _resume(self) -> str | None:
         folder = self.store.resume_point(self.log) if self.main else None
@@ -380,22 +431,24 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
     def _work_left(self) -> bool:
-        return self.state.step < self.cfg.max_steps and not (self.state.stopped_early and self.cfg.patience)
+        return self.state.step < self.max_steps and not (self.state.stopped_early and self.cfg.patience)
 
     def _nothing_left(self) -> str:
         return "early_stopping" if self.state.stopped_early else "max_steps"
 
     def _loader(self) -> DataLoader:
-        sampler = MicroBatchSampler(
+        """This session's loader, from where the run stands; each epoch iterates it again."""
+        self.sampler = MicroBatchSampler(
             self.plan, self.state.epoch, self.state.step_in_epoch,
             micro_batch_size=self.micro, rank=self.accelerator.process_index, world=self.world,
         )
         return DataLoader(
             self.data.dataset,
-            batch_sampler=sampler,
+            batch_sampler=self.sampler,
             collate_fn=self.data.collate,
             num_workers=self.cfg.num_workers,
-            pin_memory=self.device.type == "cuda",
+            persistent_workers=self.cfg.persistent_workers and self.cfg.num_workers > 0,
+            pin_memory=self.cfg.pin_memory and self.device.type == "cuda",
             # a private generator: creating a loader must not consume the training RNG
             generator=torch.Generator().manual_seed(self.cfg.seed + self.state.epoch),
         )
@@ -409,10 +462,11 @@ class Trainer:
         window: dict[str, float] = {}
         logged, unusual, last_unusual = 0, 0, ""
         bar = SessionBar(
-            step=self.state.step, max_steps=cfg.max_steps, clock=self.clock, enabled=self.progress and self.main, desc=cfg.run_name
+            step=self.state.step, max_steps=self.max_steps, clock=self.clock, enabled=self.progress and self.main, desc=cfg.run_name
         )
         writer = self._tensorboard()
-        batches = iter(self._loader())
+        loader = self._loader()
+        batches = iter(loader)
         for model in self.models.values():
             model.train()
         reason = None
@@ -421,7 +475,8 @@ class Trainer:
             if self.state.step_in_epoch >= self.plan.steps_per_epoch:
                 self.state.epoch += 1
                 self.state.step_in_epoch = 0
-                batches = iter(self._loader())
+                self.sampler.set_epoch(self.state.epoch)
+                batches = iter(loader)
             try:
                 losses, skipped = self._optimizer_step(batches)
             except Exception as err:
@@ -432,15 +487,17 @@ class Trainer:
             self.state.step += 1
             self.state.step_in_epoch += 1
             step_times = (step_times + [time.time() - started])[-20:]
+            self._spent("steps", started)
             if all(math.isfinite(v) for v in losses.values()):  # a skipped step's finite losses still tell its story
                 logged += 1
+                window[status.STEP_SECONDS] = window.get(status.STEP_SECONDS, 0.0) + step_times[-1]
                 for key, value in losses.items():
                     window[key] = window.get(key, 0.0) + value
             if skipped is not None and skipped != FP16_OVERFLOW:
                 unusual, last_unusual = unusual + 1, skipped
                 if self.guard.in_row == 1 or "spike" in skipped:
                     self.log(f"step {self.state.step} skipped: {skipped}")
-            if self.state.step % cfg.log_every == 0 or self.state.step == cfg.max_steps:
+            if self.state.step % cfg.log_every == 0 or self.state.step == self.max_steps:
                 if logged:
                     self._record_losses(window, logged, writer)
                 window, logged = {}, 0
@@ -449,11 +506,12 @@ class Trainer:
                 if self._evaluate(writer):
                     reason = "early_stopping"
                 eval_seconds = time.time() - eval_started
+                self._spent("validation", eval_started)
             next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
             diverged = self.guard.verdict(self.scaler.get_scale() if self.scaler.is_enabled() else None)
             if diverged is not None:
                 reason = self._diverged(diverged)
-            elif self.state.step >= cfg.max_steps:
+            elif self.state.step >= self.max_steps:
                 reason = reason or "max_steps"
             else:
                 signalled, late = vote(
@@ -467,8 +525,10 @@ class Trainer:
                     (every and time.time() - last_save >= every)
                     or (cfg.checkpoint_every_steps and self.state.step % cfg.checkpoint_every_steps == 0)
                 ):
+                    saving = time.time()
                     if not self._save():
                         reason = DISK_FULL
+                    self._spent("checkpoints", saving)
                     last_save = time.time()
             bar.update(
                 self.state.step,
@@ -593,6 +653,7 @@ class Trainer:
     def _evaluate(self, writer: _Board) -> bool:
         """Validate, keep the best export, and say whether patience ran out."""
         stop = False
+        self.memory = gather_object([memory.peak_memory(self.device)])
         if self.main:
             for model in self.models.values():
                 model.eval()
@@ -623,6 +684,7 @@ class Trainer:
                 f"step {self.state.step}: "
                 + ", ".join(f"{k} {v:.4g}" for k, v in evaluation.metrics.items())
                 + (f" (best {self.state.best_value:.4g} at step {self.state.best_step})" if self.state.best_value is not None else "")
+                + f"; memory: {memory.describe(self.memory)}"
             )
         (stop,) = vote([stop], self.device)  # the main process decided; the others learn it here
         self.state.stopped_early = stop
@@ -725,6 +787,7 @@ class Trainer:
     # ------------------------------------------------------------------ the end
     def _finish(self, reason: str, resumed_from: str | None) -> SessionSummary:
         self.session.reason = reason  # before the final save, so the checkpoint's sessions log says why
+        started = time.time()
         here = checkpoint.name_for_step(self.state.step)
         if reason in (DIVERGED, DISK_FULL):  # keep latest as it is: the last good checkpoint / no room for another
             latest = checkpoint.read_latest(self.store.root)
@@ -739,9 +802,11 @@ class Trainer:
         finished = reason in {"max_steps", "early_stopping"}
         durable, pending = True, None
         final_status = None
+        self.memory = gather_object([memory.peak_memory(self.device)])
         if self.main:
             durable = self._wait_durable()
             pending = self.store.pending()
+            self._spent("final", started)
             self.session.end_step, self.session.ended = self.state.step, time.time()
             final_status = self._write_status(
                 "failed" if reason in FAILURES else "finished" if finished else "paused", reason=reason
@@ -814,6 +879,13 @@ class Trainer:
             self.store.release(timeout=self.clock.left())
             self.store.close(timeout=0.0)
 
+    def _clock_facts(self) -> dict[str, float | None]:
+        """The session's length and what its clock keeps free at the end, for estimates of the next sessions."""
+        clock = self.clock
+        if clock.limit is None or clock.deadline is None:
+            return {"limit": None, "held_back": 0.0}
+        return {"limit": clock.limit, "held_back": round(clock.start + clock.limit - clock.deadline + clock.reserve(), 1)}
+
     def _write_status(self, state: str, *, reason: str | None = None) -> dict[str, Any] | None:
         """Write ``status.json`` and, from it, the run's card (with the newest loss plot beside it).
 
@@ -824,9 +896,10 @@ class Trainer:
             return None
         root = self.store.root
         current = status.build(
-            state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.cfg.max_steps,
+            state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.max_steps,
             groups=[g.name for g in self.groups], monitor=self.monitor, monitor_mode=self.monitor_mode,
-            root=root, store=self.store.url, about=self.task.describe(),
+            root=root, store=self.store.url, about=self.task.describe(), memory=self.memory,
+            data=self.data_facts, clock=self._clock_facts(),
             warnings=self.session.warnings + [p for p in (self.store.problem(),) if p],
         )
         try:

@@ -20,6 +20,8 @@ import platform as _platform
 import socket
 import time
 
+import torch
+
 
 def detect_platform() -> str:
     """``kaggle``, ``colab`` or ``local``, from variables those services set in every kernel."""
@@ -78,3 +80,22 @@ def host_name() -> str:
     """How a session names its machine to other sessions (the Hub lease, the sessions table)."""
     platform = detect_platform()
     return f"{platform}:{socket.gethostname()}" if platform == "local" else platform
+
+
+def device_label(device: torch.device, world: int) -> str:
+    """What a session trains on, e.g. ``2×Tesla T4`` or ``1×cpu (AMD EPYC 7B13, 2 threads)``.
+
+    Benchmarks are kept under this name, so a CPU says which one: CPUs differ far more than
+    the word ``cpu`` suggests.
+    """
+    if device.type == "cuda":
+        return f"{world}×{torch.cuda.get_device_name(device)}"
+    return f"{world}×{device.type} ({_cpu_model()}, {torch.get_num_threads()} threads)"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            return next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), "unknown model")
+    except OSError:
+        return "unknown model"

@@ -60,7 +60,11 @@ class EpochPlan:
 
 
 class MicroBatchSampler(Sampler[list[int]]):
-    """This rank's micro-batches for the steps of one epoch from ``start_step`` on."""
+    """This rank's micro-batches for the steps of one epoch from ``start_step`` on.
+
+    One sampler (and one data loader) serves a whole session: :meth:`set_epoch` moves it to
+    the next epoch, so a loader with persistent workers keeps them between epochs.
+    """
 
     def __init__(self, plan: EpochPlan, epoch: int, start_step: int, *, micro_batch_size: int, rank: int = 0, world: int = 1):
         if plan.batch_size % (micro_batch_size * world):
@@ -69,6 +73,10 @@ class MicroBatchSampler(Sampler[list[int]]):
             )
         self.plan, self.epoch, self.start_step = plan, epoch, start_step
         self.micro, self.rank, self.world = micro_batch_size, rank, world
+
+    def set_epoch(self, epoch: int, start_step: int = 0) -> None:
+        """Yield ``epoch``'s micro-batches from ``start_step`` on, the next time it is iterated."""
+        self.epoch, self.start_step = epoch, start_step
 
     @property
     def accumulation(self) -> int:
@@ -81,3 +89,19 @@ class MicroBatchSampler(Sampler[list[int]]):
         for batch in self.plan.steps(self.epoch)[self.start_step:]:
             micro = [batch[i:i + self.micro] for i in range(0, len(batch), self.micro)]
             yield from micro[self.rank::self.world]
+
+
+def padding_fraction(batches: Sequence[Sequence[int]], lengths: Sequence[int], micro_batch_size: int) -> float:
+    """The share of the padded micro-batches' positions that hold padding, not data.
+
+    A micro-batch is padded to its longest item, so it costs ``items × longest`` positions
+    of which ``sum(lengths)`` are data; over ``batches`` (one epoch's step batches) that is
+    ``1 − Σ data / Σ padded``.
+    """
+    data = padded = 0
+    for batch in batches:
+        for start in range(0, len(batch), micro_batch_size):
+            sizes = [lengths[i] for i in batch[start:start + micro_batch_size]]
+            data += sum(sizes)
+            padded += len(sizes) * max(sizes)
+    return 1.0 - data / padded if padded else 0.0

@@ -18,6 +18,15 @@ import numpy as np
 import torch
 
 
+#: Where a session's time goes. ``before``: from the session's start (the container's on
+#: Kaggle, the process's elsewhere) until training began: installs, imports, copying data.
+#: ``models`` and ``data``: building the task's models and optimizers, and its training data.
+#: ``resume``: finding, fetching and loading the checkpoint. ``steps``: optimizer steps, with
+#: their waits for data. ``validation``, ``checkpoints`` (saves during the session) and
+#: ``final`` (the last save and waiting until the store has it). All but ``steps`` is overhead.
+PHASES = ("before", "models", "data", "resume", "steps", "validation", "checkpoints", "final")
+
+
 @dataclasses.dataclass
 class SessionRecord:
     id: str
@@ -31,6 +40,8 @@ class SessionRecord:
     reason: str = "running"
     #: what went wrong or needs a person's attention in this session (a full disk, a refused push, skipped steps...).
     warnings: list[str] = dataclasses.field(default_factory=list)
+    #: seconds this session spent on each part of its work (see :data:`PHASES`).
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def seconds(self) -> float:

@@ -12,7 +12,14 @@ Keys: ``state`` (running | paused | finished | failed), ``reason``, ``run_name``
 losses) and ``main_loss`` (which of them is the headline), ``evals`` (the newest
 validations), ``sessions``, ``time_used_seconds``, ``store``, ``about`` (the task's facts),
 ``warnings`` (what needs a person's attention now: this session's warnings and the store's
-current trouble, e.g. a failing push) and ``updated`` (unix time).
+current trouble, e.g. a failing push), ``memory`` (the session's peak memory per device, :func:`fintts.train.memory.peak_memory`; empty
+until the first validation), ``data`` (``items``, ``batch_size``, ``steps_per_epoch``, and where the
+task says ``item_seconds``, the mean length of an item, and ``padding``, the share of padding in
+the micro-batches with and without length buckets), ``clock`` (``limit``: the session's length
+in seconds, ``None`` for none; ``held_back``: what the clock keeps free at its end, safety margin
+and reserve) and ``updated`` (unix time). Each session's ``phases`` say where its time went
+(:data:`fintts.train.state.PHASES`); history entries carry ``step_seconds``, the mean seconds
+per optimizer step since the previous entry.
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ from fintts.train.state import TrainerState
 
 #: Validations kept in the status (the full list is in each checkpoint's ``state.json``).
 RECENT_EVALS = 20
+#: The history key that holds seconds per step; the other keys but ``step`` and ``lr`` are losses.
+STEP_SECONDS = "step_seconds"
+NOT_LOSSES = frozenset({"step", "lr", STEP_SECONDS})
 
 
 def main_loss_key(groups: Sequence[str]) -> str:
@@ -63,6 +73,9 @@ def build(
     store: str,
     about: dict[str, Any],
     warnings: Sequence[str] = (),
+    memory: list[dict[str, Any]],
+    data: dict[str, Any],
+    clock: dict[str, float | None],
 ) -> dict[str, Any]:
     """The status of the run in ``root`` as its trainer sees it now."""
     latest = checkpoint.read_latest(root)
@@ -84,10 +97,16 @@ def build(
         "loss": run.history[-1] if run.history else None,
         "main_loss": main_loss_key(groups),
         "evals": run.evals[-RECENT_EVALS:],
-        "sessions": [dataclasses.asdict(s) | {"seconds": round(s.seconds, 1)} for s in run.sessions],
+        "sessions": [
+            dataclasses.asdict(s) | {"seconds": round(s.seconds, 1), "phases": {k: round(v, 2) for k, v in s.phases.items()}}
+            for s in run.sessions
+        ],
         "time_used_seconds": round(run.seconds_trained, 1),
         "store": store,
         "about": about,
         "warnings": list(warnings),
+        "memory": memory,
+        "data": data,
+        "clock": clock,
         "updated": time.time(),
     }

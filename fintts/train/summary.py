@@ -11,6 +11,9 @@ import dataclasses
 import io
 from typing import Any, Mapping
 
+from fintts.train import memory as memory_report
+from fintts.train.status import NOT_LOSSES
+
 REASONS = {
     "max_steps": "reached max_steps",
     "early_stopping": "early stopping: the monitored metric stopped improving",
@@ -50,6 +53,8 @@ class SessionSummary:
     pending: str | None
     clock_origin: str
     warnings: list[str] = dataclasses.field(default_factory=list)
+    #: peak memory per device this session (:func:`fintts.train.memory.peak_memory`).
+    memory: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def steps(self) -> int:
@@ -84,6 +89,7 @@ class SessionSummary:
             pending=pending,
             clock_origin=clock_origin,
             warnings=list(status.get("warnings") or []),
+            memory=list(status.get("memory") or []),
         )
 
     def next_step(self) -> str:
@@ -115,6 +121,8 @@ class SessionSummary:
             f"time used  {hms(self.session_seconds)} this session, {hms(self.total_seconds)} in {self.sessions} session(s)"
             f"   (clock from {self.clock_origin})"
         )
+        if self.memory:
+            lines.append(f"memory     {memory_report.describe(self.memory)}")
         lines.append(f"stopped    {REASONS.get(self.reason, self.reason)}")
         lines += [f"WARNING    {warning}" for warning in self.warnings]
         if self.latest_checkpoint:
@@ -137,7 +145,7 @@ def loss_plot_png(history: list[dict[str, float]], evals: list[dict[str, float]]
     figure = Figure(figsize=(7, 4), dpi=90)
     axis = figure.add_subplot(1, 1, 1)
     steps = [h["step"] for h in history]
-    for key in sorted({k for h in history for k in h} - {"step", "lr"}):
+    for key in sorted({k for h in history for k in h} - NOT_LOSSES):
         axis.plot(steps, [h.get(key, float("nan")) for h in history], label=key, linewidth=1)
     axis.set_xlabel("step")
     axis.set_ylabel("training loss")

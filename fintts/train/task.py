@@ -48,11 +48,16 @@ class TrainData:
     ``lengths`` (one number per item, e.g. frames) lets the trainer's sampler put items of
     similar length into the same batch; ``None`` means plain shuffling. The trainer, not
     the task, decides the order, so that resuming mid-epoch is exact.
+
+    ``seconds`` (one number per item: how long its recording, video... lasts) lets the
+    trainer report throughput as seconds of data trained on per second, which compares
+    across batch sizes and corpora better than items per second.
     """
 
     dataset: torch.utils.data.Dataset
     collate: Callable[[list[Any]], Any]
     lengths: Sequence[int] | None = None
+    seconds: Sequence[float] | None = None
 
 
 @dataclasses.dataclass
@@ -131,6 +136,9 @@ class Task(abc.ABC):
     #: metric watched for early stopping and "best", and whether lower is better.
     monitor: ClassVar[str | None] = None
     monitor_mode: ClassVar[str] = "min"
+    #: the task's own speed and memory switches, by name → the settings that turn them on, which
+    #: ``fintts bench --compare`` measures one at a time against a config (the trainer adds its own).
+    speed_switches: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, config: Any, context: TaskContext):
         self.config = config
@@ -147,6 +155,11 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def train_data(self) -> TrainData:
         """The training items. Called once per session; a task checks its data here."""
+
+    def count_items(self) -> int:
+        """How many training items the data holds, for ``fintts plan``. This prepares the data;
+        a task that can count its items more cheaply (without features, say) overrides it."""
+        return len(self.train_data().dataset)
 
     @abc.abstractmethod
     def step(self, models: Mapping[str, nn.Module], batch: Any, group: str) -> dict[str, torch.Tensor]:

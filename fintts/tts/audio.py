@@ -73,6 +73,20 @@ def load_audio(path: Path, sample_rate: int) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(np.clip(mono, -1.0, 1.0), dtype=np.float32))
 
 
+def resampled_length(path: Path, sample_rate: int) -> int:
+    """How many samples :func:`load_audio` returns for ``path``, read from its header alone.
+
+    ``resample_poly`` makes ``ceil(n × new / old)`` samples of ``n``; knowing it without
+    decoding lets a session order its clips by length before any feature is computed.
+    """
+    try:
+        info = sf.info(str(path))
+    except Exception as error:  # soundfile raises several types for unreadable files
+        raise AudioError(path, f"cannot be read as audio ({error}); re-export it as WAV, FLAC or OGG") from error
+    return -(-info.frames * sample_rate // info.samplerate)
+
+
+
 @dataclasses.dataclass(frozen=True)
 class SpectrogramConfig:
     """STFT and mel settings; ``f_max=None`` means half the sample rate."""

@@ -69,13 +69,17 @@ class FeatureCache:
         """Features of ``audio_path``, from the cache when its bytes were seen before."""
         return self.lookup(audio_path)[1]
 
-    def lookup(self, audio_path: Path) -> tuple[Path, Features]:
-        """The cache entry of ``audio_path`` (computed if missing) and its features.
+    def entry(self, audio_path: Path) -> Path:
+        """Where the features of ``audio_path`` are kept (whether or not they are there yet).
 
-        Hashing the audio is the cost of a lookup; a training loop that reads the same clips
-        every epoch keeps the entry and reads it back with :meth:`load` instead.
+        Hashing the audio is the whole cost; a training loop that reads the same clips every
+        epoch keeps the entry and reads it with :meth:`load`, which computes it the first time.
         """
-        entry = self.folder / f"{sha256_file(audio_path)}.safetensors"
+        return self.folder / f"{sha256_file(audio_path)}.safetensors"
+
+    def lookup(self, audio_path: Path) -> tuple[Path, Features]:
+        """The cache entry of ``audio_path`` (computed if missing) and its features."""
+        entry = self.entry(audio_path)
         cached = self._load(entry)
         if cached is not None:
             self.hits += 1

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from typing import Callable, Collection
 
 import torch
 import torch.utils.checkpoint
@@ -38,6 +38,30 @@ from fintts.tts.vits.losses import (
     mel_reconstruction_loss,
     stochastic_duration_loss,
 )
+
+
+#: The blocks whose activations :func:`train_forward` can recompute in the backward pass
+#: instead of storing them (gradient checkpointing): less memory for one more forward of each.
+CHECKPOINTABLE_BLOCKS = ("text_encoder", "posterior_encoder", "flow", "decoder")
+
+
+def check_blocks(blocks: Collection[str]) -> frozenset[str]:
+    """``blocks`` as a set, or a ValueError naming the unknown ones and the valid ones."""
+    unknown = sorted(set(blocks) - set(CHECKPOINTABLE_BLOCKS))
+    if unknown:
+        raise ValueError(f"checkpointing: unknown block(s) {', '.join(unknown)}; choose from {', '.join(CHECKPOINTABLE_BLOCKS)}")
+    return frozenset(blocks)
+
+
+def _block(name: str, module: nn.Module, checkpointed: frozenset[str]) -> Callable:
+    """``module``, or a call of it that recomputes its activations in the backward pass.
+
+    Non-reentrant checkpointing restores the RNG and autocast state for the recomputation,
+    so dropout and the encoders' own noise come out the same and the gradients are unchanged.
+    """
+    if name not in checkpointed:
+        return module
+    return lambda *args, **kwargs: torch.utils.checkpoint.checkpoint(module, *args, use_reentrant=False, **kwargs)
 
 
 @dataclasses.dataclass
@@ -81,7 +105,7 @@ def train_forward(
     *,
     segment_frames: int,
     generator: torch.Generator | None = None,
-    decoder_checkpointing: bool = False,
+    checkpointing: Collection[str] = (),
 ) -> GeneratorOutput:
     """Run VITS's training forward pass (the original ``SynthesizerTrn.forward``).
 
@@ -97,16 +121,17 @@ def train_forward(
         generator: RNG for the window positions and the posterior/duration noise
             (``None``: torch's global RNG); keep it on the batch's device, or every
             draw is a host-device copy.
-        decoder_checkpointing: recompute the HiFi-GAN decoder in the backward pass
-            instead of storing its activations (its activations dominate memory).
+        checkpointing: blocks of :data:`CHECKPOINTABLE_BLOCKS` to recompute in the backward
+            pass instead of storing their activations (the decoder's dominate memory).
     """
     config = model.config
+    checkpointed = check_blocks(checkpointing)
     device_type = input_ids.device.type
     text_mask = input_mask.unsqueeze(1).float()
     frame_mask = spec_mask.unsqueeze(1).float()
     speaker_embedding = _speaker_embedding(model, speaker_ids)
 
-    encoded = model.text_encoder(
+    encoded = _block("text_encoder", model.text_encoder, checkpointed)(
         input_ids=input_ids,
         padding_mask=input_mask.unsqueeze(-1).to(model.text_encoder.embed_tokens.weight.dtype),
         attention_mask=input_mask.long(),
@@ -114,7 +139,7 @@ def train_forward(
     text_hidden = encoded.last_hidden_state.transpose(1, 2)
     # The encoder's own sample (global RNG, autocast dtype) is dropped and z is drawn
     # below in float32 from ``generator``.
-    _, m_q, logs_q = model.posterior_encoder(spec, frame_mask, speaker_embedding)
+    _, m_q, logs_q = _block("posterior_encoder", model.posterior_encoder, checkpointed)(spec, frame_mask, speaker_embedding)
 
     with torch.autocast(device_type, enabled=False):
         m_p = encoded.prior_means.transpose(1, 2).float()
@@ -123,7 +148,7 @@ def train_forward(
         speaker_fp32 = None if speaker_embedding is None else speaker_embedding.float()
 
         z = (m_q + _standard_normal(m_q, generator) * torch.exp(logs_q)) * frame_mask
-        z_p = model.flow(z, frame_mask, speaker_fp32)
+        z_p = _block("flow", model.flow, checkpointed)(z, frame_mask, speaker_fp32)
 
         alignment = monotonic_alignment_search(
             prior_log_likelihood(z_p, m_p, logs_p), input_mask.bool(), spec_mask.bool()
@@ -149,10 +174,7 @@ def train_forward(
     z_slice = _slice(z, ids_slice, segment_frames)
     wav_real = _slice(wav, ids_slice * hop, segment_frames * hop)
 
-    if decoder_checkpointing:
-        wav_fake = torch.utils.checkpoint.checkpoint(model.decoder, z_slice, speaker_embedding, use_reentrant=False)
-    else:
-        wav_fake = model.decoder(z_slice, speaker_embedding)
+    wav_fake = _block("decoder", model.decoder, checkpointed)(z_slice, speaker_embedding)
 
     return GeneratorOutput(
         wav_fake=wav_fake,
@@ -177,11 +199,11 @@ class VitsTrainingForward(nn.Module):
     (which is inference), so the generator must be wrapped in this instead.
     """
 
-    def __init__(self, model: VitsModel, segment_frames: int, decoder_checkpointing: bool = False):
+    def __init__(self, model: VitsModel, segment_frames: int, checkpointing: Collection[str] = ()):
         super().__init__()
         self.model = model
         self.segment_frames = segment_frames
-        self.decoder_checkpointing = decoder_checkpointing
+        self.checkpointing = check_blocks(checkpointing)
 
     def forward(
         self,
@@ -203,7 +225,7 @@ class VitsTrainingForward(nn.Module):
             speaker_ids,
             segment_frames=self.segment_frames,
             generator=generator,
-            decoder_checkpointing=self.decoder_checkpointing,
+            checkpointing=self.checkpointing,
         )
 
 

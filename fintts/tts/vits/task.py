@@ -8,8 +8,11 @@ optimizers step after the batch (simultaneous updates, which keeps gradient accu
 exact; the original alternates within a batch).
 
 Data: the corpus is checked once per session (bad clips are listed and skipped, never a
-crash hours later), features are computed once into a content-hashed cache kept in the
-run's store, items are bucketed by length by the trainer's sampler.
+crash hours later), items are bucketed by length (read from the audio headers) by the
+trainer's sampler, and features are computed the first time the data loader reads a clip —
+in its workers, while the model trains — into a content-hashed cache in the run's store. A
+fresh session (a Kaggle disk starts empty) so starts training at once instead of waiting
+for every clip's features (about 1.5 minutes for 2000 clips on one core; benchmarks/README.md).
 
 Validation synthesises held-out sentences and scores them against their recordings with
 mel-cepstral distortion (``val/mcd``, lower is better: the monitored metric) and by whether
@@ -34,7 +37,7 @@ from fintts.train.config import free_setting
 from fintts.train import checkpoint
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
-from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio
+from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio, resampled_length
 from fintts.tts.corpus import Item, check_corpus, read_table
 from fintts.tts.eval import nearest_reference
 from fintts.tts.features import FeatureCache
@@ -42,7 +45,9 @@ from fintts.tts.text import FinnishText
 from fintts.tts.vits.card import is_mms, run_card
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
 from fintts.tts.vits.export import save_voice
-from fintts.tts.vits.generator import VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
+from fintts.tts.vits.generator import (
+    CHECKPOINTABLE_BLOCKS, VitsTrainingForward, check_blocks, discriminator_loss_terms, generator_loss_terms,
+)
 from fintts.tts.vits.inference import TorchBackend
 from fintts.tts.vits.init import build_generator
 from fintts.tts.vits.losses import LossWeights
@@ -89,8 +94,9 @@ class VitsTaskConfig:
     max_seconds: float = 20.0
     #: clips held out of training for validation per speaker, when the corpus has no heldout.csv.
     heldout_per_speaker: int = 2
-    #: recompute the decoder in the backward pass: less memory, same result, ~20% slower.
-    decoder_checkpointing: bool = free_setting(False)
+    #: gradient checkpointing: blocks (text_encoder, posterior_encoder, flow, decoder) whose activations
+    #: are recomputed in the backward pass instead of kept: less memory, same gradients, slower steps.
+    checkpointing: list[str] = free_setting(default_factory=list, speed=True)
     eval_sentences: list[str] = free_setting(default_factory=lambda: list(DEFAULT_SENTENCES))
     #: how many speakers say the eval sentences, and how many held-out clips are scored
     #: (``val/mcd``, and ``val/identified``: each clip's text told apart from the others of its speaker).
@@ -100,6 +106,9 @@ class VitsTaskConfig:
     #: speak it. It costs each new best voice 5-10 s for the demo voice and 25-75 s for an MMS-sized
     #: one on a shared 2-core CPU (README, "On a laptop").
     export_onnx: bool = free_setting(True)
+
+    def __post_init__(self) -> None:
+        check_blocks(self.checkpointing)  # a typo fails when the config loads, not after the corpus check
 
 
 @dataclasses.dataclass
@@ -113,7 +122,8 @@ class VitsBatch:
 
 
 class _Clips(torch.utils.data.Dataset):
-    """Encoded text and cached features per clip; deterministic, so workers add no randomness."""
+    """Encoded text and features per clip, computed into the cache on a clip's first read;
+    deterministic, so workers add no randomness."""
 
     def __init__(self, items: list[tuple[list[int], Path, Path, int]], cache: FeatureCache):
         self.items, self.cache = items, cache
@@ -268,6 +278,10 @@ class VitsTask(Task):
     config_class = VitsTaskConfig
     monitor = "val/mcd"
     monitor_mode = "min"
+    speed_switches = {
+        "checkpointing=decoder": {"checkpointing": ["decoder"]},
+        "checkpointing=all": {"checkpointing": list(CHECKPOINTABLE_BLOCKS)},
+    }
 
     # ------------------------------------------------------------------ models
     def build_models(self) -> dict[str, nn.Module]:
@@ -291,7 +305,7 @@ class VitsTask(Task):
             cfg.discriminator or None, DiscriminatorConfig(**{k: tuple(v) if isinstance(v, list) else v
                                                              for k, v in cfg.discriminator_config.items()})
         )
-        generator = VitsTrainingForward(vits, cfg.segment_frames, decoder_checkpointing=cfg.decoder_checkpointing)
+        generator = VitsTrainingForward(vits, cfg.segment_frames, checkpointing=cfg.checkpointing)
         if weights is not None:
             load_model(generator, str(weights / "model.safetensors"), strict=True)
             if (weights / "discriminator.safetensors").is_file() and not cfg.discriminator:
@@ -316,16 +330,25 @@ class VitsTask(Task):
         self.speakers, self.items, self.heldout = selection.speakers, selection.items, selection.heldout
         self.hours = selection.hours
 
+    def count_items(self) -> int:
+        """The corpus's good clips less the held-out ones: checking the corpus, no features."""
+        return len(select_corpus(self.config, log=self.context.log, progress=self.context.progress).items)
+
     def train_data(self) -> TrainData:
         cache = FeatureCache(self.context.cache_dir / "features", self.spectrogram_config)
-        encoded, lengths = [], []
-        for item in tqdm(self.items, desc="features", disable=not self.context.progress, leave=False):
-            entry, features = cache.lookup(item.audio)
+        hop = self.spectrogram_config.hop_length
+        encoded, lengths, cached = [], [], 0
+        for item in tqdm(self.items, desc="indexing clips", disable=not self.context.progress, leave=False):
+            entry = cache.entry(item.audio)
+            cached += entry.is_file()
             encoded.append((self.text.encode(item.text, warn=None), entry, item.audio, self.speakers.index(item.speaker)))
-            lengths.append(int(features.spec.shape[-1]))
-        if cache.misses:
-            self.context.log(f"features: {cache.misses} computed, {cache.hits} from the cache in {cache.folder}")
-        return TrainData(_Clips(encoded, cache), _Collate(self.spectrogram_config.hop_length, len(self.speakers) > 1), lengths)
+            lengths.append(resampled_length(item.audio, self.sample_rate) // hop)  # the spectrogram's frames
+        if cached < len(encoded):
+            self.context.log(f"features: {cached} of {len(encoded)} clips cached in {cache.folder}; "
+                             "the data loader computes the others as training first reads them")
+        seconds = [frames * hop / self.sample_rate for frames in lengths]
+        collate = _Collate(hop, len(self.speakers) > 1)
+        return TrainData(_Clips(encoded, cache), collate, lengths, seconds)
 
     # ------------------------------------------------------------------ training
     def step(self, models, batch: VitsBatch, group: str):

@@ -1,0 +1,66 @@
+"""How much memory training needed: the peak per device, for logs, summaries and benchmarks.
+
+On a GPU the figures are the CUDA caching allocator's peaks: *allocated* is what tensors
+held at most, *reserved* what the allocator took from the driver (what ``nvidia-smi`` shows,
+and what runs out first). On the CPU there is one figure, the process's peak resident set
+(``VmHWM``): model, optimizer state and activations all live there. Data-loader workers are
+processes of their own and are not counted.
+
+Peaks run from the session's start or the last :func:`reset_peaks`, so a benchmark can
+measure each configuration it tries in one process.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+GIB = 2**30
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def _peak_rss_bytes() -> int | None:
+    try:
+        match = re.search(r"^VmHWM:\s+(\d+)\s+kB", _STATUS.read_text(), re.MULTILINE)
+    except OSError:
+        return None
+    return int(match.group(1)) * 1024 if match else None
+
+
+def peak_memory(device: torch.device) -> dict[str, Any]:
+    """This process's peak memory on ``device``: ``{"device", "allocated_gib", "reserved_gib"}`` on
+    CUDA, ``{"device", "rss_gib"}`` on the CPU (``None`` where the system does not say)."""
+    if device.type == "cuda":
+        return {
+            "device": f"cuda:{device.index if device.index is not None else torch.cuda.current_device()}",
+            "allocated_gib": round(torch.cuda.max_memory_allocated(device) / GIB, 3),
+            "reserved_gib": round(torch.cuda.max_memory_reserved(device) / GIB, 3),
+        }
+    rss = _peak_rss_bytes()
+    return {"device": device.type, "rss_gib": None if rss is None else round(rss / GIB, 3)}
+
+
+def reset_peaks(device: torch.device) -> None:
+    """Start the peaks afresh (Linux resets ``VmHWM`` when ``5`` is written to ``clear_refs``)."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+        return
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError:
+        pass  # an older kernel or a sandbox: the peak then runs from the process's start
+
+
+def describe(peaks: Sequence[dict[str, Any]]) -> str:
+    """One line for people: ``cuda:0 3.1/4.0 GiB, cuda:1 3.1/4.2 GiB peak allocated/reserved``."""
+    if not peaks:
+        return "not measured"
+    if all("allocated_gib" in p for p in peaks):
+        parts = [f"{p['device']} {p['allocated_gib']:.2f}/{p['reserved_gib']:.2f} GiB" for p in peaks]
+        return ", ".join(parts) + " peak allocated/reserved"
+    parts = [f"{p['device']} {p['rss_gib']:.2f} GiB" if p.get("rss_gib") is not None else f"{p['device']} ?" for p in peaks]
+    return ", ".join(parts) + " peak RSS"

@@ -1,0 +1,284 @@
+"""How long a run takes: steps, epochs, sessions and weeks of quota, from measured figures.
+
+The arithmetic people do by hand, done once: a data set of ``N`` items at ``batch_size``
+gives ``N // batch_size`` optimizer steps per epoch (the sampler drops the remainder), so
+2000 clips at batch 8 give 250 steps per epoch, and 2800 steps are 11.2 epochs.
+
+Time comes from measurements, never from a constant in the code: the seconds per step,
+per validation and per checkpoint of a :mod:`fintts.train.bench` run of the same config on
+the same device, or, for a run in progress, what its own sessions recorded
+(:data:`fintts.train.state.PHASES`). What cannot be measured before the first session on the
+target machine — the install and model download of a fresh container, moving checkpoints to
+and from the Hub — is an :class:`Assumptions` field, and every figure says which it is.
+
+A session is the :class:`~fintts.train.clock.SessionClock`'s: training stops ``safety_margin``
+plus a reserve (``reserve_factor`` × the final save and upload) before the limit, and the
+session then ends, so the quota pays for what the session used, not for its limit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Mapping, Sequence
+
+from fintts.train.config import TrainConfig, parse_duration
+
+HOUR = 3600.0
+
+
+def total_steps(cfg: TrainConfig, steps_per_epoch: int) -> int:
+    """The run's length in optimizer steps: ``epochs`` × steps per epoch when set, else ``max_steps``."""
+    if cfg.epochs:
+        return max(1, round(cfg.epochs * steps_per_epoch))
+    return cfg.max_steps
+
+
+@dataclasses.dataclass
+class Assumptions:
+    """What a plan cannot measure here. The defaults are Kaggle's free 2×T4 notebooks.
+
+    ``session_hours``: Kaggle (and Colab) stop a notebook session after 12 hours.
+    ``quota_hours``: Kaggle grants about 30 GPU hours a week; the figure floats from week to week.
+    ``install_seconds``: a fresh container's ``pip install`` and model download before training
+    starts (a run's own sessions measure it as their ``before`` phase). The transfer rates move
+    checkpoints to and from the Hub: the final upload of each session, the download on resume.
+    """
+
+    session_hours: float = 12.0
+    quota_hours: float = 30.0
+    install_seconds: float = 180.0
+    upload_mb_per_second: float = 20.0
+    download_mb_per_second: float = 50.0
+    price_per_hour: float | None = None
+
+
+@dataclasses.dataclass
+class Figure:
+    """A duration in seconds and where it comes from (``measured: …`` or ``assumed: …``)."""
+
+    seconds: float
+    source: str
+
+
+@dataclasses.dataclass
+class SessionCosts:
+    """The time a run needs besides its steps, per session or per event."""
+
+    step: Figure
+    #: per session, before the first step: install, models, data (and resume, from the second session on)
+    startup: Figure
+    resume: Figure
+    #: validations and periodic checkpoints, as a share of the time spent in steps
+    overhead_share: Figure
+    #: the last save of a session and making it durable (upload)
+    final: Figure
+
+
+@dataclasses.dataclass
+class Estimate:
+    steps: int
+    sessions: int
+    work_hours: float
+    gpu_hours: float
+    weeks: float
+    #: share of a session that runs to its limit spent in optimizer steps
+    session_useful_fraction: float
+    cost: float | None
+
+
+def estimate(steps: int, costs: SessionCosts, assumptions: Assumptions, limit: float | None, held_back: float) -> Estimate:
+    """Sessions and GPU hours for ``steps`` more optimizer steps.
+
+    ``limit``: a session's length in seconds (``None``: unlimited, one session); ``held_back``:
+    what the clock keeps free at a session's end (safety margin and reserve).
+    """
+    work = steps * costs.step.seconds * (1.0 + costs.overhead_share.seconds)
+    fixed = costs.startup.seconds + costs.final.seconds
+    if limit is None:
+        sessions, capacity = 1, None
+    else:
+        capacity = limit - fixed - costs.resume.seconds - held_back
+        if capacity <= 0:
+            raise ValueError(
+                f"a session of {limit / HOUR:.1f} h has no time left to train after start-up and saving "
+                f"({(limit - capacity) / 60:.0f} min)"
+            )
+        sessions = max(1, math.ceil(work / capacity))
+    gpu = work + sessions * fixed + (sessions - 1) * costs.resume.seconds
+    useful = 1.0 if capacity is None else capacity / (1.0 + costs.overhead_share.seconds) / limit
+    price = assumptions.price_per_hour
+    return Estimate(
+        steps=steps, sessions=sessions, work_hours=work / HOUR, gpu_hours=gpu / HOUR,
+        weeks=gpu / HOUR / assumptions.quota_hours, session_useful_fraction=useful,
+        cost=None if price is None else round(gpu / HOUR * price, 2),
+    )
+
+
+def held_back(cfg: TrainConfig, limit: float | None, final: float) -> float:
+    """What the session clock keeps free at the end of a session of ``limit`` seconds: the safety
+    margin and the reserve for the final save (``reserve_factor`` × its measured length)."""
+    if limit is None:
+        return 0.0
+    margin = min(parse_duration(cfg.safety_margin) or 0.0, 0.05 * limit)
+    return margin + cfg.reserve_factor * final
+
+
+# ---------------------------------------------------------------------- before a run: from a bench
+
+
+@dataclasses.dataclass
+class Plan:
+    """What ``fintts plan`` prints: the arithmetic, the figures it used, and the estimate."""
+
+    config: str
+    items: int
+    items_source: str
+    batch_size: int
+    steps_per_epoch: int
+    total_steps: int
+    steps_source: str
+    epochs: float
+    validations: int
+    costs: SessionCosts
+    assumptions: Assumptions
+    session_limit: float | None
+    estimate: Estimate
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON keys: ``steps_per_epoch``, ``total_steps``, ``epochs``, ``sessions``, ``weeks`` and the rest."""
+        data = dataclasses.asdict(self)
+        data.update({key: data["estimate"][key] for key in ("sessions", "weeks", "gpu_hours", "session_useful_fraction", "cost")})
+        return data
+
+
+def plan_run(
+    cfg: TrainConfig,
+    *,
+    config_name: str,
+    items: int,
+    items_source: str,
+    step: Figure,
+    first_session: Mapping[str, Any] | None,
+    assumptions: Assumptions,
+) -> Plan:
+    """Plan a run of ``items`` training items with config ``cfg``.
+
+    ``step`` is the measured (or given) seconds per optimizer step. ``first_session`` is a
+    bench's first session (:class:`fintts.train.bench.Measurement` as a dict): its phases
+    give the start-up, one validation and the final save, its checkpoint size the transfers.
+    Without one only the step is known and the overheads count as zero, which the plan says.
+    """
+    if items < cfg.batch_size:
+        raise ValueError(f"{items} items are fewer than batch_size={cfg.batch_size}: not one optimizer step per epoch")
+    steps_per_epoch = items // cfg.batch_size
+    steps = total_steps(cfg, steps_per_epoch)
+    validations = steps // cfg.eval_every if cfg.eval_every else 0
+    limit = assumptions.session_hours * HOUR if assumptions.session_hours else None
+    costs = _costs_from_bench(cfg, step, first_session, items, validations, steps, assumptions)
+    return Plan(
+        config=config_name, items=items, items_source=items_source, batch_size=cfg.batch_size,
+        steps_per_epoch=steps_per_epoch, total_steps=steps,
+        steps_source=f"epochs={cfg.epochs:g}" if cfg.epochs else "max_steps", epochs=steps / steps_per_epoch,
+        validations=validations, costs=costs, assumptions=assumptions, session_limit=limit,
+        estimate=estimate(steps, costs, assumptions, limit, held_back(cfg, limit, costs.final.seconds)),
+    )
+
+
+def _costs_from_bench(
+    cfg: TrainConfig, step: Figure, first: Mapping[str, Any] | None, items: int, validations: int, steps: int,
+    assumptions: Assumptions,
+) -> SessionCosts:
+    install = assumptions.install_seconds
+    if first is None:
+        none = "not measured (no bench): counted as 0"
+        return SessionCosts(
+            step=step, startup=Figure(install, f"assumed: install {install:.0f} s; models and data {none}"),
+            resume=Figure(0.0, none), overhead_share=Figure(0.0, none), final=Figure(0.0, none),
+        )
+    phases, where = first["phases"], f"measured: bench on {first['device']}"
+    per_item = phases.get("data", 0.0) / max(1, first["items"])
+    megabytes = first["checkpoint_bytes"] / 1e6
+    startup = install + phases.get("models", 0.0) + per_item * items
+    upload = megabytes / assumptions.upload_mb_per_second
+    download = megabytes / assumptions.download_mb_per_second
+    train_seconds = steps * step.seconds
+    every = parse_duration(cfg.checkpoint_every) or 0.0
+    # a periodic save stalls training about as long as the bench's final save took on the same disk
+    stalls = (train_seconds / every) * phases.get("final", 0.0) if every else 0.0
+    share = (validations * phases.get("validation", 0.0) + stalls) / train_seconds if train_seconds else 0.0
+    return SessionCosts(
+        step=step,
+        startup=Figure(startup, f"assumed: install and model download {install:.0f} s; {where}: models "
+                                f"{phases.get('models', 0.0):.1f} s, data {items} items × {per_item * 1000:.1f} ms"),
+        resume=Figure(download, f"assumed: a {megabytes:.0f} MB checkpoint at {assumptions.download_mb_per_second:g} MB/s"),
+        overhead_share=Figure(share, f"{where}: {validations} validations × {phases.get('validation', 0.0):.1f} s, "
+                                     f"a save every {cfg.checkpoint_every} × {phases.get('final', 0.0):.1f} s"),
+        final=Figure(phases.get("final", 0.0) + upload, f"{where}: save {phases.get('final', 0.0):.1f} s; assumed: upload "
+                                                         f"{megabytes:.0f} MB at {assumptions.upload_mb_per_second:g} MB/s"),
+    )
+
+
+# ---------------------------------------------------------------------- a run in progress: from its sessions
+
+
+def estimate_from_status(status: Mapping[str, Any], assumptions: Assumptions) -> tuple[SessionCosts, Estimate] | None:
+    """What is left of the run ``status`` describes, at the pace its own sessions measured.
+
+    ``None`` until a session has recorded its phases and trained at least one step.
+    """
+    sessions: Sequence[Mapping[str, Any]] = [
+        s for s in status.get("sessions", []) if s.get("phases", {}).get("steps") and s["end_step"] > s["start_step"]
+    ]
+    if not sessions:
+        return None
+    total = lambda key: sum(s["phases"].get(key, 0.0) for s in sessions)  # noqa: E731
+    steps_done = sum(s["end_step"] - s["start_step"] for s in sessions)
+    where = f"measured: this run's {len(sessions)} session(s)"
+    resumed = [s for s in sessions if s["start_step"] > 0]
+    costs = SessionCosts(
+        step=Figure(total("steps") / steps_done, f"{where}, {steps_done} steps"),
+        startup=Figure(sum(total(k) for k in ("before", "models", "data")) / len(sessions), where),
+        resume=Figure(sum(s["phases"].get("resume", 0.0) for s in resumed) / len(resumed) if resumed else 0.0, where),
+        overhead_share=Figure((total("validation") + total("checkpoints")) / total("steps"), where),
+        final=Figure(total("final") / len(sessions), where),
+    )
+    clock = status.get("clock") or {}
+    left = max(0, status["max_steps"] - status["step"])
+    return costs, estimate(left, costs, assumptions, clock.get("limit"), clock.get("held_back", 0.0))
+
+
+# ---------------------------------------------------------------------- for people
+
+
+def format_plan(plan: Plan) -> str:
+    est, costs, a = plan.estimate, plan.costs, plan.assumptions
+    limit = "no limit" if plan.session_limit is None else f"{plan.session_limit / HOUR:g} h"
+    lines = [
+        f"plan for {plan.config}",
+        f"  items              {plan.items}   ({plan.items_source})",
+        f"  steps per epoch    {plan.steps_per_epoch}   ({plan.items} // batch_size {plan.batch_size})",
+        f"  total steps        {plan.total_steps}   ({plan.steps_source})",
+        f"  epochs             {plan.epochs:.4g}",
+        f"  seconds per step   {costs.step.seconds:.3f}   ({costs.step.source})",
+        f"  validations        {plan.validations}",
+        f"  start-up           {costs.startup.seconds / 60:.1f} min per session   ({costs.startup.source})",
+        f"  resume             {costs.resume.seconds:.0f} s per session after the first   ({costs.resume.source})",
+        f"  other overhead     {costs.overhead_share.seconds:.1%} of step time   ({costs.overhead_share.source})",
+        f"  end of session     {costs.final.seconds:.0f} s   ({costs.final.source})",
+        "",
+        *format_estimate(est, limit, a),
+    ]
+    return "\n".join(lines)
+
+
+def format_estimate(est: Estimate, limit: str, assumptions: Assumptions) -> list[str]:
+    lines = [
+        f"  training           {est.work_hours:.2f} h of steps, validations and checkpoints",
+        f"  sessions           {est.sessions} of {limit}   (a full session trains {est.session_useful_fraction:.1%} of its time)",
+        f"  GPU hours          {est.gpu_hours:.2f}",
+        f"  weeks of quota     {est.weeks:.2f}   (at {assumptions.quota_hours:g} GPU h a week)",
+    ]
+    if est.cost is not None:
+        lines.append(f"  cost               {est.cost:.2f} at {assumptions.price_per_hour:g} per GPU hour")
+    return lines

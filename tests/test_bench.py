@@ -1,0 +1,61 @@
+"""``fintts bench``: real steps of a config timed on this CPU, kept for ``fintts plan``; ``fintts status``'s estimate."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+
+from trainer_helpers import cli, start_cli, stop, wait_for_step, write_config
+from vits_helpers import tiny_config
+
+
+def test_bench_compare_times_each_switch_and_plan_uses_the_kept_bench(tmp_path):
+    config = str(write_config(tmp_path, step_delay=0.01))
+    result = cli("bench", config, "--compare", "--steps", "2", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    rows = {row["label"]: row for row in report["rows"]}
+    assert report["device"].startswith("1×cpu (") and list(rows)[0] == "config"
+    assert {"precision=fp16", "precision=bf16", "length_buckets=false"} <= set(rows)
+    for label in ("precision=fp16", "precision=bf16", "length_buckets=false"):
+        assert rows[label]["seconds_per_step"] >= 0.01 and rows[label]["timed_steps"] == 2, label  # each step sleeps 10 ms
+    assert rows["cudnn_benchmark=true"]["seconds_per_step"] is None and rows["cudnn_benchmark=true"]["note"] == "acts on CUDA only"
+    base = rows["config"]
+    assert base["samples_per_second"] == pytest.approx(16 / base["seconds_per_step"])
+    assert base["memory"][0]["rss_gib"] > 0 and rows["length_buckets=false"]["padding"] > base["padding"]
+    first = report["first"]
+    assert first["phases"]["validation"] > 0 and first["phases"]["final"] > 0 and first["checkpoint_bytes"] > 0
+    assert (tmp_path / "runs" / "toy" / "bench.json").is_file()
+
+    plan = cli("plan", config, "--samples", "2000", "--json", cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    planned = json.loads(plan.stdout)
+    assert "no bench" not in plan.stderr  # the kept one was used, not a new one
+    assert planned["costs"]["step"]["seconds"] == pytest.approx(base["seconds_per_step"])
+    assert planned["costs"]["step"]["source"].startswith("measured: bench on 1×cpu")
+    assert planned["sessions"] == 1 and planned["weeks"] > 0
+
+
+def test_status_estimates_what_is_left_of_a_run_at_its_own_pace(tmp_path):
+    config = str(write_config(tmp_path, max_steps=400, step_delay=0.05, checkpoint_every_steps=4))
+    process = start_cli("train", config, "--store", "store", "--budget", "2h", "--no-progress", cwd=tmp_path)
+    wait_for_step(tmp_path / "store", 8, process)
+    assert "asked to stop (SIGTERM)" in stop(process, signal.SIGTERM)
+    status = json.loads(cli("status", "--store", "store", "--json", cwd=tmp_path).stdout)
+    left, estimate = 400 - status["step"], status["estimate"]
+    assert estimate["steps"] == left and estimate["sessions"] == 1 and status["clock"]["limit"] == 7200
+    assert estimate["work_hours"] > left * 0.05 / 3600  # each step sleeps 50 ms
+    text = cli("status", "--store", "store", cwd=tmp_path).stdout
+    assert f"estimate    {left} steps left: 1 more session(s) of 2 h" in text
+
+
+@pytest.mark.slow
+def test_bench_of_a_vits_config_reports_audio_throughput_and_padding(tmp_path):
+    result = cli("bench", str(tiny_config(tmp_path)), "--steps", "1", "--json", cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr
+    base = json.loads(result.stdout)["rows"][0]
+    assert base["item_seconds"] == pytest.approx(2.2, abs=0.5)  # the demo corpus's clips last about 2 s
+    assert base["data_seconds_per_second"] == pytest.approx(base["samples_per_second"] * base["item_seconds"])
+    assert 0 <= base["padding"] < base["padding_other"]["unbucketed"]

@@ -1,0 +1,46 @@
+"""``fintts plan``: the hand arithmetic exactly, and sessions and weeks from measured figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trainer_helpers import cli, write_config
+from vits_helpers import tiny_config
+
+
+def plan_json(*args: str, cwd) -> dict:
+    result = cli("plan", *args, "--json", cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_plan_reproduces_the_arithmetic_people_do_by_hand(tmp_path):
+    config = str(write_config(tmp_path))
+    by_steps = plan_json(config, "--samples", "2000", "batch_size=8", "max_steps=2800", "--step-seconds", "1.5", cwd=tmp_path)
+    assert (by_steps["steps_per_epoch"], by_steps["total_steps"], by_steps["epochs"]) == (250, 2800, pytest.approx(11.2))
+    by_epochs = plan_json(config, "--samples", "2000", "batch_size=8", "epochs=11.2", "--step-seconds", "1.5", cwd=tmp_path)
+    assert (by_epochs["total_steps"], by_epochs["steps_source"]) == (2800, "epochs=11.2")
+    # 2800 steps × 1.5 s in one 12-hour session, plus its assumed 180 s of install; 30 GPU hours a week
+    assert by_steps["sessions"] == 1
+    assert by_steps["gpu_hours"] == pytest.approx((2800 * 1.5 + 180) / 3600)
+    assert by_steps["weeks"] == pytest.approx((2800 * 1.5 + 180) / 3600 / 30)
+    long = plan_json(config, "--samples", "2000", "batch_size=8", "max_steps=100000", "--step-seconds", "1.5",
+                     "--session-hours", "12", "--price", "0.5", cwd=tmp_path)
+    assert long["sessions"] == 4  # 41.7 h of steps, under 12 h each once the margin and start-up are taken
+    assert long["cost"] == pytest.approx(long["gpu_hours"] * 0.5, abs=0.01)
+
+
+def test_plan_counts_the_corpus_items_when_given_data(tmp_path):
+    config = str(tiny_config(tmp_path))  # two demo speakers, 51 training clips each once 5 are held out
+    plan = plan_json(config, "--data", "demo", "--step-seconds", "2", cwd=tmp_path)
+    assert (plan["items"], plan["steps_per_epoch"]) == (102, 25)
+
+
+def test_plan_without_items_or_with_too_few_says_what_to_do(tmp_path):
+    config = str(write_config(tmp_path))
+    result = cli("plan", config, "--samples", "3", "--step-seconds", "1", cwd=tmp_path)
+    assert result.returncode == 2 and "3 items are fewer than batch_size=16" in result.stderr
+    result = cli("plan", str(tiny_config(tmp_path)), "data=/no/such/corpus", "--step-seconds", "1", cwd=tmp_path)
+    assert result.returncode == 2 and "/no/such/corpus" in result.stderr
