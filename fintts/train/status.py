@@ -98,7 +98,7 @@ def build(
         "main_loss": main_loss_key(groups),
         "evals": run.evals[-RECENT_EVALS:],
         "sessions": [
-            dataclasses.asdict(s) | {"seconds": round(s.seconds, 1), "phases": {k: round(v, 2) for k, v in s.phases.items()}}
+            dataclasses.asdict(s) | {"seconds": round(s.seconds, 1), "phases": {k: round(v, 3) for k, v in s.phases.items()}}
             for s in run.sessions
         ],
         "time_used_seconds": round(run.seconds_trained, 1),
