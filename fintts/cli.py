@@ -574,7 +574,7 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = list(args.overrides) + extra
     try:
         return args.func(args)
-    except _loaded("fintts.train.loop", "ConfigDrift") as err:
+    except _loaded("fintts.train.config", "ConfigDrift") as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_DRIFT
     except (FileNotFoundError, ValueError) as err:  # ConfigError and VoiceError are ValueErrors

@@ -2,14 +2,29 @@
 
 It knows nothing about audio. A task (:class:`fintts.train.task.Task`) plugs in; the
 public entry points are :func:`train` (this process) and :func:`launch` (one process per GPU).
+
+The names below are imported when first used (PEP 562), so that the torch-free parts —
+``fintts.train.config``, ``checkpoint``, ``stores.base`` — can be imported by the laptop
+side and the CLI without importing torch.
 """
 
-from fintts.train.launcher import LaunchFailed, launch
-from fintts.train.loop import ConfigDrift, Trainer, train
-from fintts.train.summary import SessionSummary
-from fintts.train.task import Evaluation, OptimizerGroup, Task, TaskContext, TrainData, unwrap
+from __future__ import annotations
 
-__all__ = [
-    "ConfigDrift", "Evaluation", "LaunchFailed", "OptimizerGroup", "SessionSummary", "Task", "TaskContext", "TrainData", "Trainer",
-    "launch", "train", "unwrap",
-]
+import importlib
+from typing import Any
+
+_WHERE = {
+    "ConfigDrift": "fintts.train.config",
+    "LaunchFailed": "fintts.train.launcher", "launch": "fintts.train.launcher",
+    "Trainer": "fintts.train.loop", "train": "fintts.train.loop",
+    "SessionSummary": "fintts.train.summary",
+    **dict.fromkeys(["Evaluation", "OptimizerGroup", "Task", "TaskContext", "TrainData", "unwrap"], "fintts.train.task"),
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'fintts.train' has no attribute {name!r}")
+    return getattr(importlib.import_module(_WHERE[name]), name)

@@ -44,6 +44,10 @@ class ConfigError(ValueError):
     """A config file or override is invalid; the message names the key and the fix."""
 
 
+class ConfigDrift(ConfigError):
+    """Resuming with settings that change the math; the message lists them and the override."""
+
+
 def free_setting(default: Any = dataclasses.MISSING, *, speed: bool = False, **kwargs) -> Any:
     """A dataclass field that does not change the math, so it may differ between sessions of a run.
 

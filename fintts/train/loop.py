@@ -34,7 +34,7 @@ from torch.utils.data import DataLoader
 from fintts.train import card, checkpoint, data_drift, memory, status
 from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
 from fintts.train.collective import post_failure, posted_failures, vote
-from fintts.train.config import ConfigError, RunConfig, as_run_config, fingerprint, fingerprint_changes, parse_duration
+from fintts.train.config import ConfigDrift, ConfigError, RunConfig, as_run_config, fingerprint, fingerprint_changes, parse_duration
 from fintts.train.guard import FP16_OVERFLOW, StepGuard, gradient_norm
 from fintts.train.plan import total_steps
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, device_label, host_name, library_versions, session_start
@@ -45,10 +45,6 @@ from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
 from fintts.train.summary import SessionSummary, loss_plot_png
 from fintts.train.task import OptimizerGroup, Task, TaskContext
-
-
-class ConfigDrift(ConfigError):
-    """Resuming with settings that change the math; the message lists them and the override."""
 
 
 def resolve_precision(requested: str, device: torch.device) -> str:
