@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 
 import pytest
@@ -26,7 +27,8 @@ def test_bench_compare_times_each_switch_and_plan_uses_the_kept_bench(tmp_path):
     assert base["samples_per_second"] == pytest.approx(16 / base["seconds_per_step"])
     assert base["memory"][0]["rss_gib"] > 0 and rows["length_buckets=false"]["padding"] > base["padding"]
     first = report["first"]
-    assert first["phases"]["validation"] > 0 and first["phases"]["final"] > 0 and first["checkpoint_bytes"] > 0
+    # a toy validation can take under 5 ms, which status.json's 10 ms rounding makes 0.0: ask that it was timed
+    assert {"validation", "final"} <= set(first["phases"]) and first["checkpoint_bytes"] > 0
     assert (tmp_path / "runs" / "toy" / "bench.json").is_file()
 
     plan = cli("plan", config, "--samples", "2000", "--json", cwd=tmp_path)
@@ -49,6 +51,7 @@ def test_status_estimates_what_is_left_of_a_run_at_its_own_pace(tmp_path):
     assert estimate["work_hours"] > left * 0.05 / 3600  # each step sleeps 50 ms
     text = cli("status", "--store", "store", cwd=tmp_path).stdout
     assert f"estimate    {left} steps left: 1 more session(s) of 2 h" in text
+    assert re.search(r"\d+\.\d%  SIGTERM$", text, re.MULTILINE)  # the session's share of time in steps
 
 
 @pytest.mark.slow
