@@ -2,10 +2,8 @@
 
     python benchmarks/startup.py --clips 200 --seconds 6 --rate 22050 [--json out.json]
 
-Builds a corpus of ``--clips`` synthetic clips (harmonic tones with a syllable-rate envelope,
-16-bit WAV at ``--rate``, text at ~15 characters a second) and an MMS-sized voice to start
-from (``VitsModel(VitsConfig())`` — transformers' defaults are the MMS-TTS architecture —
-saved with ``save_pretrained`` as a downloaded ``facebook/mms-tts-fin`` would be), then runs
+Builds a corpus of ``--clips`` synthetic clips at ``--rate`` and an MMS-sized voice to start
+from (:mod:`stand_ins`), then runs
 ``configs/mms-fin.yaml`` for one step in three fresh processes, as sessions meet them:
 
 * ``new run``: an empty run folder, so every clip's features are computed;
@@ -13,6 +11,11 @@ saved with ``save_pretrained`` as a downloaded ``facebook/mms-tts-fin`` would be
 * ``Hub resume``: the run pushed to a local Hub stand-in (:class:`fintts.testing.HubServer`)
   and resumed into an empty folder, as a Kaggle session finds its disk: the checkpoint is
   downloaded and the features computed again.
+
+Then, since a session computes features as its first epoch reads the clips, how fast the
+data loader delivers clips with ``--num-workers`` workers from an empty cache and from a full
+one (the task's own dataset and collate, through the Task interface), to set against the
+clips per second a training step consumes.
 
 Each session's phases (:data:`fintts.train.state.PHASES`) come from its ``status.json``:
 ``before`` (process start to training: Python, imports, the config), ``models`` (the corpus
@@ -34,49 +37,18 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import soundfile as sf
 import torch
-from transformers import VitsConfig, VitsModel
 
 from fintts.testing import HubServer
+from fintts.train.config import load_config
 from fintts.train.stores.base import STATUS
+from fintts.train.task import TaskContext
 from fintts.tts.corpus import check_corpus
-from fintts.tts.text import FinnishText
+from stand_ins import make_corpus, make_init
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = [word.strip(".,!?;:'\"()") for line in (ROOT / "fintts" / "tts" / "demo" / "sentences.txt").read_text(encoding="utf-8").splitlines()
-         if line and not line.startswith("#") for word in line.split()]
 TOKEN = "hf_startup_benchmark"
 REPO = "bench/startup"
-
-
-def make_corpus(folder: Path, clips: int, seconds: float, rate: int) -> Path:
-    """An LJSpeech-layout corpus of voiced-sounding synthetic clips, ``seconds`` ± 30 % long."""
-    rng = np.random.default_rng(0)
-    (folder / "wavs").mkdir(parents=True)
-    lines = []
-    for n in range(clips):
-        length = seconds * rng.uniform(0.7, 1.3)
-        t = np.arange(int(length * rate)) / rate
-        pitch = rng.uniform(100, 220)
-        voice = sum(np.sin(2 * np.pi * pitch * k * t) / k for k in range(1, 6))
-        envelope = 0.5 + 0.5 * np.sin(2 * np.pi * 4 * t) ** 2
-        audio = (0.1 * voice * envelope + 0.003 * rng.standard_normal(t.size)).astype(np.float32)
-        sf.write(folder / "wavs" / f"clip{n:05d}.wav", audio, rate, subtype="PCM_16")
-        words = rng.choice([w for w in WORDS if w], size=max(2, int(length * 15 / 7)))
-        lines.append(f"clip{n:05d}|{' '.join(words)}.")
-    (folder / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return folder
-
-
-def make_init(folder: Path) -> Path:
-    """An MMS-sized voice with random weights, saved as a downloaded checkpoint would be."""
-    text = FinnishText.default()
-    torch.manual_seed(0)
-    VitsModel(VitsConfig(vocab_size=text.vocab_size)).save_pretrained(folder)
-    text.save_tokenizer(folder)
-    return folder
 
 
 def session(args: list[str], store: Path, env: dict[str, str]) -> dict[str, float]:
@@ -88,6 +60,22 @@ def session(args: list[str], store: Path, env: dict[str, str]) -> dict[str, floa
         raise RuntimeError(f"fintts train failed ({result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
     phases = json.loads((store / STATUS).read_text())["sessions"][-1]["phases"]
     return {**phases, "process_wall": wall}
+
+
+def loader_rates(config: Path, overrides: list[str], cache: Path, workers: int) -> dict[str, float]:
+    """Clips per second the task's data loader delivers with an empty feature cache, then a full one."""
+    run = load_config(config, overrides)
+    task = run.task_class(run.task, TaskContext(run.train.seed, torch.device("cpu"), None, cache, log=lambda _: None, progress=False))
+    task.build_models()
+    rates = {}
+    for name in ("cold", "warm"):
+        data = task.train_data()
+        loader = torch.utils.data.DataLoader(data.dataset, batch_size=8, collate_fn=data.collate, num_workers=workers)
+        started = time.perf_counter()
+        for _ in loader:
+            pass
+        rates[name] = len(data.dataset) / (time.perf_counter() - started)
+    return rates
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -129,13 +117,15 @@ def main(argv: list[str] | None = None) -> dict:
                 [config, *overrides, "--store", str(fresh), "--hub-repo", REPO, "--max-steps", "3", "--force"], fresh, env
             )
         checkpoint_mb = sum(p.stat().st_size for p in (local / "checkpoints").rglob("*") if p.is_file()) / 1e6 / 2
+        settings = [item for item in overrides if "=" in item and not item.startswith("-")]
+        rates = loader_rates(Path(config), settings, work / "loader-cache", args.num_workers)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     result = {
         "clips": args.clips, "mean_seconds": args.seconds, "rate": args.rate, "corpus_hours": report.hours,
         "corpus_check_seconds": check_seconds, "checkpoint_mb": checkpoint_mb, "sessions": phases,
-        "torch_threads": torch.get_num_threads(), "loadavg_after": os.getloadavg(),
+        "loader_clips_per_second": rates, "torch_threads": torch.get_num_threads(), "loadavg_after": os.getloadavg(),
     }
     cold, warm = phases["new run"]["data"], phases["local resume"]["data"]
     result["per_clip_ms"] = {"corpus_check": 1000 * check_seconds / args.clips, "data_cold": 1000 * cold / args.clips,
@@ -152,6 +142,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"corpus check alone: {check_seconds:.1f} s ({result['per_clip_ms']['corpus_check']:.1f} ms/clip)")
     for key, seconds in result[f"extrapolated_{args.extrapolate}_clips_seconds"].items():
         print(f"{key} × {args.extrapolate} clips: {seconds:.0f} s")
+    print(f"data loader, {args.num_workers} workers: {rates['cold']:.1f} clips/s computing features, {rates['warm']:.1f} clips/s from the cache")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return result

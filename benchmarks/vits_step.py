@@ -1,4 +1,4 @@
-"""Time one VITS GAN training step at MMS size, and monotonic alignment search at 400×1000.
+"""Time one VITS GAN training step at MMS size, its text encoder alone, and monotonic alignment search at 400×1000.
 
     python benchmarks/vits_step.py --device cpu --precision fp32 --batch 8 16 --steps 2
     python benchmarks/vits_step.py --device cuda --precision fp16 --batch 8 16 --steps 10 --json out.json
@@ -69,11 +69,40 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def autocast(device: torch.device, precision: str):
+    dtype = AUTOCAST_DTYPES[precision]
+    return contextlib.nullcontext() if dtype is None else torch.autocast(device.type, dtype=dtype)
+
+
+def time_text_encoder(args, generator_model, batch_size: int, device: torch.device) -> float:
+    """Seconds of the text encoder's forward and backward alone, on batches like the step's.
+
+    Its self-attention is all that SDPA could speed up (transformers' ``VitsModel`` refuses
+    ``attn_implementation="sdpa"``), so this bounds what a replacement could gain.
+    """
+    rng = torch.Generator().manual_seed(1)
+    times = []
+    for step in range(args.warmup + args.steps):
+        batch = synthetic_batch(generator_model.config, batch_size, args.tokens, tuple(args.seconds), rng, device)
+        synchronize(device)
+        start = time.perf_counter()
+        with autocast(device, args.precision):
+            encoded = generator_model.text_encoder(
+                input_ids=batch["input_ids"], padding_mask=batch["input_mask"].unsqueeze(-1).float(),
+                attention_mask=batch["input_mask"],
+            )
+        (encoded.last_hidden_state.float().square().mean() + encoded.prior_means.float().square().mean()).backward()
+        synchronize(device)
+        if step >= args.warmup:
+            times.append(time.perf_counter() - start)
+    generator_model.zero_grad(set_to_none=True)
+    return statistics.mean(times)
+
+
 def time_training_steps(
     args, generator_model, discriminator, batch_size: int, device: torch.device, rss_baseline: int
 ) -> dict:
     config = generator_model.config
-    autocast_dtype = AUTOCAST_DTYPES[args.precision]
     g_optimizer = torch.optim.AdamW(generator_model.parameters(), lr=2e-4, betas=(0.8, 0.99), eps=1e-9)
     d_optimizer = torch.optim.AdamW(discriminator.parameters(), lr=2e-4, betas=(0.8, 0.99), eps=1e-9)
     scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
@@ -82,11 +111,6 @@ def time_training_steps(
     device_rng = torch.Generator(device=device).manual_seed(0)
     g_params, d_params = list(generator_model.parameters()), list(discriminator.parameters())
 
-    def autocast():
-        if autocast_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(device.type, dtype=autocast_dtype)
-
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     times = []
@@ -94,7 +118,7 @@ def time_training_steps(
         batch = synthetic_batch(config, batch_size, args.tokens, tuple(args.seconds), rng, device)
         synchronize(device)
         start = time.perf_counter()
-        with autocast():
+        with autocast(device, args.precision):
             output = train_forward(
                 generator_model, **batch, segment_frames=args.segment_frames, generator=device_rng,
                 checkpointing=args.checkpointing,
@@ -103,7 +127,7 @@ def time_training_steps(
         d_optimizer.zero_grad(set_to_none=True)
         scaler.scale(d_loss).backward(inputs=d_params)
         scaler.step(d_optimizer)
-        with autocast():
+        with autocast(device, args.precision):
             g_loss = generator_loss_terms(discriminator, output, log_mel)["loss"]
         g_optimizer.zero_grad(set_to_none=True)
         scaler.scale(g_loss).backward(inputs=g_params)
@@ -176,13 +200,16 @@ def main(argv: list[str] | None = None) -> dict:
     rss_baseline = peak_rss_bytes()
     for batch_size in args.batch:
         report["steps"].append(time_training_steps(args, generator_model, discriminator, batch_size, device, rss_baseline))
+        report["steps"][-1]["text_encoder_seconds"] = time_text_encoder(args, generator_model, batch_size, device)
     for batch_size in (1, 16):
         report["alignment_400x1000_seconds"][str(batch_size)] = time_alignment(device, batch_size)
 
     memory_key = "peak_memory_gib" if device.type == "cuda" else "peak_rss_growth_gib"
-    print(f"\n{'batch':>5}  {'s/step':>8}  {'min s':>8}  {memory_key:>20}")
+    print(f"\n{'batch':>5}  {'s/step':>8}  {'min s':>8}  {memory_key:>20}  {'text encoder fwd+bwd':>21}")
     for row in report["steps"]:
-        print(f"{row['batch']:>5}  {row['seconds_per_step']:>8.2f}  {row['seconds_per_step_min']:>8.2f}  {row[memory_key]:>20.2f}")
+        share = row["text_encoder_seconds"] / row["seconds_per_step"]
+        print(f"{row['batch']:>5}  {row['seconds_per_step']:>8.2f}  {row['seconds_per_step_min']:>8.2f}  {row[memory_key]:>20.2f}"
+              f"  {row['text_encoder_seconds']:>8.3f} s ({share:.1%})")
     for batch_size, seconds in report["alignment_400x1000_seconds"].items():
         print(f"MAS 400 tokens × 1000 frames, batch {batch_size:>2}: {seconds * 1000:.0f} ms")
     if args.json:

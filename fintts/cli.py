@@ -224,14 +224,21 @@ def format_status(status: dict, quota_hours: float) -> str:
     facts = {k: v for k, v in status.get("store_facts", {}).items() if k != "store"}
     for key, value in facts.items():
         lines.append(f"{key:<11} {value}")
-    lines.append("sessions    started              host                 devices          steps          reason")
+    lines.append("sessions    started              host                 devices          steps          training  reason")
     for s in status.get("sessions", []):
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(s["started"]))
         lines.append(
             f"            {started:<20} {s['host'][:20]:<20} {s['devices'][:16]:<16} "
-            f"{s['start_step']:>6} → {s['end_step']:<6} {s['reason']}"
+            f"{s['start_step']:>6} → {s['end_step']:<6} {_training_share(s):>8}  {s['reason']}"
         )
     return "\n".join(lines)
+
+
+def _training_share(session: dict) -> str:
+    """The share of a session's time, from its true start, spent in optimizer steps."""
+    phases = session.get("phases") or {}
+    whole = session["seconds"] + phases.get("before", 0.0)
+    return f"{phases['steps'] / whole:.1%}" if phases.get("steps") and whole else "—"
 
 
 def cmd_push(args) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 
 import pytest
@@ -49,6 +50,7 @@ def test_status_estimates_what_is_left_of_a_run_at_its_own_pace(tmp_path):
     assert estimate["work_hours"] > left * 0.05 / 3600  # each step sleeps 50 ms
     text = cli("status", "--store", "store", cwd=tmp_path).stdout
     assert f"estimate    {left} steps left: 1 more session(s) of 2 h" in text
+    assert re.search(r"\d+\.\d%  SIGTERM$", text, re.MULTILINE)  # the session's share of time in steps
 
 
 @pytest.mark.slow
