@@ -114,12 +114,14 @@ def cmd_plan(args) -> int:
         session_hours=args.session_hours, quota_hours=args.quota_hours, install_seconds=args.install_seconds,
         price_per_hour=args.price,
     )
-    items, items_source = _plan_items(config, args.samples)
+    items, items_source = plan.count_items(config, args.samples)
     first = None
     if args.step_seconds is not None:
         step = plan.Figure(args.step_seconds, "given: --step-seconds")
     else:
-        report = _bench_for_plan(config, args)
+        from fintts.train import bench
+
+        report = bench.for_plan(config, file=args.bench, device=args.device, log=lambda message: print(message, file=sys.stderr))
         step = plan.Figure(report.base.seconds_per_step, f"measured: bench on {report.device}, "
                                                          f"{time.strftime('%Y-%m-%d', time.localtime(report.measured))}")
         first = dataclasses.asdict(report.first)
@@ -129,46 +131,6 @@ def cmd_plan(args) -> int:
     )
     print(json.dumps(result.to_dict(), indent=1) if args.json else plan.format_plan(result))
     return EXIT_OK
-
-
-def _plan_items(config, samples: int | None) -> tuple[int, str]:
-    """The number of training items: ``--samples``, else counted by the task in the config's data."""
-    import torch
-
-    from fintts.train.config import ConfigError
-    from fintts.train.task import TaskContext
-
-    if samples is not None:
-        if samples <= 0:
-            raise ConfigError(f"--samples: must be a positive number of training items, got {samples}")
-        return samples, "--samples"
-    context = TaskContext(config.train.seed, torch.device("cpu"), None, config.train.local_dir() / "cache", log=lambda _: None,
-                          progress=False)
-    return config.task_class(config.task, context).count_items(), "counted in the config's data"
-
-
-def _bench_for_plan(config, args):
-    """The kept bench of this config (on ``--device``, default this machine), ``--bench FILE``, or one run now."""
-    from fintts.train import bench
-    from fintts.train.config import ConfigError
-
-    if args.bench:
-        try:
-            return bench.BenchReport.from_dict(json.loads(Path(args.bench).read_text()))
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ConfigError(f"--bench {args.bench}: not the JSON of fintts bench --json ({err})") from None
-    report = bench.load(config, args.device)
-    if report is not None:
-        return report
-    if args.device:
-        raise ConfigError(
-            f"no bench of this config on a device named like {args.device!r} in {config.train.local_dir() / bench.BENCH_FILE}; "
-            "run fintts bench there with the same settings, or pass --bench FILE or --step-seconds"
-        )
-    print("no bench of this config on this machine yet: running one (fintts bench)", file=sys.stderr)
-    report = bench.bench(config, log=lambda message: print(message, file=sys.stderr))
-    bench.save(config, report)
-    return report
 
 
 def cmd_status(args) -> int:

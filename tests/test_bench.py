@@ -38,6 +38,15 @@ def test_bench_compare_times_each_switch_and_plan_uses_the_kept_bench(tmp_path):
     assert planned["costs"]["step"]["source"].startswith("measured: bench on 1×cpu")
     assert planned["sessions"] == 1 and planned["weeks"] > 0
 
+    (tmp_path / "elsewhere.json").write_text(result.stdout)  # a bench made on another machine, brought here
+    from_file = cli("plan", config, "--samples", "2000", "--json", "--bench", "elsewhere.json", cwd=tmp_path)
+    assert from_file.returncode == 0 and json.loads(from_file.stdout)["costs"]["step"] == planned["costs"]["step"]
+    other = cli("plan", config, "--samples", "2000", "--device", "T4", cwd=tmp_path)
+    assert other.returncode == 2 and "no bench of this config on a device named like 'T4'" in other.stderr
+    (tmp_path / "broken.json").write_text("{")
+    broken = cli("plan", config, "--samples", "2000", "--bench", "broken.json", cwd=tmp_path)
+    assert broken.returncode == 2 and "--bench broken.json: not the JSON of fintts bench --json" in broken.stderr
+
 
 def test_status_estimates_what_is_left_of_a_run_at_its_own_pace(tmp_path):
     config = str(write_config(tmp_path, max_steps=400, step_delay=0.05, checkpoint_every_steps=4))

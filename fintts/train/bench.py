@@ -40,7 +40,7 @@ import torch
 from accelerate import PartialState
 
 from fintts.train import checkpoint
-from fintts.train.config import RunConfig, speed_settings
+from fintts.train.config import ConfigError, RunConfig, speed_settings
 from fintts.train.loop import resolve_precision, train
 from fintts.train.platform import device_label
 from fintts.train.stores.base import CACHE_DIR, STATUS
@@ -330,6 +330,30 @@ def load(config: RunConfig, device: str | None = None) -> BenchReport | None:
         wanted = lambda name: device.lower() in name.lower()  # noqa: E731
     found = [e["report"] for e in _entries(config.train.local_dir() / BENCH_FILE) if e["key"] == key and wanted(e["device"])]
     return BenchReport.from_dict(max(found, key=lambda r: r["measured"])) if found else None
+
+
+def for_plan(
+    config: RunConfig, *, file: str | Path | None = None, device: str | None = None, log: Callable[[str], None] = print
+) -> BenchReport:
+    """The bench a plan is made from: ``file`` (``fintts bench --json`` output from elsewhere), else
+    the kept bench of this config on ``device`` (default: this machine), else one run now and kept."""
+    if file:
+        try:
+            return BenchReport.from_dict(json.loads(Path(file).read_text()))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ConfigError(f"--bench {file}: not the JSON of fintts bench --json ({err})") from None
+    report = load(config, device)
+    if report is not None:
+        return report
+    if device:
+        raise ConfigError(
+            f"no bench of this config on a device named like {device!r} in {config.train.local_dir() / BENCH_FILE}; "
+            "run fintts bench there with the same settings, or pass --bench FILE or --step-seconds"
+        )
+    log("no bench of this config on this machine yet: running one (fintts bench)")
+    report = bench(config, log=log)
+    save(config, report)
+    return report
 
 
 def _entries(path: Path) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ import dataclasses
 import math
 from typing import Any, Mapping, Sequence
 
-from fintts.train.config import TrainConfig, parse_duration
+from fintts.train.config import ConfigError, RunConfig, TrainConfig, parse_duration
 
 HOUR = 3600.0
 
@@ -32,6 +32,21 @@ def total_steps(cfg: TrainConfig, steps_per_epoch: int) -> int:
     if cfg.epochs:
         return max(1, round(cfg.epochs * steps_per_epoch))
     return cfg.max_steps
+
+
+def count_items(config: RunConfig, samples: int | None = None) -> tuple[int, str]:
+    """The number of training items and where it came from: ``samples`` (``--samples``), else the task's count of its data."""
+    if samples is not None:
+        if samples <= 0:
+            raise ConfigError(f"--samples: must be a positive number of training items, got {samples}")
+        return samples, "--samples"
+    import torch  # the task's context names a device; counting never uses it
+
+    from fintts.train.task import TaskContext
+
+    context = TaskContext(config.train.seed, torch.device("cpu"), None, config.train.local_dir() / "cache", log=lambda _: None,
+                          progress=False)
+    return config.task_class(config.task, context).count_items(), "counted in the config's data"
 
 
 @dataclasses.dataclass
