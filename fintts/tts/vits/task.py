@@ -437,7 +437,7 @@ class VitsTask(Task):
         )
 
     def memory_advice(self) -> list[str]:
-        """Gradient checkpointing of every block, when some are not yet: the decoder holds most activations."""
+        """Gradient checkpointing of every block, when some are not yet: the one retry after an out-of-memory stop should fit, at a cost in time only."""
         if set(CHECKPOINTABLE_BLOCKS) <= set(self.config.checkpointing):
             return []
         every = ",".join(CHECKPOINTABLE_BLOCKS)
