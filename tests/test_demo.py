@@ -25,4 +25,9 @@ def test_demo_trains_pauses_resumes_and_speaks(tmp_path):
     assert sessions[1]["start_step"] == sessions[0]["end_step"] > 0
     audio, rate = sf.read(tmp_path / "demo.wav")
     assert rate == 16000 and len(audio) > rate // 4
-    assert "the demo voice says" in result.stdout and "held-out MCD: best" in result.stdout
+    assert "the demo voice says" in result.stdout and "noise floor" in result.stdout
+    # the last lines: steps reached in the two sessions, and the voice against each clean-voice target
+    assert f"== {status['step']:,} steps in 2 session(s)" in result.stdout
+    report = result.stdout[result.stdout.index(f"== {status['step']:,} steps"):]
+    assert all(label in report for label in ("sentences identified", "held-out MCD", "noise floor"))
+    assert "not a clean voice yet" in report or "a clean voice by all three targets" in report

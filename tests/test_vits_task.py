@@ -13,6 +13,8 @@ import yaml
 from transformers import VitsModel, pipeline
 
 from fintts.train import checkpoint, train
+from fintts.tts.audio import load_audio
+from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.task import DEMO_CORPUS
 from fintts.tts.voice import Voice
 from trainer_helpers import assert_bit_identical, cli, final_weights
@@ -63,6 +65,9 @@ def test_validation_scores_mcd_and_keeps_samples_and_a_plot(trained):
     assert [e["step"] for e in status["evals"]] == [3, 6]
     assert all(np.isfinite(e["val/mcd"]) and e["val/mcd"] > 0 for e in status["evals"])
     assert all(0 <= e["val/identified"] <= 1 for e in status["evals"])
+    # the floor of the recordings is the same every validation; a 6-step voice is far noisier
+    assert status["evals"][0]["val/floor_db_ref"] == status["evals"][1]["val/floor_db_ref"] > 20
+    assert all(0 <= e["val/floor_db"] < e["val/floor_db_ref"] for e in status["evals"])
     assert status["about"]["speakers"] == ["espeak_f2", "espeak_m3"] and status["about"]["clips"] > 40
     sample = folder / "store" / "checkpoints" / "step-00000006" / "samples" / "0-espeak_f2.wav"
     audio, rate = sf.read(sample)
@@ -132,6 +137,13 @@ def test_init_from_a_save_pretrained_folder_and_eval_cli(trained, tmp_path):
     # each clip is matched among its speaker's 5 held-out recordings (demo heldout.csv)
     assert {c["candidates"] for c in scores["clips"]} == {5} and scores["chance"] == pytest.approx(len(scores["clips"]) / 5)
     assert 0 <= scores["identified"] == sum(c["identified"] for c in scores["clips"]) <= len(scores["clips"])
+    # each recording's floor is the measure of its own file; the means are over the clips
+    for clip in scores["clips"]:
+        speaker, name = clip["id"].split("/")
+        recording = load_audio(DEMO_CORPUS / speaker / "wavs" / f"{name}.flac", 16000)
+        assert clip["floor_ref_db"] == pytest.approx(noise_floor_db(recording, 16000))
+    assert scores["floor_mean_db"] == pytest.approx(np.mean([c["floor_db"] for c in scores["clips"]]))
+    assert scores["floor_ref_mean_db"] == pytest.approx(np.mean([c["floor_ref_db"] for c in scores["clips"]]))
 
 
 def test_a_new_run_can_start_from_an_old_runs_checkpoint(trained, tmp_path):

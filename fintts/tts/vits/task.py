@@ -12,9 +12,11 @@ crash hours later), features are computed once into a content-hashed cache kept 
 run's store, items are bucketed by length by the trainer's sampler.
 
 Validation synthesises held-out sentences and scores them against their recordings with
-mel-cepstral distortion (``val/mcd``, lower is better: the monitored metric) and by whether
+mel-cepstral distortion (``val/mcd``, lower is better: the monitored metric), by whether
 each is nearest to its own recording among its speaker's held-out clips (``val/identified``,
-a content check MCD alone is not), and renders a few fixed sentences as wavs kept with the
+a content check MCD alone is not) and by how far below the voice's loudest moments its
+quietest lie (``val/floor_db``, beside the same for the recordings, ``val/floor_db_ref``:
+the hiss MCD cannot hear), and renders a few fixed sentences as wavs kept with the
 checkpoint.
 """
 
@@ -38,7 +40,7 @@ from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio, wav_bytes
 from fintts.tts.corpus import Item, check_corpus, read_table
-from fintts.tts.eval import nearest_reference
+from fintts.tts.eval import nearest_reference, noise_floor_db
 from fintts.tts.features import FeatureCache
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
@@ -228,32 +230,48 @@ class HeldoutScores:
     ``mcd``: dB against the clip's own recording (lower is better). ``identified``: the
     clip's own recording is the nearest, by MCD, among the held-out recordings of the same
     speaker — the voice said *that* sentence, not just something in that voice; chance is
-    ``1 / candidates``.
+    ``1 / candidates``. ``floor`` and ``floor_ref``: :func:`~fintts.tts.eval.noise_floor_db`
+    of the synthesis and of its recording (higher is cleaner); MCD ignores frame energy,
+    so a voice that hisses through its pauses scores well on MCD and only these show it.
     """
 
     mcd: list[float]
     identified: list[bool]
     candidates: list[int]
+    floor: list[float]
+    floor_ref: list[float]
 
     def metrics(self) -> dict[str, float]:
         if not self.mcd:
             return {}
-        return {"val/mcd": sum(self.mcd) / len(self.mcd), "val/identified": sum(self.identified) / len(self.identified)}
+        return {
+            "val/mcd": _mean(self.mcd),
+            "val/identified": _mean(self.identified),
+            "val/floor_db": _mean(self.floor),
+            "val/floor_db_ref": _mean(self.floor_ref),
+        }
+
+
+def _mean(values) -> float:
+    return sum(values) / len(values)
 
 
 def score_heldout(voice: Voice, items: list[Item]) -> HeldoutScores:
     """Have the voice say each held-out clip's text; score it against that speaker's recordings."""
     multi = voice.model.config.num_speakers > 1
-    recordings = {item.id: load_audio(item.audio, voice.sample_rate).numpy() for item in items}
-    scores = HeldoutScores([], [], [])
+    rate = voice.sample_rate
+    recordings = {item.id: load_audio(item.audio, rate).numpy() for item in items}
+    scores = HeldoutScores([], [], [], [], [])
     for item in items:
         same_voice = [other for other in items if other.speaker == item.speaker]
         synthesized = voice.synthesize(item.text, item.speaker if multi else None, warn=None).numpy()
-        nearest, mcds = nearest_reference(synthesized, [recordings[o.id] for o in same_voice], voice.sample_rate)
+        nearest, mcds = nearest_reference(synthesized, [recordings[o.id] for o in same_voice], rate)
         own = same_voice.index(item)
         scores.mcd.append(mcds[own])
         scores.identified.append(nearest == own)
         scores.candidates.append(len(same_voice))
+        scores.floor.append(noise_floor_db(synthesized, rate))
+        scores.floor_ref.append(noise_floor_db(recordings[item.id], rate))
     return scores
 
 
@@ -399,11 +417,16 @@ def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[s
         scores = score_heldout(voice, heldout)
     return {
         "model": str(model_dir),
-        "mcd_mean_db": sum(scores.mcd) / len(scores.mcd),
+        "mcd_mean_db": _mean(scores.mcd),
         "identified": sum(scores.identified),
         "chance": sum(1 / n for n in scores.candidates),
+        "floor_mean_db": _mean(scores.floor),
+        "floor_ref_mean_db": _mean(scores.floor_ref),
         "clips": [
-            {"id": item.id, "speaker": item.speaker, "mcd_db": mcd, "identified": hit, "candidates": n}
-            for item, mcd, hit, n in zip(heldout, scores.mcd, scores.identified, scores.candidates)
+            {"id": item.id, "speaker": item.speaker, "mcd_db": mcd, "identified": hit, "candidates": n,
+             "floor_db": floor, "floor_ref_db": floor_ref}
+            for item, mcd, hit, n, floor, floor_ref in zip(
+                heldout, scores.mcd, scores.identified, scores.candidates, scores.floor, scores.floor_ref
+            )
         ],
     }
