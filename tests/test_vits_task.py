@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 import torch
 import yaml
-from transformers import VitsModel, pipeline
+from transformers import VitsModel, VitsTokenizer, pipeline
 
 from fintts.train import checkpoint, train
 from fintts.tts.audio import load_audio
@@ -59,6 +59,20 @@ def test_vits_training_resumes_bit_identically(trained, tmp_path):
     assert_bit_identical(final_weights(tmp_path / "store"), final_weights(folder / "store"))
 
 
+def test_the_gan_starts_at_its_step_and_resumes_across_it_bit_identically(tmp_path):
+    config = tiny_config(tmp_path, gan_start_step=3, max_steps=5, eval_every=0, log_every=1)
+    train(config, store=tmp_path / "straight", **QUIET)
+    train(config, store=tmp_path / "resumed", max_steps=2, **QUIET)
+    train(config, store=tmp_path / "resumed", **QUIET)
+    assert_bit_identical(final_weights(tmp_path / "straight"), final_weights(tmp_path / "resumed"))
+    history = json.loads((checkpoint.latest_complete(tmp_path / "straight") / "state.json").read_text())["history"]
+    assert [h["step"] for h in history] == [1, 2, 3, 4, 5]
+    for entry in history:
+        gan_terms = [entry[k] for k in ("generator/adversarial", "generator/feature_matching", "discriminator/loss")]
+        assert all(v == 0 for v in gan_terms) if entry["step"] <= 3 else all(v > 0 for v in gan_terms), entry
+        assert entry["generator/mel"] > 0
+
+
 def test_validation_scores_mcd_and_keeps_samples_and_a_plot(trained):
     folder, _, summary = trained
     status = json.loads((folder / "store" / "status.json").read_text())
@@ -101,6 +115,22 @@ def test_a_few_steps_under_cpu_autocast_stay_finite(tmp_path, precision):
     if precision == "fp16":
         scaler = torch.load(checkpoint.latest_complete(tmp_path / "store") / "scaler.pt", weights_only=True)
         assert scaler["scale"] > 0
+
+
+def test_punctuation_tokens_reach_the_exported_voice(tmp_path):
+    config = tiny_config(tmp_path, punctuation_tokens=",.!?", max_steps=1, eval_every=0)
+    train(config, store=tmp_path / "store", **QUIET)
+    voice = Voice.load(tmp_path / "store" / "model")
+    assert voice.text.normalize("Hyvää huomenta! Kello on 7.30.") == "hyvää huomenta! kello on seitsemän kolmekymmentä."
+    tokenizer = VitsTokenizer.from_pretrained(tmp_path / "store" / "model")
+    assert tokenizer("a, b")["input_ids"] == voice.text.encode("a, b")
+
+
+def test_punctuation_tokens_a_pretrained_vocabulary_lacks_are_refused(trained, tmp_path):
+    folder, _, _ = trained
+    config = tiny_config(tmp_path, init=str(folder / "store" / "model"), model={}, punctuation_tokens="!", max_steps=1)
+    result = cli("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", cwd=tmp_path)
+    assert result.returncode == 2 and "punctuation_tokens" in result.stderr and "!" in result.stderr
 
 
 def test_bad_clips_are_reported_and_skipped_not_fatal(tmp_path):

@@ -24,6 +24,8 @@ DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "demo.yaml"
 #: Per session. On a 2-core CPU (~0.65 s/step) two of these reach ~2,700 steps; the voice
 #: from scratch tells the held-out sentences apart from ~1,200 steps on (README, "What to expect").
 DEFAULT_BUDGET = "15m"
+#: What the demo voice says at the end: a pause after "huomenta!" and a time to read out.
+DEMO_SENTENCE = "Hyvää huomenta! Kello on 7.30."
 
 
 def run_demo(
@@ -32,7 +34,7 @@ def run_demo(
     budget: str = DEFAULT_BUDGET,
     out: Path = Path("demo.wav"),
     config: Path = DEFAULT_CONFIG,
-    sentence: str = "Hyvää huomenta! Kello on 7.30.",
+    sentence: str = DEMO_SENTENCE,
     extra: list[str] = (),
 ) -> Path:
     if not config.is_file():

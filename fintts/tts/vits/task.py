@@ -42,7 +42,7 @@ from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio, wav_byt
 from fintts.tts.corpus import Item, check_corpus, read_table
 from fintts.tts.eval import nearest_reference, noise_floor_db
 from fintts.tts.features import FeatureCache
-from fintts.tts.text import FinnishText
+from fintts.tts.text import FALLBACK_VOCAB, FinnishText
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
 from fintts.tts.vits.generator import VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
 from fintts.tts.vits.init import build_generator
@@ -50,6 +50,8 @@ from fintts.tts.vits.losses import LossWeights
 from fintts.tts.voice import SPEAKERS_FILE, Voice
 
 DEMO_CORPUS = Path(__file__).resolve().parent.parent / "demo" / "corpus"
+#: sentence punctuation the front end otherwise turns into word breaks
+_PUNCTUATION = ".,;:!?"
 
 DEFAULT_SENTENCES = [
     "Hyvää huomenta, tänään on kaunis päivä.",
@@ -81,9 +83,18 @@ class VitsTaskConfig:
     weight_decay: float = 0.01
     #: clip each group's gradient norm (0: off). Guards fp16 fine-tunes against rare spikes.
     clip_grad_norm: float = 0.0
+    #: with ``init: scratch``, punctuation that gets a token of its own (e.g. ``",.!?"``) instead of
+    #: becoming a word break: speakers (and espeak-ng) pause there, and a model that never sees the
+    #: mark cannot learn where the pauses go. A pretrained init must already have these characters.
+    punctuation_tokens: str = ""
     #: frames decoded per item per step (VITS: 32, i.e. 8192 samples at hop 256).
     segment_frames: int = 32
     loss: LossWeights = dataclasses.field(default_factory=LossWeights)
+    #: the step at which the GAN starts: before it the generator learns from the mel, KL and duration
+    #: terms alone and the discriminator is neither run nor trained (Parallel WaveGAN starts its
+    #: discriminator late the same way, Yamamoto et al. 2020). From scratch, an early discriminator
+    #: fills the decoder's silences with hiss (docs in configs/demo.yaml); 0: VITS, a GAN from step 1.
+    gan_start_step: int = 0
     min_seconds: float = 0.5
     max_seconds: float = 20.0
     #: clips held out of training for validation per speaker, when the corpus has no heldout.csv.
@@ -144,6 +155,39 @@ class _Collate:
             wav[b, 0, : len(w)] = w
         speaker_ids = torch.tensor(speakers, dtype=torch.long) if self.multi_speaker else None
         return VitsBatch(input_ids, input_mask, spec, spec_mask, wav, speaker_ids)
+
+
+class _UpdateCounter:
+    """How many updates an optimizer has applied: the trainer's step, read from the optimizer's
+    own state, so it is exact after a resume (the state is checkpointed) without the task
+    keeping a counter of its own. An fp16 step the GradScaler skipped does not count."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer):
+        self.optimizer = optimizer
+        self.parameter = optimizer.param_groups[0]["params"][0]
+
+    def __call__(self) -> int:
+        state = self.optimizer.state.get(self.parameter)
+        return int(state["step"]) if state else 0
+
+
+def resting_discriminator_loss(discriminator: nn.Module) -> dict[str, torch.Tensor]:
+    """The discriminator's loss before the GAN starts: zero, with zero gradients for every
+    parameter (the trainer backwards every group's loss). AdamW then moves nothing but its
+    decoupled weight decay (lr × weight_decay per step: 5e-6 for the demo)."""
+    loss = sum(parameter.sum() for parameter in discriminator.parameters()) * 0.0
+    return {"loss": loss, "discriminator": loss.detach()}
+
+
+def scratch_front_end(punctuation: str = "") -> FinnishText:
+    """The text front end of a model trained from scratch: the built-in vocabulary plus
+    ``punctuation`` marks appended as tokens of their own (existing ids unchanged)."""
+    vocab = dict(FALLBACK_VOCAB)
+    for mark in punctuation:
+        if mark not in _PUNCTUATION:
+            raise ValueError(f"punctuation_tokens: {mark!r} is not one of the marks that can become a token ({_PUNCTUATION})")
+        vocab.setdefault(mark, len(vocab))
+    return FinnishText(vocab)
 
 
 def read_heldout_files(root: Path) -> list[Item]:
@@ -285,11 +329,18 @@ class VitsTask(Task):
         cfg = self.config
         self._prepare_corpus()
         overrides = dict(cfg.model)
+        scratch_text = scratch_front_end(cfg.punctuation_tokens)
         if cfg.init == "scratch":
-            overrides.setdefault("vocab_size", FinnishText.default().vocab_size)
+            overrides.setdefault("vocab_size", scratch_text.vocab_size)
         init, weights = resolve_init(cfg.init)
         vits, tokenizer = build_generator(init, config_overrides=overrides, num_speakers=max(1, len(self.speakers)))
-        self.text = FinnishText.from_tokenizer(tokenizer) if tokenizer is not None else FinnishText.default()
+        self.text = FinnishText.from_tokenizer(tokenizer) if tokenizer is not None else scratch_text
+        missing = sorted(set(cfg.punctuation_tokens) - set(self.text.vocab))
+        if missing:
+            raise ValueError(
+                f"punctuation_tokens: the vocabulary of init {cfg.init!r} has no {' '.join(missing)}; a pretrained "
+                "voice's characters are fixed by its tokenizer, so remove them from punctuation_tokens"
+            )
         if self.text.vocab_size > vits.config.vocab_size:
             raise ValueError(
                 f"init: {cfg.init!r} has vocab_size {vits.config.vocab_size} but the text front end needs "
@@ -316,8 +367,10 @@ class VitsTask(Task):
             return torch.optim.AdamW(module.parameters(), lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
 
         clip = cfg.clip_grad_norm or None
+        generator = adamw(models["model"])
+        self._updates = _UpdateCounter(generator)
         return [
-            OptimizerGroup("generator", adamw(models["model"]), ["model"], clip),
+            OptimizerGroup("generator", generator, ["model"], clip),
             OptimizerGroup("discriminator", adamw(models["discriminator"]), ["discriminator"], clip),
         ]
 
@@ -340,13 +393,17 @@ class VitsTask(Task):
 
     # ------------------------------------------------------------------ training
     def step(self, models, batch: VitsBatch, group: str):
+        gan = self._updates() >= self.config.gan_start_step
         if group == "generator":
             output = models["model"](
                 batch.input_ids, batch.input_mask, batch.spec, batch.spec_mask, batch.wav, batch.speaker_ids
             )
             self._last_output = output
-            return generator_loss_terms(unwrap(models["discriminator"]), output, self.spectrogram.mel, self.config.loss)
+            discriminator = unwrap(models["discriminator"]) if gan else None
+            return generator_loss_terms(discriminator, output, self.spectrogram.mel, self.config.loss)
         output, self._last_output = self._last_output, None
+        if not gan:
+            return resting_discriminator_loss(models["discriminator"])
         return discriminator_loss_terms(models["discriminator"], output)
 
     # ------------------------------------------------------------------ validation
