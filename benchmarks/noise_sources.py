@@ -18,8 +18,10 @@ measures each (higher is cleaner):
   sampling noise and with the voice's own noise scales (what validation and the demo use).
 
 For the renderings aligned frame by frame with the recording (all but plain synthesis) it
-also gives ``silent-frame level``: the mean level, in dB re full scale, of the rendering
-over the 20 ms frames where the recording is below -60 dBFS, the decoder's output at silence.
+also gives the rendering's output where the recording is digitally silent (20 ms frames
+below -90 dBFS): its level about each frame's mean (what the floor counts) and the frame
+means themselves, a constant offset (DC) that the floor does not count, both as the mean
+power over those frames in dB re full scale.
 
 The checkpoint's run supplies the architecture and held-out clips (``init: CHECKPOINT``,
 as for ``fintts train``). Prints one table per checkpoint and ``/proc/loadavg``.
@@ -46,12 +48,16 @@ from fintts.tts.vits.alignment import monotonic_alignment_search, prior_log_like
 from fintts.tts.vits.task import VitsTask
 
 FRAME = 320  # 20 ms at 16 kHz, as noise_floor_db frames
-SILENT_DBFS = -60.0
+SILENT_DBFS = -90.0
 
 
-def frame_levels(audio: np.ndarray) -> np.ndarray:
+def frames(audio: np.ndarray) -> np.ndarray:
     count = len(audio) // FRAME
-    return 10 * np.log10(np.maximum(np.mean(audio[: count * FRAME].reshape(count, FRAME) ** 2, axis=1), 1e-10))
+    return audio[: count * FRAME].reshape(count, FRAME)
+
+
+def dbfs(power) -> float:
+    return float(10 * np.log10(max(float(np.mean(power)), 1e-10)))
 
 
 def renderings(task: VitsTask, vits, item, recording: torch.Tensor) -> dict[str, np.ndarray]:
@@ -92,22 +98,26 @@ def diagnose(checkpoint: Path) -> dict:
         task = VitsTask(config.task, TaskContext(0, torch.device("cpu"), None, Path(cache), progress=False, log=lambda _: None))
         vits = task.build_models()["model"].model.eval()
     floors: dict[str, list[float]] = {"recording": []}
-    silent: dict[str, list[float]] = {}
+    silent_ac: dict[str, list[np.ndarray]] = {}
+    silent_dc: dict[str, list[np.ndarray]] = {}
     with torch.no_grad(), isolated_rng(0):
         for item in task.heldout:
             recording = load_audio(item.audio, task.sample_rate)
             reference = recording.numpy()
             floors["recording"].append(noise_floor_db(reference, task.sample_rate))
-            quiet = frame_levels(reference) < SILENT_DBFS
+            quiet = 10 * np.log10(np.maximum(np.mean(frames(reference) ** 2, axis=1), 1e-10)) < SILENT_DBFS
             for name, audio in renderings(task, vits, item, recording).items():
                 floors.setdefault(name, []).append(noise_floor_db(audio, task.sample_rate))
-                levels = frame_levels(audio)
-                if not name.startswith("synthesis") and quiet.any() and len(levels) >= len(quiet):
-                    silent.setdefault(name, []).append(float(np.mean(levels[: len(quiet)][quiet])))
+                if not name.startswith("synthesis"):
+                    aligned = frames(audio)[: len(quiet)][quiet[: len(frames(audio))]]
+                    silent_ac.setdefault(name, []).append(np.var(aligned, axis=1))
+                    silent_dc.setdefault(name, []).append(np.mean(aligned, axis=1) ** 2)
     return {
         "checkpoint": str(checkpoint), "clips": len(task.heldout),
+        "silent_frames": int(sum(len(v) for v in next(iter(silent_ac.values()), []))),
         "floor_db": {name: statistics.mean(values) for name, values in floors.items()},
-        "silent_frame_dbfs": {name: statistics.mean(values) for name, values in silent.items()},
+        "silent_ac_dbfs": {name: dbfs(np.concatenate(values)) for name, values in silent_ac.items()},
+        "silent_dc_dbfs": {name: dbfs(np.concatenate(values)) for name, values in silent_dc.items()},
     }
 
 
@@ -120,10 +130,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for checkpoint in args.checkpoints:
         result = diagnose(checkpoint)
         results.append(result)
-        print(f"{checkpoint} ({result['clips']} held-out clips): mean noise floor, dB; level over the recording's silent frames, dBFS")
+        print(f"{checkpoint} ({result['clips']} held-out clips, {result['silent_frames']} digitally silent frames)")
+        print(f"  {'':<34} {'floor dB':>8} {'silence: AC dBFS':>17} {'DC dBFS':>8}")
         for name, floor in result["floor_db"].items():
-            level = result["silent_frame_dbfs"].get(name)
-            print(f"  {name:<34} {floor:6.1f}" + (f"   {level:7.1f}" if level is not None else ""))
+            row = f"  {name:<34} {floor:8.1f}"
+            if name in result["silent_ac_dbfs"]:
+                row += f" {result['silent_ac_dbfs'][name]:17.1f} {result['silent_dc_dbfs'][name]:8.1f}"
+            print(row)
     print(f"loadavg: {Path('/proc/loadavg').read_text().strip()}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

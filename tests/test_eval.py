@@ -140,6 +140,11 @@ def test_noise_floor_is_the_level_of_a_steady_hiss_below_the_voice():
         assert noise_floor_db(tone + hiss, SR) == pytest.approx(below, abs=0.6)
 
 
+def test_noise_floor_does_not_count_a_constant_offset_as_noise():
+    # an inaudible DC offset at -59 dBFS in the gap (as a HiFi-GAN decoder emits) leaves it silent
+    assert noise_floor_db(_tone_with_a_gap() - 1.1e-3, SR) == pytest.approx(noise_floor_db(_tone_with_a_gap(), SR), abs=0.05)
+
+
 def test_noise_floor_ignores_gain_and_reads_a_steady_sound_as_zero():
     tone = _tone_with_a_gap() + 1e-3 * np.random.default_rng(0).standard_normal(2 * SR)
     assert noise_floor_db(0.1 * tone, SR) == pytest.approx(noise_floor_db(tone, SR), abs=1e-9)

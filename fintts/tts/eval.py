@@ -74,11 +74,17 @@ def noise_floor_db(audio: np.ndarray | torch.Tensor, sample_rate: int, *, frame_
 
     The clip is cut into consecutive, non-overlapping ``frame_ms`` frames (a trailing
     partial frame is dropped; a clip shorter than one frame is an error). Each frame's
-    power is its mean square, floored at 1e-10 (-100 dB re full scale, about the
-    quantisation noise of 16-bit audio) so that digital silence reads as the quietest a
-    16-bit file can be instead of -inf. The frames are sorted by power; the loudest and
-    the quietest ``share`` of them (at least one frame each) are pooled by their *mean
-    power*, and the result is ``10 log10(loud / quiet)``.
+    power is its variance (the mean square about the frame's own mean), floored at 1e-10
+    (-100 dB re full scale, about the quantisation noise of 16-bit audio) so that digital
+    silence reads as the quietest a 16-bit file can be instead of -inf. The frames are
+    sorted by power; the loudest and the quietest ``share`` of them (at least one frame
+    each) are pooled by their *mean power*, and the result is ``10 log10(loud / quiet)``.
+
+    The variance, not the plain mean square, because a constant offset is not noise: it
+    is inaudible, a spectrogram does not show it, and a HiFi-GAN decoder emits one where
+    it should be silent (the demo voice's is about -59 dBFS, invisible to the mel loss
+    whose filters give 0 Hz no weight). Counted, it would cap the floor of a voice whose
+    silences are otherwise clean (see ``benchmarks/noise_sources.py``).
 
     Why this shape: speech has silences (pauses, stop closures) and a recording or a
     clean synthesis keeps them near silent, while a voice with a broadband noise floor
@@ -95,7 +101,7 @@ def noise_floor_db(audio: np.ndarray | torch.Tensor, sample_rate: int, *, frame_
     count = len(samples) // frame if frame > 0 else 0
     if count == 0:
         raise ValueError(f"noise_floor_db needs at least one {frame_ms:g} ms frame; got {len(samples)} samples at {sample_rate} Hz")
-    power = np.sort(np.maximum(np.mean(samples[: count * frame].reshape(count, frame) ** 2, axis=1), _POWER_FLOOR))
+    power = np.sort(np.maximum(np.var(samples[: count * frame].reshape(count, frame), axis=1), _POWER_FLOOR))
     tenth = max(1, int(round(share * count)))
     return float(10 * np.log10(power[-tenth:].mean() / power[:tenth].mean()))
 
