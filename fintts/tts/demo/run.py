@@ -64,13 +64,14 @@ class Target:
     bound: float
     higher_is_better: bool
     unit: str = ""
+    decimals: int = 2
 
     def met(self, value: float) -> bool:
         return value >= self.bound if self.higher_is_better else value <= self.bound
 
     def describe(self, value: float) -> str:
         relation = "≥" if self.higher_is_better else "≤"
-        shown = f"{value:.0%}" if self.unit == "%" else f"{value:.2f}{self.unit}"
+        shown = f"{value:.0%}" if self.unit == "%" else f"{value:.{self.decimals}f}{self.unit}"
         bound = f"{self.bound:.0%}" if self.unit == "%" else f"{self.bound:g}{self.unit}"
         return f"{self.label} {shown} ({'met' if self.met(value) else 'target'} {relation} {bound})"
 
@@ -81,7 +82,7 @@ class Target:
 CLEAN_VOICE = (
     Target("val/identified", "sentences identified", 1.0, higher_is_better=True, unit="%"),
     Target("val/mcd", "held-out MCD", 2.8, higher_is_better=False, unit=" dB"),
-    Target("val/floor_db", "noise floor", 45.0, higher_is_better=True, unit=" dB"),
+    Target("val/floor_db", "noise floor", 45.0, higher_is_better=True, unit=" dB", decimals=1),
 )
 
 
