@@ -15,7 +15,9 @@ forward on real and generated audio for the adversarial and feature-matching los
 the mel loss); "discriminator fwd+bwd" is the discriminator's own step.
 
 Threads: torch's default (one per core); set ``OMP_NUM_THREADS`` to compare.
-Wall-clock numbers on a shared machine are noisy: the script prints ``/proc/loadavg``.
+Wall-clock numbers on a shared machine are noisy: the script prints ``/proc/loadavg`` and
+the process's CPU seconds per step, which other processes barely move; with
+``OMP_NUM_THREADS=1`` that is the step's cost on one idle core.
 """
 
 from __future__ import annotations
@@ -104,9 +106,9 @@ def main(argv: list[str] | None = None) -> dict:
         )
         batches = iter(loader)
         params = {g.name: [p for m in g.models for p in models[m].parameters()] for g in groups}
-        step_seconds = []
+        step_seconds, cpu_seconds = [], []
         for step in range(args.warmup + args.steps):
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             timer.start("batch")
             try:
                 batch = next(batches)
@@ -135,12 +137,14 @@ def main(argv: list[str] | None = None) -> dict:
             timer.end_step(keep=step >= args.warmup)
             if step >= args.warmup:
                 step_seconds.append(time.perf_counter() - started)
+                cpu_seconds.append(time.process_time() - cpu_started)
 
         report = {
             "config": str(args.config), "overrides": args.overrides, "threads": torch.get_num_threads(),
             "generator_parameters": sum(p.numel() for p in models["model"].parameters()),
             "discriminator_parameters": sum(p.numel() for p in models["discriminator"].parameters()),
             "seconds_per_step": statistics.mean(step_seconds), "seconds_per_step_median": statistics.median(step_seconds),
+            "cpu_seconds_per_step": statistics.mean(cpu_seconds),
             "parts": {name: statistics.mean(values) for name, values in timer.seconds.items()},
         }
         if not args.no_validation:
@@ -154,7 +158,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     print(f"{report['config']} {' '.join(args.overrides)}: {report['threads']} thread(s), generator "
           f"{report['generator_parameters'] / 1e6:.2f}M, discriminator {report['discriminator_parameters'] / 1e6:.2f}M parameters")
-    print(f"step {report['seconds_per_step']:.3f} s mean, {report['seconds_per_step_median']:.3f} s median over {args.steps} steps")
+    print(f"step {report['seconds_per_step']:.3f} s mean, {report['seconds_per_step_median']:.3f} s median over {args.steps} steps; "
+          f"{report['cpu_seconds_per_step']:.3f} CPU s/step (this process, all threads)")
     for name, seconds in sorted(report["parts"].items(), key=lambda item: -item[1]):
         print(f"  {name:<24} {seconds * 1000:7.1f} ms  {seconds / report['seconds_per_step']:6.1%}")
     if "validation_seconds" in report:

@@ -5,8 +5,9 @@
 Prints a markdown table of every validation of the run (step, minutes of training to reach
 it, ``val/mcd``, ``val/identified``, ``val/floor_db``; the recordings' floor below it) and
 a line on the run (steps, sessions, s/step, the machine), and draws the log-spectrogram of
-the demo's wav under espeak-ng saying the same sentence with the same speaker's settings
-(the voice the demo imitates), on one dB scale, each titled with its noise floor.
+the demo's wav under espeak-ng saying the same words with the same speaker's settings (the
+voice the demo imitates; the numbers as fintts reads them), on one dB scale, each titled
+with its noise floor.
 
 Minutes at a step are read from the run's sessions (time per session, spread evenly over
 its steps), so they include validation and saving, as a user's clock does. Needs
@@ -29,6 +30,7 @@ from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.tts.demo import make_corpus
 from fintts.tts.demo.run import DEMO_SENTENCE
 from fintts.tts.eval import noise_floor_db
+from fintts.tts.vits.task import PUNCTUATION_MARKS, scratch_front_end
 from fintts.tts.voice import SPEAKERS_FILE
 
 METRICS = (("val/mcd", "`val/mcd` (dB)", "{:.2f}"), ("val/identified", "`val/identified`", "{:.2g}"),
@@ -43,9 +45,13 @@ def minutes_at(step: int, sessions: list[dict]) -> float:
         if end <= start:
             continue
         if step <= end:
-            return (seconds + session["seconds"] * max(0, step - start) / (end - start)) / 60
-        seconds += session["seconds"]
+            return (seconds + session_seconds(session) * max(0, step - start) / (end - start)) / 60
+        seconds += session_seconds(session)
     return seconds / 60
+
+
+def session_seconds(session: dict) -> float:
+    return (session.get("ended") or session["started"]) - session["started"]
 
 
 def markdown_table(evals: list[dict], sessions: list[dict]) -> str:
@@ -106,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     print(markdown_table(evals, sessions))
     if evals and "val/floor_db_ref" in evals[-1]:
         print(f"\nThe held-out recordings' own floor (`val/floor_db_ref`): {evals[-1]['val/floor_db_ref']:.1f} dB.")
-    seconds = sum(s["seconds"] for s in sessions)
+    seconds = sum(map(session_seconds, sessions))
     print(f"\n{state['step']:,} steps in {len(sessions)} session(s), {seconds / 60:.1f} min, "
           f"{seconds / max(1, state['step']):.2f} s/step incl. validation and saving; best val/mcd "
           f"{status['best']['value']:.2f} dB at step {status['best']['step']}; "
@@ -117,8 +123,10 @@ def main(argv: list[str] | None = None) -> None:
         speakers = json.loads((args.run / MODEL_DIR / SPEAKERS_FILE).read_text())
         name = args.speaker or speakers[0]
         speaker = next(s for s in make_corpus.DEMO_SPEAKERS if s.name == name)
+        # the words the voice says (numbers read by fintts' front end, not espeak-ng's), punctuation kept
+        words = scratch_front_end(PUNCTUATION_MARKS).normalize(args.sentence)
         with tempfile.TemporaryDirectory() as tmp:
-            audio, native = make_corpus.synthesize(args.sentence, speaker, Path(tmp))
+            audio, native = make_corpus.synthesize(words, speaker, Path(tmp))
         reference = make_corpus.trim_silence(make_corpus.resample(audio, native, rate), rate)
         draw(reference, voice, rate, (f"espeak-ng ({name})", f"the demo voice, step {status['best']['step']:,}"), args.png)
         print(f"\n![]({args.png})")

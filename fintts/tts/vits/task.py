@@ -51,7 +51,7 @@ from fintts.tts.voice import SPEAKERS_FILE, Voice
 
 DEMO_CORPUS = Path(__file__).resolve().parent.parent / "demo" / "corpus"
 #: sentence punctuation the front end otherwise turns into word breaks
-_PUNCTUATION = ".,;:!?"
+PUNCTUATION_MARKS = ".,;:!?"
 
 DEFAULT_SENTENCES = [
     "Hyvää huomenta, tänään on kaunis päivä.",
@@ -184,8 +184,8 @@ def scratch_front_end(punctuation: str = "") -> FinnishText:
     ``punctuation`` marks appended as tokens of their own (existing ids unchanged)."""
     vocab = dict(FALLBACK_VOCAB)
     for mark in punctuation:
-        if mark not in _PUNCTUATION:
-            raise ValueError(f"punctuation_tokens: {mark!r} is not one of the marks that can become a token ({_PUNCTUATION})")
+        if mark not in PUNCTUATION_MARKS:
+            raise ValueError(f"punctuation_tokens: {mark!r} is not one of the marks that can become a token ({PUNCTUATION_MARKS})")
         vocab.setdefault(mark, len(vocab))
     return FinnishText(vocab)
 
