@@ -256,12 +256,16 @@ def cmd_eval(args) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
     else:
+        print("    MCD  floor (recording)  sentence")
         for clip in result["clips"]:
             said = "said" if clip["identified"] else "NOT identified"
-            print(f"{clip['mcd_db']:7.2f} dB  {said} (among {clip['candidates']})  {clip['id']}")
+            print(f"{clip['mcd_db']:7.2f} dB  {clip['floor_db']:5.1f} ({clip['floor_ref_db']:5.1f}) dB  "
+                  f"{said} (among {clip['candidates']})  {clip['id']}")
         print(f"mean MCD {result['mcd_mean_db']:.2f} dB over {len(result['clips'])} held-out clips ({model})")
         print(f"sentence identified by its nearest recording: {result['identified']} of {len(result['clips'])} "
               f"(chance: {result['chance']:.1f})")
+        print(f"noise floor (loudest vs quietest tenth of 20 ms frames): {result['floor_mean_db']:.1f} dB, "
+              f"the recordings {result['floor_ref_mean_db']:.1f} dB (higher is cleaner)")
     return EXIT_OK
 
 

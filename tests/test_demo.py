@@ -7,6 +7,7 @@ import json
 import pytest
 import soundfile as sf
 
+from fintts.tts.demo.run import progress_report
 from trainer_helpers import cli
 from vits_helpers import tiny_config
 
@@ -25,4 +26,38 @@ def test_demo_trains_pauses_resumes_and_speaks(tmp_path):
     assert sessions[1]["start_step"] == sessions[0]["end_step"] > 0
     audio, rate = sf.read(tmp_path / "demo.wav")
     assert rate == 16000 and len(audio) > rate // 4
-    assert "the demo voice says" in result.stdout and "held-out MCD: best" in result.stdout
+    assert "the demo voice says" in result.stdout and "noise floor" in result.stdout
+    # the last lines: steps reached in the two sessions, and the voice against each clean-voice target
+    assert f"== {status['step']:,} steps in 2 session(s)" in result.stdout
+    report = result.stdout[result.stdout.index(f"== {status['step']:,} steps"):]
+    assert all(label in report for label in ("sentences identified", "held-out MCD", "noise floor"))
+    assert "not a clean voice yet" in report or "a clean voice by all three targets" in report
+
+
+def _status(store, evals, best_step):
+    store.mkdir(parents=True, exist_ok=True)
+    sessions = [{"start_step": 0, "end_step": 1000}, {"start_step": 1000, "end_step": 2000}]
+    (store / "status.json").write_text(json.dumps({
+        "step": 2000, "time_used_seconds": 1740.0, "sessions": sessions, "evals": evals,
+        "best": {"value": min(e["val/mcd"] for e in evals), "step": best_step},
+    }))
+
+
+def _eval(step, mcd, identified, floor):
+    return {"step": step, "val/mcd": mcd, "val/identified": identified, "val/floor_db": floor, "val/floor_db_ref": 50.0}
+
+
+def test_demo_report_measures_the_speaking_voice_against_the_targets(tmp_path):
+    evals = [_eval(1200, 3.4, 0.95, 36.0), _eval(1400, 2.75, 1.0, 46.0), _eval(1600, 2.7, 1.0, 47.0),
+             _eval(1800, 2.9, 1.0, 40.0)]
+    _status(tmp_path / "clean", evals, best_step=1600)
+    report = progress_report(tmp_path / "clean")
+    assert report.startswith("== 2,000 steps in 2 session(s), 29 min of training (0.87 s/step")
+    # the voice that speaks is the best MCD's (step 1600), not the newest validation's
+    assert "the voice of step 1,600" in report and "noise floor 47.0 dB (met ≥ 45 dB)" in report
+    assert "every validation since step 1,400" in report
+
+    _status(tmp_path / "noisy", evals[:1] + [_eval(1400, 2.6, 1.0, 41.0)], best_step=1400)
+    report = progress_report(tmp_path / "noisy")
+    assert "noise floor 41.0 dB (target ≥ 45 dB)" in report and "held-out MCD 2.60 dB (met ≤ 2.8 dB)" in report
+    assert "not a clean voice yet (noise floor short of the target)" in report

@@ -1,4 +1,4 @@
-"""MCD and DTW: zero on identity, monotone in noise, alignment-invariant, DTW optimal."""
+"""MCD and DTW: zero on identity, monotone in noise, alignment-invariant, DTW optimal; the noise floor."""
 
 import shutil
 import tempfile
@@ -10,7 +10,7 @@ import soundfile as sf
 import torch
 
 from fintts.tts.demo import make_corpus
-from fintts.tts.eval import dtw_path, mel_cepstral_distortion, nearest_reference
+from fintts.tts.eval import dtw_path, mel_cepstral_distortion, nearest_reference, noise_floor_db
 
 SR = 16_000
 
@@ -116,3 +116,43 @@ def test_dtw_repeats_frames_of_the_shorter_sequence():
     b = np.repeat(a, 2, axis=0)
     path = dtw_path(np.abs(a - b.T))
     assert path == [(j // 2, j) for j in range(12)]
+
+
+def _tone_with_a_gap(seconds=2.0, amplitude=0.5):
+    """A 250 Hz tone (5 whole periods per 20 ms frame: power amplitude²/2 in every frame)
+    with its second quarter digitally silent."""
+    t = np.arange(int(seconds * SR)) / SR
+    tone = amplitude * np.sin(2 * np.pi * 250 * t)
+    tone[len(tone) // 4 : len(tone) // 2] = 0.0
+    return tone
+
+
+def test_noise_floor_of_a_silent_gap_is_the_16_bit_floor():
+    # quietest tenth: digital silence, read as 1e-10 (-100 dBFS); loudest: the tone at 0.125 (-9 dBFS)
+    assert noise_floor_db(_tone_with_a_gap(), SR) == pytest.approx(10 * np.log10(0.125 / 1e-10), abs=0.05)
+
+
+def test_noise_floor_is_the_level_of_a_steady_hiss_below_the_voice():
+    # the quietest tenth is the hiss alone in the gap (its quietest frames: ~0.3 dB below its mean)
+    tone = _tone_with_a_gap()
+    for below in (20, 40, 60):
+        hiss = np.random.default_rng(below).standard_normal(len(tone)) * np.sqrt(0.125 * 10 ** (-below / 10))
+        assert noise_floor_db(tone + hiss, SR) == pytest.approx(below, abs=0.6)
+
+
+def test_noise_floor_does_not_count_a_constant_offset_as_noise():
+    # an inaudible DC offset at -59 dBFS in the gap (as a HiFi-GAN decoder emits) leaves it silent
+    assert noise_floor_db(_tone_with_a_gap() - 1.1e-3, SR) == pytest.approx(noise_floor_db(_tone_with_a_gap(), SR), abs=0.05)
+
+
+def test_noise_floor_ignores_gain_and_reads_a_steady_sound_as_zero():
+    tone = _tone_with_a_gap() + 1e-3 * np.random.default_rng(0).standard_normal(2 * SR)
+    assert noise_floor_db(0.1 * tone, SR) == pytest.approx(noise_floor_db(tone, SR), abs=1e-9)
+    steady = np.sin(2 * np.pi * 250 * np.arange(SR) / SR)
+    assert noise_floor_db(torch.from_numpy(steady).unsqueeze(0), SR) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_noise_floor_needs_one_frame():
+    assert np.isfinite(noise_floor_db(np.ones(320), SR))
+    with pytest.raises(ValueError, match="20 ms frame"):
+        noise_floor_db(np.ones(319), SR)

@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
-from transformers import VitsModel, pipeline
+from transformers import VitsModel, VitsTokenizer, pipeline
 
 from fintts.train import ConfigDrift, TaskContext, checkpoint, train
 from fintts.train.card import render
+from fintts.tts.audio import load_audio
+from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.task import DEMO_CORPUS, VitsTask, VitsTaskConfig
 from fintts.tts.voice import load_voice
 from trainer_helpers import QUIET, assert_bit_identical, cli, final_weights
@@ -41,12 +43,29 @@ def test_features_are_computed_as_training_first_reads_each_clip(trained):
     assert summary.end_step == 6 and len(entries) == 6 * 4  # the clips of 6 steps at batch 4, not all 102
 
 
+def test_the_gan_starts_at_its_step_and_resumes_across_it_bit_identically(tmp_path):
+    config = tiny_config(tmp_path, gan_start_step=3, max_steps=5, eval_every=0, log_every=1)
+    train(config, store=tmp_path / "straight", **QUIET)
+    train(config, store=tmp_path / "resumed", max_steps=2, **QUIET)
+    train(config, store=tmp_path / "resumed", **QUIET)
+    assert_bit_identical(final_weights(tmp_path / "straight"), final_weights(tmp_path / "resumed"))
+    history = json.loads((checkpoint.latest_complete(tmp_path / "straight") / "state.json").read_text())["history"]
+    assert [h["step"] for h in history] == [1, 2, 3, 4, 5]
+    for entry in history:
+        gan_terms = [entry[k] for k in ("generator/adversarial", "generator/feature_matching", "discriminator/loss")]
+        assert all(v == 0 for v in gan_terms) if entry["step"] <= 3 else all(v > 0 for v in gan_terms), entry
+        assert entry["generator/mel"] > 0
+
+
 def test_validation_scores_mcd_and_keeps_samples_and_a_plot(trained):
     folder, _, summary = trained
     status = json.loads((folder / "store" / "status.json").read_text())
     assert [e["step"] for e in status["evals"]] == [3, 6]
     assert all(np.isfinite(e["val/mcd"]) and e["val/mcd"] > 0 for e in status["evals"])
     assert all(0 <= e["val/identified"] <= 1 for e in status["evals"])
+    # the floor of the recordings is the same every validation; a 6-step voice is far noisier
+    assert status["evals"][0]["val/floor_db_ref"] == status["evals"][1]["val/floor_db_ref"] > 20
+    assert all(0 <= e["val/floor_db"] < e["val/floor_db_ref"] for e in status["evals"])
     assert status["about"]["speakers"] == ["espeak_f2", "espeak_m3"] and status["about"]["clips"] > 40
     sample = folder / "store" / "checkpoints" / "step-00000006" / "samples" / "0-espeak_f2.wav"
     audio, rate = sf.read(sample)
@@ -84,6 +103,22 @@ def test_a_few_steps_under_cpu_autocast_stay_finite(tmp_path, precision):
         assert scaler["scale"] > 0
 
 
+def test_punctuation_tokens_reach_the_exported_voice(tmp_path):
+    config = tiny_config(tmp_path, punctuation_tokens=",.!?", max_steps=1, eval_every=0)
+    train(config, store=tmp_path / "store", **QUIET)
+    voice = load_voice(tmp_path / "store" / "model")
+    assert voice.text.normalize("Hyvää huomenta! Kello on 7.30.") == "hyvää huomenta! kello on seitsemän kolmekymmentä."
+    tokenizer = VitsTokenizer.from_pretrained(tmp_path / "store" / "model")
+    assert tokenizer("a, b")["input_ids"] == voice.text.encode("a, b")
+
+
+def test_punctuation_tokens_a_pretrained_vocabulary_lacks_are_refused(trained, tmp_path):
+    folder, _, _ = trained
+    config = tiny_config(tmp_path, init=str(folder / "store" / "model"), model={}, punctuation_tokens="!", max_steps=1)
+    result = cli("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", cwd=tmp_path)
+    assert result.returncode == 2 and "punctuation_tokens" in result.stderr and "!" in result.stderr
+
+
 def test_bad_clips_are_reported_and_skipped_not_fatal(tmp_path):
     corpus = tmp_path / "corpus"
     (corpus / "wavs").mkdir(parents=True)
@@ -118,6 +153,13 @@ def test_init_from_a_save_pretrained_folder_and_eval_cli(trained, tmp_path):
     # each clip is matched among its speaker's 5 held-out recordings (demo heldout.csv)
     assert {c["candidates"] for c in scores["clips"]} == {5} and scores["chance"] == pytest.approx(len(scores["clips"]) / 5)
     assert 0 <= scores["identified"] == sum(c["identified"] for c in scores["clips"]) <= len(scores["clips"])
+    # each recording's floor is the measure of its own file; the means are over the clips
+    for clip in scores["clips"]:
+        speaker, name = clip["id"].split("/")
+        recording = load_audio(DEMO_CORPUS / speaker / "wavs" / f"{name}.flac", 16000)
+        assert clip["floor_ref_db"] == pytest.approx(noise_floor_db(recording, 16000))
+    assert scores["floor_mean_db"] == pytest.approx(np.mean([c["floor_db"] for c in scores["clips"]]))
+    assert scores["floor_ref_mean_db"] == pytest.approx(np.mean([c["floor_ref_db"] for c in scores["clips"]]))
 
 
 def test_a_new_run_can_start_from_an_old_runs_checkpoint(trained, tmp_path):

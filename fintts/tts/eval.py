@@ -1,4 +1,4 @@
-"""Objective quality signal: mel cepstral distortion (MCD) with DTW alignment.
+"""Objective quality signals: mel cepstral distortion (MCD) with DTW alignment, and the noise floor.
 
 Training loss alone does not say whether a fine-tuned voice got closer to the target
 speaker; MCD between synthesised and reference held-out utterances does, and it needs
@@ -12,6 +12,9 @@ the (mel-warped) log *amplitude* spectrum, ``log|X| ~ c0 + 2 * sum_m c_m cos(m w
 is the quantity the MCD constant ``10 / ln 10 * sqrt(2 * ...)`` was defined for; absolute
 values are therefore in the same range as SPTK-based MCD (a few dB for close speech) but
 not identical to it. Compare systems only with numbers from this same function.
+
+MCD drops the frame energy ``c0`` on purpose, so it cannot hear a voice that says the right
+sounds over a constant hiss: :func:`noise_floor_db` measures exactly that.
 """
 
 from __future__ import annotations
@@ -64,6 +67,43 @@ def mel_cepstral_distortion(
     cost = cdist(ref[:, 1:], syn[:, 1:])  # exact per-pair distance: MCD(x, x) is exactly 0
     rows, cols = np.asarray(dtw_path(cost)).T
     return float(_MCD_SCALE * cost[rows, cols].mean())
+
+
+def noise_floor_db(audio: np.ndarray | torch.Tensor, sample_rate: int, *, frame_ms: float = 20.0, share: float = 0.1) -> float:
+    """How far the quietest moments of a clip lie below its loudest, in dB (higher is cleaner).
+
+    The clip is cut into consecutive, non-overlapping ``frame_ms`` frames (a trailing
+    partial frame is dropped; a clip shorter than one frame is an error). Each frame's
+    power is its variance (the mean square about the frame's own mean), floored at 1e-10
+    (-100 dB re full scale, about the quantisation noise of 16-bit audio) so that digital
+    silence reads as the quietest a 16-bit file can be instead of -inf. The frames are
+    sorted by power; the loudest and the quietest ``share`` of them (at least one frame
+    each) are pooled by their *mean power*, and the result is ``10 log10(loud / quiet)``.
+
+    The variance, not the plain mean square, because a constant offset is not noise: it
+    is inaudible, a spectrogram does not show it, and a HiFi-GAN decoder emits one where
+    it should be silent (the demo voice's is about -59 dBFS, invisible to the mel loss
+    whose filters give 0 Hz no weight). Counted, it would cap the floor of a voice whose
+    silences are otherwise clean (see ``benchmarks/noise_sources.py``).
+
+    Why this shape: speech has silences (pauses, stop closures) and a recording or a
+    clean synthesis keeps them near silent, while a voice with a broadband noise floor
+    fills them with hiss at a roughly constant level. The quietest tenth of frames is
+    where that hiss is all there is, the loudest tenth is the voice at full strength, so
+    the difference is a signal-to-floor ratio that needs no reference and no alignment.
+    Pooling by mean power rather than mean dB keeps a few digitally silent frames from
+    dominating (in dB they are all at the -100 floor). A clean recording scores 60-100
+    dB, a voice over a steady hiss scores about its speech-to-hiss ratio; 0 dB means the
+    clip is as loud everywhere (a steady tone, a drone or pure noise).
+    """
+    samples = _as_mono(audio)
+    frame = int(round(frame_ms * sample_rate / 1000))
+    count = len(samples) // frame if frame > 0 else 0
+    if count == 0:
+        raise ValueError(f"noise_floor_db needs at least one {frame_ms:g} ms frame; got {len(samples)} samples at {sample_rate} Hz")
+    power = np.sort(np.maximum(np.var(samples[: count * frame].reshape(count, frame), axis=1), _POWER_FLOOR))
+    tenth = max(1, int(round(share * count)))
+    return float(10 * np.log10(power[-tenth:].mean() / power[:tenth].mean()))
 
 
 def nearest_reference(

@@ -238,7 +238,7 @@ def discriminator_loss_terms(discriminator: nn.Module, output: GeneratorOutput) 
 
 
 def generator_loss_terms(
-    discriminator: nn.Module,
+    discriminator: nn.Module | None,
     output: GeneratorOutput,
     log_mel: Callable[[Tensor], Tensor],
     weights: LossWeights = LossWeights(),
@@ -250,22 +250,28 @@ def generator_loss_terms(
     only (the trainer passes them as ``backward(inputs=...)``), or the discriminator
     accumulates gradients from it; under data parallelism pass the unwrapped
     discriminator so that this forward does not take part in its gradient sync.
+
+    ``discriminator=None``: the adversarial and feature-matching terms are 0 and the
+    discriminator is not run (a generator trained from reconstruction alone, as before a
+    GAN's start step).
     """
     device_type = output.wav_fake.device.type
     with torch.autocast(device_type, enabled=False):
         real_mel = log_mel(output.wav_real.squeeze(1).float())
         fake_mel = log_mel(output.wav_fake.squeeze(1).float())
-    with torch.no_grad():
-        _, real_feature_maps = discriminator(output.wav_real)
-    fake_logits, fake_feature_maps = discriminator(output.wav_fake)
-
     terms = {
         "mel": mel_reconstruction_loss(real_mel, fake_mel),
         "kl": kl_loss(output.z_p, output.logs_q, output.m_p, output.logs_p, output.frame_mask),
         "duration": output.duration_loss,
-        "feature_matching": feature_matching_loss(real_feature_maps, fake_feature_maps),
-        "adversarial": generator_adversarial_loss(fake_logits),
     }
+    if discriminator is None:
+        terms["feature_matching"] = terms["adversarial"] = torch.zeros((), device=output.wav_fake.device)
+    else:
+        with torch.no_grad():
+            _, real_feature_maps = discriminator(output.wav_real)
+        fake_logits, fake_feature_maps = discriminator(output.wav_fake)
+        terms["feature_matching"] = feature_matching_loss(real_feature_maps, fake_feature_maps)
+        terms["adversarial"] = generator_adversarial_loss(fake_logits)
     loss = weights.combine(terms)
     return {"loss": loss, **{name: value.detach() for name, value in terms.items()}}
 

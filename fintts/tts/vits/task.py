@@ -15,9 +15,11 @@ fresh session (a Kaggle disk starts empty) so starts training at once instead of
 for every clip's features (about 1.5 minutes for 2000 clips on one core; benchmarks/README.md).
 
 Validation synthesises held-out sentences and scores them against their recordings with
-mel-cepstral distortion (``val/mcd``, lower is better: the monitored metric) and by whether
+mel-cepstral distortion (``val/mcd``, lower is better: the monitored metric), by whether
 each is nearest to its own recording among its speaker's held-out clips (``val/identified``,
-a content check MCD alone is not), and renders a few fixed sentences as wavs kept with the
+a content check MCD alone is not) and by how far below the voice's loudest moments its
+quietest lie (``val/floor_db``, beside the same for the recordings, ``val/floor_db_ref``:
+the hiss MCD cannot hear), and renders a few fixed sentences as wavs kept with the
 checkpoint.
 """
 
@@ -39,9 +41,9 @@ from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio, resampled_length
 from fintts.tts.corpus import Item, check_corpus, read_table
-from fintts.tts.eval import nearest_reference
+from fintts.tts.eval import nearest_reference, noise_floor_db
 from fintts.tts.features import FeatureCache
-from fintts.tts.text import FinnishText
+from fintts.tts.text import FALLBACK_VOCAB, FinnishText
 from fintts.tts.vits.card import is_mms, run_card
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
 from fintts.tts.vits.export import save_voice
@@ -55,6 +57,8 @@ from fintts.tts.voice import Voice, VoiceConfig, load_voice
 from fintts.tts.wav import wav_bytes
 
 DEMO_CORPUS = Path(__file__).resolve().parent.parent / "demo" / "corpus"
+#: sentence punctuation the front end otherwise turns into word breaks
+PUNCTUATION_MARKS = ".,;:!?"
 
 DEFAULT_SENTENCES = [
     "Hyvää huomenta, tänään on kaunis päivä.",
@@ -87,9 +91,18 @@ class VitsTaskConfig:
     weight_decay: float = 0.01
     #: clip each group's gradient norm (0: off). Guards fp16 fine-tunes against rare spikes.
     clip_grad_norm: float = 0.0
+    #: with ``init: scratch``, punctuation that gets a token of its own (e.g. ``",.!?"``) instead of
+    #: becoming a word break: speakers (and espeak-ng) pause there, and a model that never sees the
+    #: mark cannot learn where the pauses go. A pretrained init must already have these characters.
+    punctuation_tokens: str = ""
     #: frames decoded per item per step (VITS: 32, i.e. 8192 samples at hop 256).
     segment_frames: int = 32
     loss: LossWeights = dataclasses.field(default_factory=LossWeights)
+    #: the step at which the GAN starts: before it the generator learns from the mel, KL and duration
+    #: terms alone and the discriminator is neither run nor trained (Parallel WaveGAN starts its
+    #: discriminator late the same way, Yamamoto et al. 2020). From scratch, an early discriminator
+    #: fills the decoder's silences with hiss (docs in configs/demo.yaml); 0: VITS, a GAN from step 1.
+    gan_start_step: int = 0
     min_seconds: float = 0.5
     max_seconds: float = 20.0
     #: clips held out of training for validation per speaker, when the corpus has no heldout.csv.
@@ -159,6 +172,39 @@ class _Collate:
             wav[b, 0, : len(w)] = w
         speaker_ids = torch.tensor(speakers, dtype=torch.long) if self.multi_speaker else None
         return VitsBatch(input_ids, input_mask, spec, spec_mask, wav, speaker_ids)
+
+
+class _UpdateCounter:
+    """How many updates an optimizer has applied: the trainer's step, read from the optimizer's
+    own state, so it is exact after a resume (the state is checkpointed) without the task
+    keeping a counter of its own. An fp16 step the GradScaler skipped does not count."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer):
+        self.optimizer = optimizer
+        self.parameter = optimizer.param_groups[0]["params"][0]
+
+    def __call__(self) -> int:
+        state = self.optimizer.state.get(self.parameter)
+        return int(state["step"]) if state else 0
+
+
+def resting_discriminator_loss(discriminator: nn.Module) -> dict[str, torch.Tensor]:
+    """The discriminator's loss before the GAN starts: zero, with zero gradients for every
+    parameter (the trainer backwards every group's loss). AdamW then moves nothing but its
+    decoupled weight decay (lr × weight_decay per step: 5e-6 for the demo)."""
+    loss = sum(parameter.sum() for parameter in discriminator.parameters()) * 0.0
+    return {"loss": loss, "discriminator": loss.detach()}
+
+
+def scratch_front_end(punctuation: str = "") -> FinnishText:
+    """The text front end of a model trained from scratch: the built-in vocabulary plus
+    ``punctuation`` marks appended as tokens of their own (existing ids unchanged)."""
+    vocab = dict(FALLBACK_VOCAB)
+    for mark in punctuation:
+        if mark not in PUNCTUATION_MARKS:
+            raise ValueError(f"punctuation_tokens: {mark!r} is not one of the marks that can become a token ({PUNCTUATION_MARKS})")
+        vocab.setdefault(mark, len(vocab))
+    return FinnishText(vocab)
 
 
 def read_heldout_files(root: Path) -> list[Item]:
@@ -245,32 +291,48 @@ class HeldoutScores:
     ``mcd``: dB against the clip's own recording (lower is better). ``identified``: the
     clip's own recording is the nearest, by MCD, among the held-out recordings of the same
     speaker — the voice said *that* sentence, not just something in that voice; chance is
-    ``1 / candidates``.
+    ``1 / candidates``. ``floor`` and ``floor_ref``: :func:`~fintts.tts.eval.noise_floor_db`
+    of the synthesis and of its recording (higher is cleaner); MCD ignores frame energy,
+    so a voice that hisses through its pauses scores well on MCD and only these show it.
     """
 
     mcd: list[float]
     identified: list[bool]
     candidates: list[int]
+    floor: list[float]
+    floor_ref: list[float]
 
     def metrics(self) -> dict[str, float]:
         if not self.mcd:
             return {}
-        return {"val/mcd": sum(self.mcd) / len(self.mcd), "val/identified": sum(self.identified) / len(self.identified)}
+        return {
+            "val/mcd": _mean(self.mcd),
+            "val/identified": _mean(self.identified),
+            "val/floor_db": _mean(self.floor),
+            "val/floor_db_ref": _mean(self.floor_ref),
+        }
+
+
+def _mean(values) -> float:
+    return sum(values) / len(values)
 
 
 def score_heldout(voice: Voice, items: list[Item]) -> HeldoutScores:
     """Have the voice say each held-out clip's text; score it against that speaker's recordings."""
     multi = voice.config.num_speakers > 1
-    recordings = {item.id: load_audio(item.audio, voice.sample_rate).numpy() for item in items}
-    scores = HeldoutScores([], [], [])
+    rate = voice.sample_rate
+    recordings = {item.id: load_audio(item.audio, rate).numpy() for item in items}
+    scores = HeldoutScores([], [], [], [], [])
     for item in items:
         same_voice = [other for other in items if other.speaker == item.speaker]
         synthesized, _ = voice.synthesize(item.text, speaker=item.speaker if multi else None, warn=None)
-        nearest, mcds = nearest_reference(synthesized, [recordings[o.id] for o in same_voice], voice.sample_rate)
+        nearest, mcds = nearest_reference(synthesized, [recordings[o.id] for o in same_voice], rate)
         own = same_voice.index(item)
         scores.mcd.append(mcds[own])
         scores.identified.append(nearest == own)
         scores.candidates.append(len(same_voice))
+        scores.floor.append(noise_floor_db(synthesized, rate))
+        scores.floor_ref.append(noise_floor_db(recordings[item.id], rate))
     return scores
 
 
@@ -288,11 +350,18 @@ class VitsTask(Task):
         cfg = self.config
         self._prepare_corpus()
         overrides = dict(cfg.model)
+        scratch_text = scratch_front_end(cfg.punctuation_tokens)
         if cfg.init == "scratch":
-            overrides.setdefault("vocab_size", FinnishText.default().vocab_size)
+            overrides.setdefault("vocab_size", scratch_text.vocab_size)
         init, weights = resolve_init(cfg.init)
         vits, tokenizer = build_generator(init, config_overrides=overrides, num_speakers=max(1, len(self.speakers)))
-        self.text = FinnishText.from_tokenizer(tokenizer) if tokenizer is not None else FinnishText.default()
+        self.text = FinnishText.from_tokenizer(tokenizer) if tokenizer is not None else scratch_text
+        missing = sorted(set(cfg.punctuation_tokens) - set(self.text.vocab))
+        if missing:
+            raise ValueError(
+                f"punctuation_tokens: the vocabulary of init {cfg.init!r} has no {' '.join(missing)}; a pretrained "
+                "voice's characters are fixed by its tokenizer, so remove them from punctuation_tokens"
+            )
         if self.text.vocab_size > vits.config.vocab_size:
             raise ValueError(
                 f"init: {cfg.init!r} has vocab_size {vits.config.vocab_size} but the text front end needs "
@@ -319,8 +388,10 @@ class VitsTask(Task):
             return torch.optim.AdamW(module.parameters(), lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
 
         clip = cfg.clip_grad_norm or None
+        generator = adamw(models["model"])
+        self._updates = _UpdateCounter(generator)
         return [
-            OptimizerGroup("generator", adamw(models["model"]), ["model"], clip),
+            OptimizerGroup("generator", generator, ["model"], clip),
             OptimizerGroup("discriminator", adamw(models["discriminator"]), ["discriminator"], clip),
         ]
 
@@ -352,13 +423,17 @@ class VitsTask(Task):
 
     # ------------------------------------------------------------------ training
     def step(self, models, batch: VitsBatch, group: str):
+        gan = self._updates() >= self.config.gan_start_step
         if group == "generator":
             output = models["model"](
                 batch.input_ids, batch.input_mask, batch.spec, batch.spec_mask, batch.wav, batch.speaker_ids
             )
             self._last_output = output
-            return generator_loss_terms(unwrap(models["discriminator"]), output, self.spectrogram.mel, self.config.loss)
+            discriminator = unwrap(models["discriminator"]) if gan else None
+            return generator_loss_terms(discriminator, output, self.spectrogram.mel, self.config.loss)
         output, self._last_output = self._last_output, None
+        if not gan:
+            return resting_discriminator_loss(models["discriminator"])
         return discriminator_loss_terms(models["discriminator"], output)
 
     # ------------------------------------------------------------------ validation
@@ -456,11 +531,16 @@ def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[s
     scores = score_heldout(voice, heldout)
     return {
         "model": str(model_dir),
-        "mcd_mean_db": sum(scores.mcd) / len(scores.mcd),
+        "mcd_mean_db": _mean(scores.mcd),
         "identified": sum(scores.identified),
         "chance": sum(1 / n for n in scores.candidates),
+        "floor_mean_db": _mean(scores.floor),
+        "floor_ref_mean_db": _mean(scores.floor_ref),
         "clips": [
-            {"id": item.id, "speaker": item.speaker, "mcd_db": mcd, "identified": hit, "candidates": n}
-            for item, mcd, hit, n in zip(heldout, scores.mcd, scores.identified, scores.candidates)
+            {"id": item.id, "speaker": item.speaker, "mcd_db": mcd, "identified": hit, "candidates": n,
+             "floor_db": floor, "floor_ref_db": floor_ref}
+            for item, mcd, hit, n, floor, floor_ref in zip(
+                heldout, scores.mcd, scores.identified, scores.candidates, scores.floor, scores.floor_ref
+            )
         ],
     }
