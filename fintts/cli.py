@@ -138,6 +138,15 @@ def cmd_check(args) -> int:
     return EXIT_OK if report.items else EXIT_USAGE
 
 
+def cmd_speakers(args) -> int:
+    from fintts.tts.corpus import check_corpus
+    from fintts.tts.speakers import analyse_speakers
+
+    analysis = analyse_speakers(check_corpus(Path(args.data), format=args.format, progress=not args.no_progress))
+    print(json.dumps(analysis.to_json(), indent=1) if args.json else analysis.format_text())
+    return EXIT_OK if analysis.best else EXIT_USAGE
+
+
 def cmd_eval(args) -> int:
     from fintts.train import checkpoint
     from fintts.train.config import ConfigError, load_config
@@ -267,6 +276,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sample-rate", type=int, default=16000, help="the model's rate (clips below it are flagged)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("speakers", help="per speaker: usable clips and minutes, bad clips, clip length, sample rates; the best one")
+    p.add_argument("data", help="corpus folder")
+    p.add_argument("--format", choices=["ljspeech", "ljspeech-speaker", "pairs", "speakers"], help="force a layout")
+    p.add_argument("--json", action="store_true", help='{"speakers": [{"name", "clips", "minutes", "bad", ...}], "best": NAME}')
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_speakers)
 
     p = sub.add_parser("eval", help="mel-cepstral distortion of a voice on its run's held-out clips")
     p.add_argument("--store", help="a run folder: its model/ and its settings")
