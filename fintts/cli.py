@@ -86,6 +86,13 @@ def format_status(status: dict) -> str:
         f"state       {status.get('state')}" + (f"   ({status['reason']})" if status.get("reason") else ""),
         f"step        {status.get('step')} of {status.get('max_steps')}   epoch {status.get('epoch')}",
     ]
+    phase = status.get("phase")
+    if phase:
+        chosen = "".join(f", {k}: {v}" for k, v in phase["resolved"].items())
+        lines.append(f"phase       {phase['index'] + 1} of {phase['count']}: {phase['name']} since step {phase['start_step']}{chosen}")
+        for done in phase["finished"]:
+            its_best = f", best {done['best']['value']:.4g} at step {done['best']['step']}" if done.get("best") else ""
+            lines.append(f"            {done['name']}: steps {done['start_step']} → {done['end_step']} ({done['reason']}{its_best})")
     if best:
         lines.append(f"best        {status.get('monitor')} {best['value']:.4g} at step {best['step']}")
     if status.get("loss"):

@@ -26,7 +26,7 @@ from safetensors.torch import load_model, save_model
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from fintts.train import card, checkpoint, status
+from fintts.train import card, checkpoint, phases, status
 from fintts.train.clock import SessionClock, StopRequest
 from fintts.train.config import ConfigError, RunConfig, fingerprint, fingerprint_changes, load_config, parse_duration
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, host_name, session_start
@@ -35,7 +35,7 @@ from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolate
 from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
 from fintts.train.summary import SessionSummary, loss_plot_png
-from fintts.train.task import OptimizerGroup, Task, TaskContext
+from fintts.train.task import OptimizerGroup, Task, TaskContext, Weights
 
 
 class ConfigDrift(ConfigError):
@@ -115,8 +115,11 @@ class Trainer:
         if self.main:
             self.store.acquire(self.session.id, force=self.force)
         try:
+            folder, saved = self._resume_point()
+            self.state = saved or TrainerState(run_name=self.cfg.run_name, fingerprint=fingerprint(self.config))
+            torch.manual_seed(self.cfg.seed)  # model init; replaced by the checkpoint's weights when resuming
             self._build()
-            resumed_from = self._resume()
+            resumed_from = self._resume(folder) if folder is not None else None
             self.session.start_step = self.session.end_step = self.state.step
             self.state.sessions.append(self.session)
             self._write_status("running")
@@ -154,16 +157,19 @@ class Trainer:
             return f"{self.world}×{torch.cuda.get_device_name(self.device)}"
         return f"{self.world}×{self.device.type}"
 
-    def _build(self) -> None:
-        task_cls = self.config.task_class
+    def _build(self, start: Weights | None = None) -> None:
+        """Build the current phase's task, models, optimizers and data from its config (see :mod:`fintts.train.phases`)."""
+        phase_config = self.config.phase(self.state.phase, self.state.resolved)
+        self.cfg = phase_config.train
+        self.phase_config = phase_config
         autocast_dtype = AUTOCAST_DTYPES[self.precision]
         cache = self.store.root / CACHE_DIR
-        self.task: Task = task_cls(
-            self.config.task,
+        self.task: Task = phase_config.task_class(
+            phase_config.task,
             TaskContext(self.cfg.seed, self.device, autocast_dtype, cache, self.main, self.log, self.progress and self.main),
         )
-        torch.manual_seed(self.cfg.seed)  # model init; replaced by the checkpoint's weights when resuming
-        models = self.task.build_models()
+        models = self.task.build_models(start)
+        self.state.resolved = {**self.state.resolved, **self.task.resolved_settings()}
         self.raw_models = {name: m.to(self.device) for name, m in models.items()}
         self.groups: list[OptimizerGroup] = self.task.build_optimizers(self.raw_models)
         self.group_params = {
@@ -182,21 +188,22 @@ class Trainer:
         self.accumulation = self.cfg.batch_size // (self.micro * self.world)
         self.data = self.task.train_data()
         self.plan = EpochPlan(len(self.data.dataset), self.cfg.batch_size, self.cfg.seed, self.data.lengths)
-        self.state = TrainerState(run_name=self.cfg.run_name, fingerprint=fingerprint(self.config))
         monitor = self.cfg.monitor or self.task.monitor or ""
         self.monitor_mode, _, self.monitor = monitor.rpartition(":") if ":" in monitor else (self.task.monitor_mode, "", monitor)
         self.last_eval: dict[str, Any] | None = None
 
-    def _resume(self) -> str | None:
+    def _resume_point(self) -> tuple[Path | None, TrainerState | None]:
+        """The checkpoint to resume from and its state, read before anything is built; drift is refused here."""
         folder = self.store.resume_point(self.log) if self.main else None
         self.accelerator.wait_for_everyone()
         if not self.main:
             folder = checkpoint.latest_complete(self.store.root, log=lambda _: None)
         if folder is None:
             self.log(f"starting run {self.cfg.run_name!r} in {self.store.url}")
-            return None
+            return None, None
         saved = TrainerState.from_json((folder / "state.json").read_text())
-        changes = fingerprint_changes(saved.fingerprint, self.state.fingerprint)
+        current = fingerprint(self.config)
+        changes = fingerprint_changes(saved.fingerprint, current)
         if changes and not self.allow_config_change:
             raise ConfigDrift(
                 f"{folder.name} in {self.store.url} was trained with other settings that change the result:\n  "
@@ -206,7 +213,12 @@ class Trainer:
             )
         if changes:
             self.log("continuing with changed settings (--allow-config-change):\n  " + "\n  ".join(changes))
-            saved.fingerprint = self.state.fingerprint
+            saved.fingerprint = current
+        return folder, saved
+
+    def _resume(self, folder: Path) -> str:
+        """Load the checkpoint's weights, optimizers and random streams into the phase built from its state."""
+        saved = self.state
         for name, model in self.raw_models.items():
             load_model(model, str(folder / f"{name}.safetensors"), strict=True, device=str(self.device))
         optim = torch.load(folder / "optim.pt", map_location=self.device, weights_only=True)
@@ -226,14 +238,16 @@ class Trainer:
         else:
             torch.manual_seed(self.cfg.seed + 7919 * saved.step + self.accelerator.process_index)
             self.log("the number of processes changed, so random streams restart from the seed and step (not bit-exact)")
-        self.state = saved
         self.clock.measured = list(saved.durable_seconds)
-        self.log(f"resuming run {self.cfg.run_name!r} from {folder.name} (step {saved.step}, epoch {saved.epoch}) in {self.store.url}")
+        phase = f", phase {self.config.train.phases[saved.phase].name}" if self.config.train.phases else ""
+        self.log(f"resuming run {self.cfg.run_name!r} from {folder.name} (step {saved.step}, epoch {saved.epoch}{phase}) "
+                 f"in {self.store.url}")
         return folder.name
 
     # ------------------------------------------------------------------ the loop
     def _work_left(self) -> bool:
-        return self.state.step < self.cfg.max_steps and not (self.state.stopped_early and self.cfg.patience)
+        last_phase = self.state.phase >= len(self.config.train.phases) - 1
+        return self.state.step < self.cfg.max_steps and not (self.state.stopped_early and self.cfg.patience and last_phase)
 
     def _nothing_left(self) -> str:
         return "early_stopping" if self.state.stopped_early else "max_steps"
@@ -268,6 +282,12 @@ class Trainer:
             model.train()
         reason = None
         while reason is None:
+            ended = phases.phase_end(self.config.train.phases, self.state, self.plan.steps_per_epoch)
+            if ended:
+                self._next_phase(ended, writer)
+                cfg, batches = self.cfg, iter(self._loader())
+                for model in self.models.values():
+                    model.train()
             started = time.time()
             if self.state.step_in_epoch >= self.plan.steps_per_epoch:
                 self.state.epoch += 1
@@ -284,7 +304,7 @@ class Trainer:
                 window = {}
             if cfg.eval_every and self.state.step % cfg.eval_every == 0:
                 eval_started = time.time()
-                if self._evaluate(writer):
+                if self._evaluate(writer) and not self.config.train.phases[self.state.phase + 1:]:
                     reason = "early_stopping"
                 eval_seconds = time.time() - eval_started
             next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
@@ -313,6 +333,22 @@ class Trainer:
         if writer is not None:
             writer.close()
         return reason
+
+    def _next_phase(self, reason: str, writer) -> None:
+        """End the current phase and build the next one from its final weights (see :mod:`fintts.train.phases`)."""
+        ended = self.config.train.phases[self.state.phase].name
+        latest = checkpoint.read_latest(self.store.root)
+        if latest is None or checkpoint.step_of(latest) != self.state.step:
+            self._save()
+        start = {name: model.state_dict() for name, model in self.raw_models.items()}
+        phases.begin_next(self.config.train.phases, self.state, reason, checkpoint.name_for_step(self.state.step))
+        with isolated_rng(self.cfg.seed + 7_777 * self.state.phase):
+            self._build(start)
+        del start
+        self.log(f"step {self.state.step}: phase {ended} ended ({reason}); phase {self.config.train.phases[self.state.phase].name} "
+                 f"begins" + "".join(f", {k}: {v}" for k, v in self.state.resolved.items()))
+        if self.cfg.eval_every:
+            self._evaluate(writer)
 
     def _optimizer_step(self, batches) -> dict[str, float]:
         """Accumulate ``accumulation`` micro-batches into every group, then step every group."""
@@ -427,7 +463,8 @@ class Trainer:
                 self._export()
             path = checkpoint.save(self.store.root, name, self._write_checkpoint)
             holder = status.best_checkpoint(self.state.best_step, checkpoint.list_names(self.store.root))
-            self.store.prune(self.cfg.keep_last, [holder] if holder else [])
+            phase_ends = [record["checkpoint"] for record in self.state.phases]
+            self.store.prune(self.cfg.keep_last, [holder] * bool(holder) + phase_ends)
             self._write_status("running")
             self.store.publish(name, final=final)
             self.clock.record(time.time() - started + max(self.store.transfer_seconds()[-5:] or [0.0]))
@@ -454,12 +491,14 @@ class Trainer:
         torch.save({g.name: s.state_dict() for g, s in zip(self.groups, self.schedulers.values())}, folder / "sched.pt")
         torch.save(self.scaler.state_dict(), folder / "scaler.pt")
         (folder / "state.json").write_text(self.state.to_json())
-        (folder / "config.yaml").write_text(yaml.safe_dump(self.config.to_dict(), sort_keys=False, allow_unicode=True))
-        if self.last_eval is not None:  # the newest validation's samples (state.json's evals say at which step)
-            for rel, data in self.last_eval["files"].items():
-                target = folder / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+        # the settings this checkpoint's phase trains with (resolved values included), for `fintts eval` and people
+        (folder / "config.yaml").write_text(yaml.safe_dump(self.phase_config.to_dict(), sort_keys=False, allow_unicode=True))
+        # the task's own files, and the newest validation's samples (state.json's evals say at which step)
+        files = {**self.task.checkpoint_files(self.raw_models), **(self.last_eval["files"] if self.last_eval else {})}
+        for rel, data in files.items():
+            target = folder / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
         png = loss_plot_png(self.state.history, self.state.evals)
         if png:
             (folder / "loss.png").write_bytes(png)
@@ -491,7 +530,7 @@ class Trainer:
         return summary
 
     def _fail(self, err: BaseException) -> None:
-        if not self.main or not hasattr(self, "state"):
+        if not self.main or not hasattr(self, "groups"):
             if self.main:
                 self.store.release()
             return
@@ -514,6 +553,7 @@ class Trainer:
             state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.cfg.max_steps,
             groups=[g.name for g in self.groups], monitor=self.monitor, monitor_mode=self.monitor_mode,
             root=root, store=self.store.url, about=self.task.describe(),
+            phases=phases.describe(self.config.train.phases, self.state),
         )
         self.store.write_status(current)
         latest = checkpoint.read_latest(root)

@@ -49,6 +49,13 @@ class TrainerState:
     stopped_early: bool = False
     micro_batch_size: int = 0
     world_size: int = 1
+    #: the phase being trained (an index into the config's ``phases``; 0 without phases), the step it
+    #: began at, and what its task resolved from the data then (re-applied in every later session).
+    phase: int = 0
+    phase_start_step: int = 0
+    resolved: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: one record per finished phase: name, start_step, end_step, reason, best, resolved, checkpoint.
+    phases: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     fingerprint: dict[str, Any] = dataclasses.field(default_factory=dict)
     sessions: list[SessionRecord] = dataclasses.field(default_factory=list)
     #: seconds recent checkpoints took to become durable (save + upload): the clock's reserve.

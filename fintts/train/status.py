@@ -10,8 +10,10 @@ Keys: ``state`` (running | paused | finished | failed), ``reason``, ``run_name``
 (``{"value", "step", "checkpoint"}``: the checkpoint that holds the best weights, see
 :func:`best_checkpoint`), ``latest_checkpoint`` (its path), ``loss`` (the newest logged
 losses) and ``main_loss`` (which of them is the headline), ``evals`` (the newest
-validations), ``sessions``, ``time_used_seconds``, ``store``, ``about`` (the task's facts)
-and ``updated`` (unix time).
+validations), ``sessions``, ``time_used_seconds``, ``store``, ``about`` (the task's facts),
+``phase`` (a run in phases: the current one's ``index``, ``count``, ``name``, ``start_step``,
+``resolved`` and the ``finished`` ones' records, see :mod:`fintts.train.phases`; ``None``
+without phases) and ``updated`` (unix time).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def build(
     root: Path,
     store: str,
     about: dict[str, Any],
+    phases: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The status of the run in ``root`` as its trainer sees it now."""
     latest = checkpoint.read_latest(root)
@@ -85,5 +88,6 @@ def build(
         "time_used_seconds": round(run.seconds_trained, 1),
         "store": store,
         "about": about,
+        "phase": phases,
         "updated": time.time(),
     }

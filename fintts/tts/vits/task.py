@@ -269,7 +269,7 @@ class VitsTask(Task):
     monitor_mode = "min"
 
     # ------------------------------------------------------------------ models
-    def build_models(self) -> dict[str, nn.Module]:
+    def build_models(self, start=None) -> dict[str, nn.Module]:
         cfg = self.config
         self._prepare_corpus()
         overrides = dict(cfg.model)
@@ -295,6 +295,9 @@ class VitsTask(Task):
             load_model(generator, str(weights / "model.safetensors"), strict=True)
             if (weights / "discriminator.safetensors").is_file() and not cfg.discriminator:
                 load_model(discriminator, str(weights / "discriminator.safetensors"), strict=True)
+        if start is not None:  # the previous phase's final weights
+            generator.load_state_dict(start["model"])
+            discriminator.load_state_dict(start["discriminator"])
         return {"model": generator, "discriminator": discriminator}
 
     def build_optimizers(self, models: Mapping[str, nn.Module]) -> list[OptimizerGroup]:
