@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
 
+from fintts.train import train
 from fintts.tts.corpus import check_corpus
 from fintts.tts.speakers import analyse_speakers
-from trainer_helpers import cli
+from fintts.tts.vits.task import DEMO_CORPUS
+from trainer_helpers import QUIET, cli
+from vits_helpers import tiny_config
 
 
 def _clip(path: Path, seconds: float, rate: int = 16000, amplitude: float = 0.3) -> None:
@@ -53,3 +57,25 @@ def test_the_best_speaker_is_the_same_whatever_the_order_ties_broken_by_clips_th
     report.items.reverse()
     assert analyse_speakers(report).best == "bea"
 
+
+def test_speaker_best_trains_one_voice_and_keeps_it_when_the_corpus_grows(tmp_path):
+    corpus = tmp_path / "corpus"
+    for name, keep in (("espeak_f5", 24), ("espeak_m3", 16)):
+        shutil.copytree(DEMO_CORPUS / name, corpus / name)
+        lines = (corpus / name / "metadata.csv").read_text(encoding="utf-8").splitlines()
+        (corpus / name / "metadata.csv").write_text("\n".join(lines[:keep]) + "\n", encoding="utf-8")
+    config = tiny_config(tmp_path, data=str(corpus), speakers=[], speaker="best", max_steps=2, eval_every=2, mcd_items=20)
+    train(config, store=tmp_path / "store", **QUIET)
+    status = json.loads((tmp_path / "store" / "status.json").read_text())
+    assert status["about"]["speaker"] == "espeak_f5" and status["about"]["speakers"] == ["espeak_f5", "espeak_m3"]
+    assert status["about"]["clips"] == 24 and status["about"]["heldout_clips"] == 5  # espeak_f5's own held-out set
+    samples = {p.name for p in (tmp_path / "store" / "checkpoints" / "step-00000002" / "samples").iterdir()}
+    assert samples == {"0-espeak_f5.wav"}
+
+    lines = (DEMO_CORPUS / "espeak_m3" / "metadata.csv").read_text(encoding="utf-8").splitlines()
+    (corpus / "espeak_m3" / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")  # 52 clips now
+    assert json.loads(cli("speakers", str(corpus), "--json", "--no-progress", cwd=tmp_path).stdout)["best"] == "espeak_m3"
+    messages: list[str] = []
+    train(config, store=tmp_path / "store", max_steps=4, progress=False, log=messages.append)
+    status = json.loads((tmp_path / "store" / "status.json").read_text())
+    assert status["step"] == 4 and status["about"]["speaker"] == "espeak_f5"  # the pick recorded at the start holds

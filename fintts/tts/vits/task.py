@@ -38,6 +38,7 @@ from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio
 from fintts.tts.corpus import Item, check_corpus, read_table
 from fintts.tts.eval import nearest_reference
 from fintts.tts.features import FeatureCache
+from fintts.tts.speakers import BEST, analyse_speakers
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.card import is_mms, run_card
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
@@ -64,8 +65,13 @@ class VitsTaskConfig:
     data: str = "demo"
     #: force a corpus layout (ljspeech, ljspeech-speaker, pairs, speakers); empty: detect.
     format: str = ""
-    #: train only these speakers (empty: all).
+    #: the model's speakers (empty: all of the corpus's); each gets a speaker embedding.
     speakers: list[str] = dataclasses.field(default_factory=list)
+    #: train and validate on this one of them only (its clips, its held-out set); ``best``: the one with the
+    #: most usable minutes (``fintts speakers``), recorded when the run (or its phase) starts. The model keeps
+    #: every speaker's embedding, so a phase on one speaker adapts that voice of a shared multi-speaker base.
+    #: Empty: all of ``speakers``.
+    speaker: str = ""
     #: ``facebook/mms-tts-fin`` (or a Hub id in the local cache), a save_pretrained folder, a fintts
     #: run or checkpoint folder, or ``scratch``.
     init: str = "facebook/mms-tts-fin"
@@ -180,19 +186,25 @@ def resolve_init(init: str) -> tuple[str, Path | None]:
 
 @dataclasses.dataclass
 class CorpusSelection:
-    """The clips a run trains on and the ones it validates on; the same every session."""
+    """The clips a run trains on and the ones it validates on; the same every session.
+
+    ``speakers`` are the model's (its speaker table); ``speaker`` the one trained on, when
+    the config names one (``best`` resolved to a name).
+    """
 
     speakers: list[str]
     items: list[Item]
     heldout: list[Item]
     hours: float
+    speaker: str | None = None
 
 
 def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True) -> CorpusSelection:
     """Check the corpus once, keep the good clips of the chosen speakers, set the held-out ones aside.
 
     Held-out clips come from ``heldout.csv`` files when the corpus has them (the demo does);
-    otherwise, per speaker, the ``heldout_per_speaker`` clips whose ids hash lowest.
+    otherwise, per speaker, the ``heldout_per_speaker`` clips whose ids hash lowest (so a phase
+    on one speaker validates on the clips the all-speaker phase held out for it).
     """
     root = DEMO_CORPUS if cfg.data == "demo" else Path(cfg.data).expanduser()
     report = check_corpus(
@@ -212,19 +224,27 @@ def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True) -> C
     if not items:
         raise ValueError(f"data: {root} has no usable clips (run `fintts check {root}`)")
     speakers = sorted({i.speaker for i in items})
-    heldout = [i for i in read_heldout_files(root) if i.speaker in speakers]
+    speaker = None
+    if cfg.speaker:
+        speaker = analyse_speakers(report, among=speakers).best if cfg.speaker == BEST else cfg.speaker
+        if speaker not in speakers:
+            raise ValueError(f"speaker: {cfg.speaker!r} is not one of the model's speakers in {root}: {', '.join(speakers)} "
+                             f"(`fintts speakers {root}` lists them)")
+        items = [i for i in items if i.speaker == speaker]
+    trained = [speaker] if speaker else speakers
+    heldout = [i for i in read_heldout_files(root) if i.speaker in trained]
     if not heldout:
-        for speaker in speakers:
-            own = sorted((i for i in items if i.speaker == speaker), key=lambda i: hashlib.sha256(i.id.encode()).hexdigest())
+        for speaker_name in trained:
+            own = sorted((i for i in items if i.speaker == speaker_name), key=lambda i: hashlib.sha256(i.id.encode()).hexdigest())
             if len(own) > 2 * cfg.heldout_per_speaker:
                 heldout += own[: cfg.heldout_per_speaker]
         held = {i.id for i in heldout}
         items = [i for i in items if i.id not in held]
     hours = sum(report.durations.get(i.id, 0.0) for i in items) / 3600
     # round-robin over speakers, so the first ``mcd_items`` cover every voice
-    rank = {item.id: n for speaker in speakers for n, item in enumerate(i for i in heldout if i.speaker == speaker)}
+    rank = {item.id: n for name in trained for n, item in enumerate(i for i in heldout if i.speaker == name)}
     heldout.sort(key=lambda i: (rank[i.id], speakers.index(i.speaker)))
-    return CorpusSelection(speakers, items, heldout, hours)
+    return CorpusSelection(speakers, items, heldout, hours, speaker)
 
 
 @dataclasses.dataclass
@@ -316,7 +336,7 @@ class VitsTask(Task):
     def _prepare_corpus(self) -> None:
         selection = select_corpus(self.config, log=self.context.log, progress=self.context.progress)
         self.speakers, self.items, self.heldout = selection.speakers, selection.items, selection.heldout
-        self.hours = selection.hours
+        self.hours, self.speaker = selection.hours, selection.speaker
 
     def train_data(self) -> TrainData:
         cache = FeatureCache(self.context.cache_dir / "features", self.spectrogram_config)
@@ -350,7 +370,8 @@ class VitsTask(Task):
     def evaluate(self, models, step: int) -> Evaluation:
         voice = self._voice(models)
         files: dict[str, bytes] = {}
-        for s, speaker in enumerate(self.speakers[: max(1, self.config.eval_speakers)] or [None]):
+        speakers = [self.speaker] if self.speaker else self.speakers[: max(1, self.config.eval_speakers)]
+        for speaker in speakers or [None]:
             for n, sentence in enumerate(self.config.eval_sentences):
                 wav, _ = voice.synthesize(sentence, speaker=speaker, warn=None)
                 files[f"samples/{n}-{speaker or 'voice'}.wav"] = wav_bytes(wav, self.sample_rate)
@@ -405,7 +426,11 @@ class VitsTask(Task):
             "data": self.config.data, "hours": round(getattr(self, "hours", 0.0), 3),
             "clips": len(getattr(self, "items", [])), "speakers": getattr(self, "speakers", []),
             "heldout_clips": len(getattr(self, "heldout", [])), "init": self.config.init,
+            **({"speaker": self.speaker} if getattr(self, "speaker", None) else {}),
         }
+
+    def resolved_settings(self) -> dict[str, Any]:
+        return {"speaker": self.speaker} if self.config.speaker == BEST else {}
 
     def card(self, status: Mapping[str, Any], repo: str | None) -> Card:
         return run_card(status, self.config.init)
