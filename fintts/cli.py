@@ -208,6 +208,17 @@ def cmd_export(args) -> int:
     return EXIT_OK
 
 
+def cmd_merge(args) -> int:
+    from fintts.tts.vits.lora import merge_folder
+    from fintts.tts.voice import voice_folder
+
+    started = time.perf_counter()
+    speaker, speakers = merge_folder(voice_folder(args.voice), Path(args.out), args.speaker, onnx=not args.no_onnx)
+    print(f"wrote {args.out}: the voice of {speaker}'s adapter folded in (speakers: {', '.join(speakers) or '-'}) "
+          f"in {time.perf_counter() - started:.1f} s")
+    return EXIT_OK
+
+
 def cmd_demo(args) -> int:
     from fintts.tts.demo.run import DEFAULT_BUDGET, DEFAULT_CONFIG, run_demo
 
@@ -276,6 +287,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", help="a run folder: its model/")
     p.add_argument("--fp32", action="store_true", help="model.onnx only, no int8 graph")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("merge", help="fold a LoRA adapter into its base: a standalone voice (plain transformers loads it)")
+    p.add_argument("voice", help="a voice folder with adapters/<speaker>/ (a run's model/) or its run folder")
+    p.add_argument("--speaker", help="whose adapter (default: the only one)")
+    p.add_argument("--out", required=True, help="folder to write")
+    p.add_argument("--no-onnx", action="store_true", help="leave out model.onnx and model.int8.onnx")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("check", help="check a corpus: clips, hours, speakers, and every bad item with the reason")
     p.add_argument("data", help="corpus folder")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_model
 from torch import nn
 from tqdm.auto import tqdm
@@ -46,6 +47,9 @@ from fintts.tts.vits.export import save_voice
 from fintts.tts.vits.generator import VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
 from fintts.tts.vits.inference import TorchBackend
 from fintts.tts.vits.init import build_generator
+from fintts.tts.vits.lora import (
+    ADAPTERS_DIR, LoraSettings, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model,
+)
 from fintts.tts.vits.losses import LossWeights
 from fintts.tts.voice import Voice, VoiceConfig, load_voice
 from fintts.tts.wav import wav_bytes
@@ -101,6 +105,10 @@ class VitsTaskConfig:
     #: (``val/mcd``, and ``val/identified``: each clip's text told apart from the others of its speaker).
     eval_speakers: int = free_setting(2)
     mcd_items: int = free_setting(8)
+    #: a LoRA adapter on the generator (``r`` > 0; see :mod:`fintts.tts.vits.lora`): the generator is frozen
+    #: but for the adapter, the discriminator trains in full. The adapter is one voice's: with several speakers
+    #: set ``speaker``. Checkpoints and ``model/adapters/<speaker>/`` keep it in peft's layout.
+    lora: LoraSettings = dataclasses.field(default_factory=LoraSettings)
     #: write model.onnx and model.int8.onnx with each exported voice, so a laptop without torch can
     #: speak it. It costs each new best voice 5-10 s for the demo voice and 25-75 s for an MMS-sized
     #: one on a shared 2-core CPU (README, "On a laptop").
@@ -288,6 +296,14 @@ class VitsTask(Task):
     monitor = "val/mcd"
     monitor_mode = "min"
 
+    @classmethod
+    def check_phases(cls, configs) -> None:
+        for index, before in enumerate(configs[:-1], 1):
+            if before.lora.r:
+                raise ValueError(f"phases[{index}] follows an adapter phase; a run ends with its adapter phase: to adapt "
+                                 "another speaker on the same base, start a run with init: the checkpoint that ended "
+                                 "the full phase (it is kept), or merge the adapter (fintts merge) and init from that")
+
     # ------------------------------------------------------------------ models
     def build_models(self, start=None) -> dict[str, nn.Module]:
         cfg = self.config
@@ -312,19 +328,41 @@ class VitsTask(Task):
         )
         generator = VitsTrainingForward(vits, cfg.segment_frames, decoder_checkpointing=cfg.decoder_checkpointing)
         if weights is not None:
+            with safe_open(str(weights / "model.safetensors"), "pt") as saved:
+                if is_adapted(dict.fromkeys(saved.keys())):
+                    raise ValueError(f"init: {weights} is a checkpoint of an adapter phase; init from the checkpoint that "
+                                     "ended the full phase, or from a voice folder (its run's model/, or fintts merge's)")
             load_model(generator, str(weights / "model.safetensors"), strict=True)
             if (weights / "discriminator.safetensors").is_file() and not cfg.discriminator:
                 load_model(discriminator, str(weights / "discriminator.safetensors"), strict=True)
-        if start is not None:  # the previous phase's final weights
+        if start is not None:  # the previous phase's final weights (a full phase: check_phases refuses the others)
             generator.load_state_dict(start["model"])
             discriminator.load_state_dict(start["discriminator"])
+        self.adapter = None
+        if cfg.lora.r:
+            self._add_adapter(vits)
         return {"model": generator, "discriminator": discriminator}
+
+    def _add_adapter(self, vits) -> None:
+        if not self.speaker and len(self.speakers) > 1:
+            raise ValueError(f"lora: an adapter is one speaker's voice; set speaker: NAME or best (the model has "
+                             f"{', '.join(self.speakers)})")
+        self.adapter_name = self.speaker or self.speakers[0]
+        self.adapter = add_adapter(vits, self.config.lora, self.adapter_name)
+        self.adapter_facts = adapter_size(self.adapter, self.adapter_name)
+        facts = self.adapter_facts
+        self.context.log(
+            f"LoRA r={self.config.lora.r} for {self.adapter_name}: {facts['trainable_parameters']:,} trainable parameters "
+            f"of {facts['generator_parameters']:,} in the generator "
+            f"({100 * facts['trainable_parameters'] / facts['generator_parameters']:.2f}%), adapter {facts['adapter_mb']:.2f} MB"
+        )
 
     def build_optimizers(self, models: Mapping[str, nn.Module]) -> list[OptimizerGroup]:
         cfg = self.config
 
         def adamw(module: nn.Module) -> torch.optim.Optimizer:
-            return torch.optim.AdamW(module.parameters(), lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
+            trainable = [p for p in module.parameters() if p.requires_grad]  # an adapter phase freezes the base
+            return torch.optim.AdamW(trainable, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
 
         clip = cfg.clip_grad_norm or None
         return [
@@ -382,8 +420,22 @@ class VitsTask(Task):
 
     # ------------------------------------------------------------------ export
     def export(self, models, out_dir: Path) -> None:
+        """The voice folder; in an adapter phase the base voice (no ONNX: it would not speak the adapted voice) and
+        ``adapters/<speaker>/`` — ``fintts merge`` makes the adapted voice a folder of its own, with its graphs."""
         vits = unwrap(models["model"]).model
-        save_voice(vits, out_dir, self.text, self.speakers, card=self._model_card(vits), onnx=self.config.export_onnx)
+        if self.adapter is None:
+            save_voice(vits, out_dir, self.text, self.speakers, card=self._model_card(vits), onnx=self.config.export_onnx)
+            return
+        base = standard_model(vits.config, base_weights(vits.state_dict()))
+        save_voice(base, out_dir, self.text, self.speakers, card=self._model_card(base), onnx=False)
+        for rel, data in self.checkpoint_files(models).items():
+            (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (out_dir / rel).write_bytes(data)
+
+    def checkpoint_files(self, models) -> dict[str, bytes]:
+        if self.adapter is None:
+            return {}
+        return {f"{ADAPTERS_DIR}/{rel}": data for rel, data in adapter_files(self.adapter, self.adapter_name).items()}
 
     def _model_card(self, vits) -> str:
         mms = is_mms(self.config.init)
@@ -427,6 +479,7 @@ class VitsTask(Task):
             "clips": len(getattr(self, "items", [])), "speakers": getattr(self, "speakers", []),
             "heldout_clips": len(getattr(self, "heldout", [])), "init": self.config.init,
             **({"speaker": self.speaker} if getattr(self, "speaker", None) else {}),
+            **({"lora": {"r": self.config.lora.r, **self.adapter_facts}} if getattr(self, "adapter", None) else {}),
         }
 
     def resolved_settings(self) -> dict[str, Any]:
