@@ -12,6 +12,7 @@ from safetensors.torch import load_file
 from transformers import VitsModel
 
 from fintts.train import checkpoint, train
+from fintts.train.config import ConfigError, load_config
 from fintts.tts.vits.inference import VitsSynthesizer
 from fintts.tts.vits.init import tiny_vits_config
 from fintts.tts.vits.lora import LoraSettings, add_adapter, base_weights
@@ -112,3 +113,15 @@ def test_resuming_at_the_switch_and_inside_the_adapter_phase_is_bit_identical(ad
         shutil.rmtree(store / "checkpoints" / name)
     train(config, store=store, **QUIET)
     assert_bit_identical(final_weights(store), final_weights(whole))
+
+
+def test_an_adapter_is_one_speakers_and_ends_the_run(adapted, tmp_path):
+    with pytest.raises(ConfigError, match=r"phases: phases\[1\] follows an adapter phase"):
+        load_config(tiny_config(tmp_path, phases=[{"steps": 2, "settings": {"lora": {"r": 4}}}, {}]))
+    with pytest.raises(ConfigError, match=r"lora: .*targets: '\(' is not a regular expression"):
+        load_config(tiny_config(tmp_path, lora={"r": 4, "targets": ["("]}))
+    with pytest.raises(ValueError, match=r"an adapter is one speaker's voice; set speaker: NAME or best .*espeak_f2, espeak_m3"):
+        train(tiny_config(tmp_path, lora={"r": 4}), store=tmp_path / "store", **QUIET)
+    _, store = adapted
+    result = cli("merge", str(store), "--speaker", "nobody", "--out", str(tmp_path / "merged"), cwd=tmp_path)
+    assert result.returncode == 2 and "has no adapter for 'nobody' (it has: espeak_" in result.stderr

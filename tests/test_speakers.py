@@ -79,3 +79,10 @@ def test_speaker_best_trains_one_voice_and_keeps_it_when_the_corpus_grows(tmp_pa
     train(config, store=tmp_path / "store", max_steps=4, progress=False, log=messages.append)
     status = json.loads((tmp_path / "store" / "status.json").read_text())
     assert status["step"] == 4 and status["about"]["speaker"] == "espeak_f5"  # the pick recorded at the start holds
+
+
+def test_an_unknown_speaker_is_refused_with_the_model_speakers(tmp_path):
+    result = cli("train", str(tiny_config(tmp_path)), "--store", str(tmp_path / "store"), "--no-progress",
+                 "speaker=nobody", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "speaker: 'nobody' is not one of the model's speakers" in result.stderr and "espeak_f2, espeak_m3" in result.stderr
