@@ -103,13 +103,15 @@ def time_training_steps(
     args, generator_model, discriminator, batch_size: int, device: torch.device, rss_baseline: int
 ) -> dict:
     config = generator_model.config
-    g_optimizer = torch.optim.AdamW(generator_model.parameters(), lr=2e-4, betas=(0.8, 0.99), eps=1e-9)
+    # a LoRA generator (benchmarks/lora_step.py) trains its adapter only
+    g_params = [p for p in generator_model.parameters() if p.requires_grad]
+    g_optimizer = torch.optim.AdamW(g_params, lr=2e-4, betas=(0.8, 0.99), eps=1e-9)
     d_optimizer = torch.optim.AdamW(discriminator.parameters(), lr=2e-4, betas=(0.8, 0.99), eps=1e-9)
     scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
     log_mel = Spectrogram(SpectrogramConfig.from_vits_config(config)).mel
     rng = torch.Generator().manual_seed(0)
     device_rng = torch.Generator(device=device).manual_seed(0)
-    g_params, d_params = list(generator_model.parameters()), list(discriminator.parameters())
+    d_params = list(discriminator.parameters())
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)

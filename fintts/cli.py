@@ -164,6 +164,13 @@ def format_status(status: dict, quota_hours: float) -> str:
         f"state       {status.get('state')}" + (f"   ({status['reason']})" if status.get("reason") else ""),
         f"step        {status.get('step')} of {status.get('max_steps')}   epoch {status.get('epoch')}",
     ]
+    phase = status.get("phase")
+    if phase:
+        chosen = "".join(f", {k}: {v}" for k, v in phase["resolved"].items())
+        lines.append(f"phase       {phase['index'] + 1} of {phase['count']}: {phase['name']} since step {phase['start_step']}{chosen}")
+        for done in phase["finished"]:
+            its_best = f", best {done['best']['value']:.4g} at step {done['best']['step']}" if done.get("best") else ""
+            lines.append(f"            {done['name']}: steps {done['start_step']} → {done['end_step']} ({done['reason']}{its_best})")
     lines += [f"warning     {warning}" for warning in status.get("warnings") or []]
     if best:
         lines.append(f"best        {status.get('monitor')} {best['value']:.4g} at step {best['step']}")
@@ -233,6 +240,15 @@ def cmd_check(args) -> int:
     report = check_corpus(Path(args.data), format=args.format, sample_rate=args.sample_rate, progress=not args.no_progress)
     print(report.format_text())
     return EXIT_OK if report.items else EXIT_USAGE
+
+
+def cmd_speakers(args) -> int:
+    from fintts.tts.corpus import check_corpus
+    from fintts.tts.speakers import analyse_speakers
+
+    analysis = analyse_speakers(check_corpus(Path(args.data), format=args.format, progress=not args.no_progress))
+    print(json.dumps(analysis.to_json(), indent=1) if args.json else analysis.format_text())
+    return EXIT_OK if analysis.best else EXIT_USAGE
 
 
 def cmd_eval(args) -> int:
@@ -358,6 +374,17 @@ def cmd_kaggle_status(args) -> int:
     return EXIT_OK
 
 
+def cmd_merge(args) -> int:
+    from fintts.tts.vits.lora import merge_folder
+    from fintts.tts.voice import voice_folder
+
+    started = time.perf_counter()
+    speaker, speakers = merge_folder(voice_folder(args.voice), Path(args.out), args.speaker, onnx=not args.no_onnx)
+    print(f"wrote {args.out}: the voice of {speaker}'s adapter folded in (speakers: {', '.join(speakers) or '-'}) "
+          f"in {time.perf_counter() - started:.1f} s")
+    return EXIT_OK
+
+
 def cmd_demo(args) -> int:
     from fintts.tts.demo.run import DEFAULT_BUDGET, DEFAULT_CONFIG, run_demo
 
@@ -460,12 +487,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fp32", action="store_true", help="model.onnx only, no int8 graph")
     p.set_defaults(func=cmd_export)
 
+    p = sub.add_parser("merge", help="fold a LoRA adapter into its base: a standalone voice (plain transformers loads it)")
+    p.add_argument("voice", help="a voice folder with adapters/<speaker>/ (a run's model/) or its run folder")
+    p.add_argument("--speaker", help="whose adapter (default: the only one)")
+    p.add_argument("--out", required=True, help="folder to write")
+    p.add_argument("--no-onnx", action="store_true", help="leave out model.onnx and model.int8.onnx")
+    p.set_defaults(func=cmd_merge)
+
     p = sub.add_parser("check", help="check a corpus: clips, hours, speakers, and every bad item with the reason")
     p.add_argument("data", help="corpus folder")
     p.add_argument("--format", choices=["ljspeech", "ljspeech-speaker", "pairs", "speakers"], help="force a layout")
     p.add_argument("--sample-rate", type=int, default=16000, help="the model's rate (clips below it are flagged)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("speakers", help="per speaker: usable clips and minutes, bad clips, clip length, sample rates; the best one")
+    p.add_argument("data", help="corpus folder")
+    p.add_argument("--format", choices=["ljspeech", "ljspeech-speaker", "pairs", "speakers"], help="force a layout")
+    p.add_argument("--json", action="store_true", help='{"speakers": [{"name", "clips", "minutes", "bad", ...}], "best": NAME}')
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_speakers)
 
     p = sub.add_parser("eval", help="mel-cepstral distortion of a voice on its run's held-out clips")
     p.add_argument("--store", help="a run folder: its model/ and its settings")

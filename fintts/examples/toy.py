@@ -84,7 +84,7 @@ class ToyTask(Task):
         a, b, c = 1.0, cfg.features + 1.0, -float(cfg.params)
         return max(4, int((-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)))
 
-    def build_models(self) -> dict[str, nn.Module]:
+    def build_models(self, start=None) -> dict[str, nn.Module]:
         cfg, h = self.config, self._hidden()
         models: dict[str, nn.Module] = {
             "model": nn.Sequential(
@@ -94,6 +94,8 @@ class ToyTask(Task):
         }
         if cfg.adversarial:
             models["critic"] = nn.Sequential(nn.Linear(cfg.features + 1, 32), nn.LeakyReLU(0.1), nn.Linear(32, 1))
+        for name in set(models) & set(start or {}):  # a phase goes on from the previous phase's weights
+            models[name].load_state_dict(start[name])
         return models
 
     def build_optimizers(self, models: Mapping[str, nn.Module]) -> list[OptimizerGroup]:

@@ -58,6 +58,28 @@ def free_setting(default: Any = dataclasses.MISSING, *, speed: bool = False, **k
     return dataclasses.field(default=default, metadata={"math": False, "speed": speed}, **kwargs)
 
 
+#: Settings of the whole run, which a phase cannot set for itself.
+RUN_SETTINGS = ("task", "run_name", "seed", "precision", "max_steps", "epochs", "session_limit", "store", "hub_repo",
+                "push_every", "hub_timeout", "storage_cap_gb", "phases")
+
+
+@dataclasses.dataclass
+class Phase:
+    """One stage of a run: its settings over the run's, and when it ends (see :mod:`fintts.train.phases`).
+
+    A phase ends after ``steps`` optimizer steps or ``epochs`` passes over its data
+    (0: no such limit), or when its validations stop improving (its ``patience``),
+    whichever comes first; the last phase ends with the run (``max_steps``, early stopping).
+    """
+
+    #: a name for logs and the status; default ``phase<N>``.
+    name: str = ""
+    steps: int = 0
+    epochs: int = 0
+    #: config settings for this phase, as in the file: ``{lr: 1.0e-3, lora: {r: 8}, patience: 3}``.
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
 @dataclasses.dataclass
 class TrainConfig:
     """The session trainer's settings; everything else in a config file belongs to the task."""
@@ -134,6 +156,9 @@ class TrainConfig:
     #: with ``hub_repo``: the longest any one Hub request may take before it counts as failed and is retried
     #: (never past the session's end). A stalled Hub then costs this, not the session.
     hub_timeout: str = free_setting("60s")
+    #: stages of the run, each with its own settings (e.g. a full fine-tune, then an adapter on one
+    #: speaker); empty: one stage with the settings above. Fingerprinted phase by phase.
+    phases: list[Phase] = dataclasses.field(default_factory=list, metadata={"math": "per phase"})
 
     def local_dir(self) -> Path:
         """The one rule for where a run lives on this machine, whatever its store."""
@@ -151,6 +176,17 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self.train), **dataclasses.asdict(self.task)}
+
+    def phase(self, index: int, resolved: Mapping[str, Any] | None = None) -> "RunConfig":
+        """The config phase ``index`` trains with: its settings over the run's, then what it ``resolved``.
+
+        ``resolved`` are the values its task decided from the data when the phase began
+        (:meth:`fintts.train.task.Task.resolved_settings`), recorded in the run's state.
+        """
+        data = {k: v for k, v in self.to_dict().items() if k != "phases"}
+        if self.train.phases:
+            data = _merge(data, self.train.phases[index].settings)
+        return split_config(_merge(data, dict(resolved or {})), source=self.source, default_name=self.train.run_name)
 
     def with_overrides(self, overrides: list[str] | Mapping[str, Any]) -> "RunConfig":
         """A copy with ``overrides`` applied and validated as if they had been given at load time."""
@@ -333,7 +369,42 @@ def split_config(data: dict[str, Any], *, source: str = "", default_name: str = 
         train.run_name = default_name
     task = build(task_cls.config_class, {k: v for k, v in data.items() if k in task_keys})
     check_train_config(train)
-    return RunConfig(train=train, task=task, task_class=task_cls, source=source)
+    config = RunConfig(train=train, task=task, task_class=task_cls, source=source)
+    _check_phases(config)
+    return config
+
+
+def _check_phases(config: RunConfig) -> None:
+    """Name the phases and validate each one's settings as the config it will train with."""
+    names: set[str] = set()
+    last = len(config.train.phases) - 1
+    if config.train.phases and config.train.epochs:
+        raise ConfigError("epochs: a run in phases is bounded by max_steps (phases train on different data, so the run's "
+                          "epochs have no one length); give each phase its own steps or epochs")
+    for index, phase in enumerate(config.train.phases):
+        phase.name = phase.name or f"phase{index + 1}"
+        where = f"phases[{index}] ({phase.name})"
+        if phase.name in names:
+            raise ConfigError(f"{where}: another phase has this name; give each phase its own")
+        names.add(phase.name)
+        fixed = sorted(set(phase.settings) & set(RUN_SETTINGS))
+        if fixed:
+            raise ConfigError(f"{where}: {', '.join(fixed)} belong to the whole run; set them outside phases")
+        if phase.steps < 0 or phase.epochs < 0:
+            raise ConfigError(f"{where}: steps and epochs must be 0 (no limit) or positive")
+        try:
+            settings = config.phase(index)
+        except ConfigError as err:
+            raise ConfigError(f"{where}: {err}") from None
+        ends_itself = phase.steps or phase.epochs or (settings.train.patience and settings.train.eval_every)
+        if index < last and not ends_itself:
+            raise ConfigError(f"{where} never ends: give it steps, epochs, or patience with eval_every, "
+                              "so the next phase can start")
+    if config.train.phases:
+        try:
+            config.task_class.check_phases([config.phase(i).task for i in range(len(config.train.phases))])
+        except ValueError as err:
+            raise ConfigError(f"phases: {err}") from None
 
 
 def registered_tasks() -> dict[str, str]:
@@ -402,7 +473,8 @@ def _flatten(obj: Any, prefix: str = "", *, speed: bool = False) -> dict[str, An
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
-        if not f.metadata.get("math", True) and not (speed and f.metadata.get("speed")):
+        math = f.metadata.get("math", True)  # "per phase": fingerprinted phase by phase, not here
+        if math is not True and not (speed and f.metadata.get("speed")):
             continue
         if dataclasses.is_dataclass(value):
             out.update(_flatten(value, prefix + f.name + ".", speed=speed))
@@ -412,8 +484,18 @@ def _flatten(obj: Any, prefix: str = "", *, speed: bool = False) -> dict[str, An
 
 
 def fingerprint(config: RunConfig) -> dict[str, Any]:
-    """The settings that change what training computes; resuming with others is refused."""
-    return {**_flatten(config.train), **_flatten(config.task)}
+    """The settings that change what training computes; resuming with others is refused.
+
+    With phases: each phase's name and end, and every math setting in which the config a
+    phase trains with differs from the run's (``phases.1.lr``), so a change to any phase
+    is caught in any session, before or after that phase runs.
+    """
+    found = {**_flatten(config.train), **_flatten(config.task)}
+    for index, phase in enumerate(config.train.phases):
+        found[f"phases.{index}"] = {"name": phase.name, "steps": phase.steps, "epochs": phase.epochs}
+        own = fingerprint(config.phase(index))
+        found.update({f"phases.{index}.{key}": value for key, value in own.items() if found.get(key) != value})
+    return found
 
 
 def speed_settings(config: RunConfig) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from accelerate.utils import gather_object
 from safetensors.torch import load_model, save_model
 from torch.utils.data import DataLoader
 
-from fintts.train import card, checkpoint, data_drift, memory, status
+from fintts.train import card, checkpoint, data_drift, memory, phases, status
 from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
 from fintts.train.collective import post_failure, posted_failures, vote
 from fintts.train.config import ConfigDrift, ConfigError, RunConfig, as_run_config, fingerprint, fingerprint_changes, parse_duration
@@ -44,7 +44,7 @@ from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolate
 from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
 from fintts.train.summary import SessionSummary, loss_plot_png
-from fintts.train.task import OptimizerGroup, Task, TaskContext
+from fintts.train.task import OptimizerGroup, Task, TaskContext, Weights
 
 
 def resolve_precision(requested: str, device: torch.device) -> str:
@@ -198,9 +198,19 @@ class Trainer:
         try:
             if self.main:
                 self.store.acquire(self.session.id, force=self.force)
+            started = time.time()
+            folder, saved = self._resume_point()
+            self._spent("resume", started)
+            self.state = saved or TrainerState(run_name=self.cfg.run_name, fingerprint=fingerprint(self.config))
+            self.guard = StepGuard(
+                max_skipped=self.cfg.max_skipped_steps, min_loss_scale=self.cfg.min_loss_scale,
+                spike_factor=self.cfg.spike_factor, spike_window=self.cfg.spike_window,
+            )
+            self.memory: list[dict[str, Any]] = []
+            torch.manual_seed(self.cfg.seed)  # model init; replaced by the checkpoint's weights when resuming
             self._build()
             started = time.time()
-            resumed_from = self._resume()
+            resumed_from = self._resume(folder) if folder is not None else self._begin()
             self._spent("resume", started)
             self.session.start_step = self.session.end_step = self.state.step
             self.state.sessions.append(self.session)
@@ -242,17 +252,20 @@ class Trainer:
             initial_reserve=parse_duration(self.cfg.initial_reserve) or 0.0,
         )
 
-    def _build(self) -> None:
-        task_cls = self.config.task_class
+    def _build(self, start: Weights | None = None) -> None:
+        """Build the current phase's task, models, optimizers and data from its config (see :mod:`fintts.train.phases`)."""
+        phase_config = self.config.phase(self.state.phase, self.state.resolved)
+        self.cfg = phase_config.train
+        self.phase_config = phase_config
         autocast_dtype = AUTOCAST_DTYPES[self.precision]
         cache = self.store.root / CACHE_DIR
-        self.task: Task = task_cls(
-            self.config.task,
+        self.task: Task = phase_config.task_class(
+            phase_config.task,
             TaskContext(self.cfg.seed, self.device, autocast_dtype, cache, self.main, self.log, self.progress and self.main),
         )
         started = time.time()
-        torch.manual_seed(self.cfg.seed)  # model init; replaced by the checkpoint's weights when resuming
-        models = self.task.build_models()
+        models = self.task.build_models(start)
+        self.state.resolved = {**self.state.resolved, **self.task.resolved_settings()}
         self.raw_models = {name: m.to(self.device) for name, m in models.items()}
         self.groups: list[OptimizerGroup] = self.task.build_optimizers(self.raw_models)
         self.group_params = {
@@ -278,19 +291,10 @@ class Trainer:
         self.data_facts = self._describe_data()
         self.data_fingerprint = self.task.data_fingerprint()
         self._spent("data", started)
-        self.state = TrainerState(
-            run_name=self.cfg.run_name, fingerprint=fingerprint(self.config),
-            data=dataclasses.asdict(self.data_fingerprint) if self.data_fingerprint else None,
-        )
         monitor = self.cfg.monitor or self.task.monitor or ""
         self.monitor_mode, _, self.monitor = monitor.rpartition(":") if ":" in monitor else (self.task.monitor_mode, "", monitor)
         self.last_eval: dict[str, Any] | None = None
-        self.memory: list[dict[str, Any]] = []
         self.main_loss = status.main_loss_key([g.name for g in self.groups])
-        self.guard = StepGuard(
-            max_skipped=self.cfg.max_skipped_steps, min_loss_scale=self.cfg.min_loss_scale,
-            spike_factor=self.cfg.spike_factor, spike_window=self.cfg.spike_window,
-        )
 
     def _describe_data(self) -> dict[str, Any]:
         """Items, steps per epoch, the run's length, and how much of each micro-batch is padding."""
@@ -312,17 +316,18 @@ class Trainer:
         self.log(line)
         return facts
 
-    def _resume(self) -> str | None:
+    def _resume_point(self) -> tuple[Path | None, TrainerState | None]:
+        """The checkpoint to resume from and its state, read before anything is built; drift is refused here."""
         folder = self.store.resume_point(self.log) if self.main else None
         self.accelerator.wait_for_everyone()
         if not self.main:
             folder = checkpoint.latest_complete(self.store.root, log=lambda _: None)
         if folder is None:
             self.log(f"starting run {self.cfg.run_name!r} in {self.store.url}")
-            self._good: set[str] = set()
-            return None
+            return None, None
         saved = TrainerState.from_json((folder / "state.json").read_text())
-        changes = fingerprint_changes(saved.fingerprint, self.state.fingerprint)
+        current = fingerprint(self.config)
+        changes = fingerprint_changes(saved.fingerprint, current)
         if changes and not self.allow_config_change:
             raise ConfigDrift(
                 f"{folder.name} in {self.store.url} was trained with other settings that change the result:\n  "
@@ -332,7 +337,21 @@ class Trainer:
             )
         if changes:
             self.log("continuing with changed settings (--allow-config-change):\n  " + "\n  ".join(changes))
-            saved.fingerprint = self.state.fingerprint
+            saved.fingerprint = current
+        return folder, saved
+
+    def _begin(self) -> None:
+        """A new run: its state records the data it starts on."""
+        self.state.data = self._data_record()
+        self._good: set[str] = set()
+        return None
+
+    def _data_record(self) -> dict[str, Any] | None:
+        return dataclasses.asdict(self.data_fingerprint) if self.data_fingerprint else None
+
+    def _resume(self, folder: Path) -> str:
+        """Load the checkpoint's weights, optimizers and random streams into the phase built from its state."""
+        saved = self.state
         data = self._check_data(saved, folder.name)
         for name, model in self.raw_models.items():
             try:
@@ -371,11 +390,12 @@ class Trainer:
             self.log("the number of processes changed, so random streams restart from the seed and step (not bit-exact)")
         if saved.best_step is not None and saved.best_checkpoint is None:  # saved before the holder was recorded
             saved.best_checkpoint = status.best_checkpoint(saved.best_step, self.store.checkpoint_names())
-        self.state = saved
         self._good = {folder.name}  # verified checkpoints of this session: the resumed one, then each one saved
         self.guard.restore(saved.guard)
         self.clock.measured = list(saved.durable_seconds)
-        self.log(f"resuming run {self.cfg.run_name!r} from {folder.name} (step {saved.step}, epoch {saved.epoch}) in {self.store.url}")
+        phase = f", phase {self.config.train.phases[saved.phase].name}" if self.config.train.phases else ""
+        self.log(f"resuming run {self.cfg.run_name!r} from {folder.name} (step {saved.step}, epoch {saved.epoch}{phase}) "
+                 f"in {self.store.url}")
         return folder.name
 
     def _check_data(self, saved: TrainerState, name: str) -> data_drift.DataChanges:
@@ -399,7 +419,7 @@ class Trainer:
             )
             saved.best_value = saved.best_step = saved.best_checkpoint = None
             saved.bad_evals, saved.stopped_early = 0, False
-        saved.data = self.state.data
+        saved.data = self._data_record()
         return changes
 
     def _load_scaler(self, scaler_state: dict[str, Any], saved: TrainerState, name: str) -> None:
@@ -427,7 +447,8 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
     def _work_left(self) -> bool:
-        return self.state.step < self.max_steps and not (self.state.stopped_early and self.cfg.patience)
+        last_phase = self.state.phase >= len(self.config.train.phases) - 1
+        return self.state.step < self.max_steps and not (self.state.stopped_early and self.cfg.patience and last_phase)
 
     def _nothing_left(self) -> str:
         return "early_stopping" if self.state.stopped_early else "max_steps"
@@ -467,6 +488,15 @@ class Trainer:
             model.train()
         reason = None
         while reason is None:
+            ended = phases.phase_end(self.config.train.phases, self.state, self.plan.steps_per_epoch)
+            if ended:
+                if not self._next_phase(ended, writer):
+                    reason = DISK_FULL
+                    break
+                cfg, loader = self.cfg, self._loader()
+                batches = iter(loader)
+                for model in self.models.values():
+                    model.train()
             started = time.time()
             if self.state.step_in_epoch >= self.plan.steps_per_epoch:
                 self.state.epoch += 1
@@ -499,7 +529,7 @@ class Trainer:
                 window, logged = {}, 0
             if cfg.eval_every and self.state.step % cfg.eval_every == 0:
                 eval_started = time.time()
-                if self._evaluate(writer):
+                if self._evaluate(writer) and not self.config.train.phases[self.state.phase + 1:]:
                     reason = "early_stopping"
                 eval_seconds = time.time() - eval_started
                 self._spent("validation", eval_started)
@@ -537,6 +567,28 @@ class Trainer:
             self.session.warnings.append(f"{unusual} step(s) were skipped in this session, the last for: {last_unusual}")
         writer.close()
         return reason
+
+    def _next_phase(self, reason: str, writer: _Board) -> bool:
+        """End the current phase and build the next one from its final weights (see :mod:`fintts.train.phases`).
+
+        ``False`` when the phase's end could not be saved (the disk is full): the phase
+        then does not end, and the session stops as for any checkpoint that cannot be saved.
+        """
+        ended = self.config.train.phases[self.state.phase].name
+        latest = checkpoint.read_latest(self.store.root)
+        if (latest is None or checkpoint.step_of(latest) != self.state.step) and not self._save():
+            return False
+        start = {name: model.state_dict() for name, model in self.raw_models.items()}
+        phases.begin_next(self.config.train.phases, self.state, reason, checkpoint.name_for_step(self.state.step))
+        with isolated_rng(self.cfg.seed + 7_777 * self.state.phase):
+            self._build(start)
+        del start
+        self.state.data = self._data_record()
+        self.log(f"step {self.state.step}: phase {ended} ended ({reason}); phase {self.config.train.phases[self.state.phase].name} "
+                 f"begins" + "".join(f", {k}: {v}" for k, v in self.state.resolved.items()))
+        if self.cfg.eval_every:
+            self._evaluate(writer)
+        return True
 
     def _optimizer_step(self, batches) -> tuple[dict[str, float], str | None]:
         """Accumulate ``accumulation`` micro-batches into every group, then step every group, unless the guard skips it.
@@ -718,7 +770,8 @@ class Trainer:
                 if self.state.best_step is None:  # no validated best yet: the newest weights are the model
                     self._export()
                 holder = self.state.best_checkpoint
-                self.store.prune(self.cfg.keep_last, [holder] if holder else [])
+                phase_ends = [record["checkpoint"] for record in self.state.phases]  # each phase's last weights
+                self.store.prune(self.cfg.keep_last, [holder] * bool(holder) + phase_ends)
                 self._write_status("running")
                 self.store.publish(name, final=final)
                 self.clock.record(time.time() - started + max(self.store.transfer_seconds()[-5:] or [0.0]))
@@ -770,12 +823,14 @@ class Trainer:
         _torch_save({g.name: s.state_dict() for g, s in zip(self.groups, self.schedulers.values())}, folder / "sched.pt")
         _torch_save(self.scaler.state_dict(), folder / "scaler.pt")
         (folder / "state.json").write_text(self.state.to_json())
-        (folder / "config.yaml").write_text(yaml.safe_dump(self.config.to_dict(), sort_keys=False, allow_unicode=True))
-        if self.last_eval is not None:  # the newest validation's samples (state.json's evals say at which step)
-            for rel, data in self.last_eval["files"].items():
-                target = folder / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+        # the settings this checkpoint's phase trains with (resolved values included), for `fintts eval` and people
+        (folder / "config.yaml").write_text(yaml.safe_dump(self.phase_config.to_dict(), sort_keys=False, allow_unicode=True))
+        # the task's own files, and the newest validation's samples (state.json's evals say at which step)
+        files = {**self.task.checkpoint_files(self.raw_models), **(self.last_eval["files"] if self.last_eval else {})}
+        for rel, data in files.items():
+            target = folder / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
         png = loss_plot_png(self.state.history, self.state.evals)
         if png:
             (folder / "loss.png").write_bytes(png)
@@ -859,7 +914,7 @@ class Trainer:
         """Record why the session failed; with several processes, the one that raised first is the reason."""
         own = f"{type(err).__name__}: {err}"
         post_failure(self.accelerator.process_index, own)
-        if not self.main or not hasattr(self, "state"):
+        if not self.main or not hasattr(self, "groups"):
             if self.main:
                 self.store.release(timeout=self.clock.left())
                 self.store.close(timeout=0.0)
@@ -897,6 +952,7 @@ class Trainer:
             root=root, store=self.store.url, about=self.task.describe(), memory=self.memory,
             data=self.data_facts, clock=self._clock_facts(),
             warnings=self.session.warnings + [p for p in (self.store.problem(),) if p],
+            phases=phases.describe(self.config.train.phases, self.state),
         )
         try:
             self.store.write_status(current)

@@ -69,6 +69,13 @@ class TrainerState:
     precision: str = ""
     #: Python's and the tracked libraries' versions when it was saved (:func:`fintts.train.platform.library_versions`).
     versions: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: the phase being trained (an index into the config's ``phases``; 0 without phases), the step it
+    #: began at, and what its task resolved from the data then (re-applied in every later session).
+    phase: int = 0
+    phase_start_step: int = 0
+    resolved: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: one record per finished phase: name, start_step, end_step, reason, best, resolved, checkpoint.
+    phases: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     fingerprint: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: the task's :class:`~fintts.train.task.DataFingerprint` (items, held-out items, labels), if it gives one.
     data: dict[str, Any] | None = None

@@ -17,7 +17,9 @@ until the first validation), ``data`` (``items``, ``batch_size``, ``steps_per_ep
 task says ``item_seconds``, the mean length of an item, and ``padding``, the share of padding in
 the micro-batches with and without length buckets), ``clock`` (``limit``: the session's length
 in seconds, ``None`` for none; ``held_back``: what the clock keeps free at its end, safety margin
-and reserve) and ``updated`` (unix time). Each session's ``phases`` say where its time went
+and reserve), ``phase`` (a run in phases: the current one's ``index``, ``count``, ``name``, ``start_step``,
+``resolved`` and the ``finished`` ones' records, see :mod:`fintts.train.phases`; ``None``
+without phases) and ``updated`` (unix time). Each session's ``phases`` say where its time went
 (:data:`fintts.train.state.PHASES`); history entries carry ``step_seconds``, the mean seconds
 per optimizer step since the previous entry.
 """
@@ -76,6 +78,7 @@ def build(
     memory: list[dict[str, Any]],
     data: dict[str, Any],
     clock: dict[str, float | None],
+    phases: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The status of the run in ``root`` as its trainer sees it now."""
     latest = checkpoint.read_latest(root)
@@ -108,5 +111,6 @@ def build(
         "memory": memory,
         "data": data,
         "clock": clock,
+        "phase": phases,
         "updated": time.time(),
     }

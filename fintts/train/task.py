@@ -13,6 +13,11 @@ each returned ``loss`` into that group's parameters only; after the last micro-b
 an optimizer step every group's optimizer steps. A task that shares work between its
 groups (the generator forward pass that both the discriminator and the generator loss
 need) keeps it on ``self`` between the calls for the same batch.
+
+A run in phases (:mod:`fintts.train.phases`) builds a new task for each phase, from that
+phase's config, and hands :meth:`Task.build_models` the previous phase's final weights:
+a task whose phases differ in structure (an adapter wrapped around the model in a later
+phase) maps them onto its new modules there.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import torch
 from torch import nn
+
+#: Weights by model name (``Task.build_models``'s keys), each a module's ``state_dict()``.
+Weights = Mapping[str, Mapping[str, torch.Tensor]]
 
 
 @dataclasses.dataclass
@@ -140,13 +148,25 @@ class Task(abc.ABC):
     #: ``fintts bench --compare`` measures one at a time against a config (the trainer adds its own).
     speed_switches: ClassVar[dict[str, dict[str, Any]]] = {}
 
+    @classmethod
+    def check_phases(cls, configs: Sequence[Any]) -> None:
+        """Refuse, with a ``ValueError`` naming the phase, a sequence of phase configs this task cannot go through.
+
+        Called when a config with ``phases`` loads, with each phase's task config in order.
+        """
+
     def __init__(self, config: Any, context: TaskContext):
         self.config = config
         self.context = context
 
     @abc.abstractmethod
-    def build_models(self) -> dict[str, nn.Module]:
-        """The trainable modules by name; each is saved as ``<name>.safetensors``."""
+    def build_models(self, start: Weights | None = None) -> dict[str, nn.Module]:
+        """The trainable modules by name; each is saved as ``<name>.safetensors``.
+
+        ``start``: the weights to start from — the previous phase's final ones (its models'
+        state dicts, in that phase's layout), ``None`` for a run's first phase. When a session
+        resumes, the checkpoint's weights are loaded into the built modules afterwards.
+        """
 
     @abc.abstractmethod
     def build_optimizers(self, models: Mapping[str, nn.Module]) -> list[OptimizerGroup]:
@@ -176,6 +196,21 @@ class Task(abc.ABC):
 
     def export(self, models: Mapping[str, nn.Module], out_dir: Path) -> None:
         """Write the user-facing artefact (the best model so far) into ``out_dir``."""
+
+    def resolved_settings(self) -> dict[str, Any]:
+        """Config values this task decided from its data when it was built (e.g. ``speaker: best`` → a name).
+
+        The trainer records them when the run (or phase) starts and applies them as overrides
+        in every later session, so a choice made once holds for the whole run even if the
+        data changes between sessions.
+        """
+        return {}
+
+    def checkpoint_files(self, models: Mapping[str, nn.Module]) -> dict[str, bytes]:
+        """Files kept in each checkpoint beside the weights, for people and other tools (e.g. an
+        adapter in its library's own layout); relative path → bytes. Resuming does not read them.
+        """
+        return {}
 
     def describe(self) -> dict[str, Any]:
         """Facts about the data and model for the run's status (hours, speakers...); JSON-serialisable."""

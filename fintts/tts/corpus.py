@@ -154,8 +154,9 @@ class CheckReport:
     """Result of :func:`check_corpus`: the good items and every problem found.
 
     ``durations`` maps a good item's id to its length in seconds (for length bucketing);
-    ``sample_rates`` counts the good clips' original rates; ``sample_rate`` is the rate
-    training resamples to.
+    ``rates`` to its original sample rate; ``sample_rate`` is the rate training resamples
+    to. ``rejected`` are the clips that were read but failed a check (their problems are
+    in ``problems``, beside those of lines and files that never became a clip).
     """
 
     root: Path
@@ -164,7 +165,13 @@ class CheckReport:
     items: list[Item]
     problems: list[Problem]
     durations: dict[str, float]
-    sample_rates: Counter
+    rates: dict[str, int]
+    rejected: list[Item] = dataclasses.field(default_factory=list)
+
+    @property
+    def sample_rates(self) -> Counter:
+        """How many good clips were recorded at each rate."""
+        return Counter(self.rates.values())
 
     @property
     def hours(self) -> float:
@@ -252,8 +259,9 @@ def check_corpus(
     text = text or FinnishText.default()
     problems = list(corpus.problems)
     good: list[Item] = []
+    rejected: list[Item] = []
     durations: dict[str, float] = {}
-    rates: Counter = Counter()
+    rates: dict[str, int] = {}
     for item in tqdm(corpus.items, desc="checking clips", unit="clip", disable=not progress):
         found = _transcript_problems(item, text)
         try:
@@ -261,6 +269,7 @@ def check_corpus(
         except AudioError as error:
             problems.append(Problem(item.audio, error.reason))
             problems += found
+            rejected.append(item)
             continue
         seconds = len(samples) / rate
         if seconds < min_seconds:
@@ -276,10 +285,11 @@ def check_corpus(
             )
         if found:
             problems += found
+            rejected.append(item)
             continue
         good.append(item)
         durations[item.id] = seconds
-        rates[rate] += 1
+        rates[item.id] = rate
     return CheckReport(
         root=corpus.root,
         format=corpus.format,
@@ -287,7 +297,8 @@ def check_corpus(
         items=good,
         problems=problems,
         durations=durations,
-        sample_rates=rates,
+        rates=rates,
+        rejected=rejected,
     )
 
 

@@ -35,6 +35,8 @@ from fintts.tts.text import FinnishText, split_sentences
 log = logging.getLogger(__name__)
 
 SPEAKERS_FILE = "speakers.json"
+#: A voice's LoRA adapters, one folder per speaker in peft's layout: ``adapters/<speaker>/``.
+ADAPTERS_DIR = "adapters"
 #: The float32 graph, the reference the torch model is tested against.
 ONNX_FILE = "model.onnx"
 #: The same graph with the decoder's residual-block convolutions in int8 (calibrated at export).
@@ -215,12 +217,23 @@ def load_voice(
     ``int8``: with ONNX, use ``model.int8.onnx`` (the default when the voice has it) or the
     float32 ``model.onnx``. ``threads``: CPU threads for onnxruntime (default: every core
     this process may use). The other settings are :class:`Voice`'s.
+
+    A ``speaker`` with an adapter in the folder (``adapters/<speaker>/``, a run's LoRA
+    phase) speaks with the base and that adapter on it, on the torch backend (the ONNX
+    graphs are the base's; ``fintts merge`` makes the adapted voice a folder of its own).
     """
     folder = voice_folder(path_or_repo)
     config = VoiceConfig.read(folder)
     text = FinnishText.from_folder(folder)
     speakers = json.loads((folder / SPEAKERS_FILE).read_text(encoding="utf-8")) if (folder / SPEAKERS_FILE).is_file() else []
-    engine = _backend(folder, backend, int8, threads)
+    adapter = folder / ADAPTERS_DIR / str(speaker) if speaker is not None else None
+    if adapter is not None and (adapter / "adapter_config.json").is_file():
+        if backend == "onnx":
+            raise VoiceError(f"{speaker!r} is a LoRA adapter ({adapter}), which only backend torch puts on the base; "
+                             f"or run `fintts merge {folder} --speaker {speaker} --out DIR` and speak DIR with ONNX")
+        engine = _backend(folder, "torch", None, threads, adapter)
+    else:
+        engine = _backend(folder, backend, int8, threads)
     return Voice(engine, config, text, speakers, speaker=speaker, speed=speed, noise=noise, noise_duration=noise_duration, seed=seed)
 
 
@@ -266,7 +279,7 @@ def _installed(module: str) -> bool:
         return False
 
 
-def _backend(folder: Path, backend: str | None, int8: bool | None, threads: int | None) -> Backend:
+def _backend(folder: Path, backend: str | None, int8: bool | None, threads: int | None, adapter: Path | None = None) -> Backend:
     if backend not in (None, *BACKENDS):
         raise VoiceError(f"backend {backend!r}: use one of {', '.join(BACKENDS)}")
     graph = folder / ONNX_INT8_FILE if int8 is not False and (folder / ONNX_INT8_FILE).is_file() else folder / ONNX_FILE
@@ -289,4 +302,4 @@ def _backend(folder: Path, backend: str | None, int8: bool | None, threads: int 
                          + ("" if graph.is_file() else ", or export the voice's ONNX graphs where torch is"))
     from fintts.tts.vits.inference import TorchBackend
 
-    return TorchBackend.load(folder)
+    return TorchBackend.load(folder, adapter)

@@ -148,16 +148,18 @@ def _knots(unnormalized: Tensor, bins: int, minimum: float, bound: float) -> tup
     return edges, edges[..., 1:] - edges[..., :-1]
 
 
-def fold_weight_norm(vits: VitsModel) -> VitsModel:
-    """Replace every weight-norm parametrization by the weight it computes; returns ``vits``.
+def fold_weight_norm(model: nn.Module, names: list[str] | None = None) -> nn.Module:
+    """Replace the weight-norm parametrization of the named modules (``None``: all) by the weight it computes.
 
     Training keeps magnitude and direction apart; inference only needs their product, and
-    recomputing it on every call is wasted work. For a model that is not trained further.
+    recomputing it on every call is wasted work; and peft cannot wrap a parametrized layer
+    (:mod:`fintts.tts.vits.lora`). Returns ``model``, changed in place.
     """
-    for module in vits.modules():
-        if parametrize.is_parametrized(module, "weight"):
-            parametrize.remove_parametrizations(module, "weight", leave_parametrized=True)
-    return vits
+    modules = dict(model.named_modules())
+    for name in modules if names is None else names:
+        if parametrize.is_parametrized(modules[name], "weight"):
+            parametrize.remove_parametrizations(modules[name], "weight", leave_parametrized=True)
+    return model
 
 
 class TorchBackend:
@@ -170,9 +172,18 @@ class TorchBackend:
         self.multi_speaker = vits.config.num_speakers > 1
 
     @classmethod
-    def load(cls, folder: str | Path) -> TorchBackend:
-        """The voice in ``folder`` (``save_pretrained`` layout), weight norm folded, for inference only."""
-        return cls(fold_weight_norm(VitsModel.from_pretrained(folder).eval()))
+    def load(cls, folder: str | Path, adapter: Path | None = None) -> TorchBackend:
+        """The voice in ``folder`` (``save_pretrained`` layout), weight norm folded, for inference only.
+
+        ``adapter``: a LoRA adapter folder (peft's layout) to put on it, not merged: the
+        voice computes what training computed (``fintts merge`` makes a faster, plain copy).
+        """
+        vits = fold_weight_norm(VitsModel.from_pretrained(folder).eval())
+        if adapter is not None:
+            from fintts.tts.vits.lora import load_adapter
+
+            vits = load_adapter(vits, adapter).get_base_model().eval()
+        return cls(vits)
 
     def __call__(
         self, ids: np.ndarray, duration_noise: np.ndarray, prior_noise: np.ndarray, length_scale: float, speaker: int | None

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_model
 from torch import nn
 from tqdm.auto import tqdm
@@ -43,6 +44,7 @@ from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio, resampl
 from fintts.tts.corpus import Item, check_corpus, read_table
 from fintts.tts.eval import nearest_reference, noise_floor_db
 from fintts.tts.features import FeatureCache
+from fintts.tts.speakers import BEST, analyse_speakers
 from fintts.tts.text import FALLBACK_VOCAB, FinnishText
 from fintts.tts.vits.card import is_mms, run_card
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
@@ -52,6 +54,9 @@ from fintts.tts.vits.generator import (
 )
 from fintts.tts.vits.inference import TorchBackend
 from fintts.tts.vits.init import build_generator
+from fintts.tts.vits.lora import (
+    ADAPTERS_DIR, LoraSettings, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model,
+)
 from fintts.tts.vits.losses import LossWeights
 from fintts.tts.voice import Voice, VoiceConfig, load_voice
 from fintts.tts.wav import wav_bytes
@@ -74,8 +79,13 @@ class VitsTaskConfig:
     data: str = free_setting("demo")
     #: force a corpus layout (ljspeech, ljspeech-speaker, pairs, speakers); empty: detect.
     format: str = ""
-    #: train only these speakers (empty: all).
+    #: the model's speakers (empty: all of the corpus's); each gets a speaker embedding.
     speakers: list[str] = dataclasses.field(default_factory=list)
+    #: train and validate on this one of them only (its clips, its held-out set); ``best``: the one with the
+    #: most usable minutes (``fintts speakers``), recorded when the run (or its phase) starts. The model keeps
+    #: every speaker's embedding, so a phase on one speaker adapts that voice of a shared multi-speaker base.
+    #: Empty: all of ``speakers``.
+    speaker: str = ""
     #: ``facebook/mms-tts-fin`` (or a Hub id in the local cache), a save_pretrained folder, a fintts
     #: run or checkpoint folder, or ``scratch``.
     init: str = "facebook/mms-tts-fin"
@@ -102,6 +112,8 @@ class VitsTaskConfig:
     #: terms alone and the discriminator is neither run nor trained (Parallel WaveGAN starts its
     #: discriminator late the same way, Yamamoto et al. 2020). From scratch, an early discriminator
     #: fills the decoder's silences with hiss (docs in configs/demo.yaml); 0: VITS, a GAN from step 1.
+    #: Counted in the generator optimizer's updates, which a run in phases starts afresh in each phase:
+    #: a later phase that should train as a GAN from its start sets ``gan_start_step: 0`` (configs/demo-lora.yaml).
     gan_start_step: int = 0
     min_seconds: float = 0.5
     max_seconds: float = 20.0
@@ -115,6 +127,10 @@ class VitsTaskConfig:
     #: (``val/mcd``, and ``val/identified``: each clip's text told apart from the others of its speaker).
     eval_speakers: int = free_setting(2)
     mcd_items: int = free_setting(8)
+    #: a LoRA adapter on the generator (``r`` > 0; see :mod:`fintts.tts.vits.lora`): the generator is frozen
+    #: but for the adapter, the discriminator trains in full. The adapter is one voice's: with several speakers
+    #: set ``speaker``. Checkpoints and ``model/adapters/<speaker>/`` keep it in peft's layout.
+    lora: LoraSettings = dataclasses.field(default_factory=LoraSettings)
     #: write model.onnx and model.int8.onnx with each exported voice, so a laptop without torch can
     #: speak it. It costs each new best voice 5-10 s for the demo voice and 25-75 s for an MMS-sized
     #: one on a shared 2-core CPU (README, "On a laptop").
@@ -237,19 +253,25 @@ def resolve_init(init: str) -> tuple[str, Path | None]:
 
 @dataclasses.dataclass
 class CorpusSelection:
-    """The clips a run trains on and the ones it validates on; the same every session."""
+    """The clips a run trains on and the ones it validates on; the same every session.
+
+    ``speakers`` are the model's (its speaker table); ``speaker`` the one trained on, when
+    the config names one (``best`` resolved to a name).
+    """
 
     speakers: list[str]
     items: list[Item]
     heldout: list[Item]
     hours: float
+    speaker: str | None = None
 
 
 def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True) -> CorpusSelection:
     """Check the corpus once, keep the good clips of the chosen speakers, set the held-out ones aside.
 
     Held-out clips come from ``heldout.csv`` files when the corpus has them (the demo does);
-    otherwise, per speaker, the ``heldout_per_speaker`` clips whose ids hash lowest.
+    otherwise, per speaker, the ``heldout_per_speaker`` clips whose ids hash lowest (so a phase
+    on one speaker validates on the clips the all-speaker phase held out for it).
     """
     root = DEMO_CORPUS if cfg.data == "demo" else Path(cfg.data).expanduser()
     report = check_corpus(
@@ -269,19 +291,27 @@ def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True) -> C
     if not items:
         raise ValueError(f"data: {root} has no usable clips (run `fintts check {root}`)")
     speakers = sorted({i.speaker for i in items})
-    heldout = [i for i in read_heldout_files(root) if i.speaker in speakers]
+    speaker = None
+    if cfg.speaker:
+        speaker = analyse_speakers(report, among=speakers).best if cfg.speaker == BEST else cfg.speaker
+        if speaker not in speakers:
+            raise ValueError(f"speaker: {cfg.speaker!r} is not one of the model's speakers in {root}: {', '.join(speakers)} "
+                             f"(`fintts speakers {root}` lists them)")
+        items = [i for i in items if i.speaker == speaker]
+    trained = [speaker] if speaker else speakers
+    heldout = [i for i in read_heldout_files(root) if i.speaker in trained]
     if not heldout:
-        for speaker in speakers:
-            own = sorted((i for i in items if i.speaker == speaker), key=lambda i: hashlib.sha256(i.id.encode()).hexdigest())
+        for speaker_name in trained:
+            own = sorted((i for i in items if i.speaker == speaker_name), key=lambda i: hashlib.sha256(i.id.encode()).hexdigest())
             if len(own) > 2 * cfg.heldout_per_speaker:
                 heldout += own[: cfg.heldout_per_speaker]
         held = {i.id for i in heldout}
         items = [i for i in items if i.id not in held]
     hours = sum(report.durations.get(i.id, 0.0) for i in items) / 3600
     # round-robin over speakers, so the first ``mcd_items`` cover every voice
-    rank = {item.id: n for speaker in speakers for n, item in enumerate(i for i in heldout if i.speaker == speaker)}
+    rank = {item.id: n for name in trained for n, item in enumerate(i for i in heldout if i.speaker == name)}
     heldout.sort(key=lambda i: (rank[i.id], speakers.index(i.speaker)))
-    return CorpusSelection(speakers, items, heldout, hours)
+    return CorpusSelection(speakers, items, heldout, hours, speaker)
 
 
 @dataclasses.dataclass
@@ -345,8 +375,16 @@ class VitsTask(Task):
         "checkpointing=all": {"checkpointing": list(CHECKPOINTABLE_BLOCKS)},
     }
 
+    @classmethod
+    def check_phases(cls, configs) -> None:
+        for index, before in enumerate(configs[:-1], 1):
+            if before.lora.r:
+                raise ValueError(f"phases[{index}] follows an adapter phase; a run ends with its adapter phase: to adapt "
+                                 "another speaker on the same base, start a run with init: the checkpoint that ended "
+                                 "the full phase (it is kept), or merge the adapter (fintts merge) and init from that")
+
     # ------------------------------------------------------------------ models
-    def build_models(self) -> dict[str, nn.Module]:
+    def build_models(self, start=None) -> dict[str, nn.Module]:
         cfg = self.config
         self._prepare_corpus()
         overrides = dict(cfg.model)
@@ -376,16 +414,41 @@ class VitsTask(Task):
         )
         generator = VitsTrainingForward(vits, cfg.segment_frames, checkpointing=cfg.checkpointing)
         if weights is not None:
+            with safe_open(str(weights / "model.safetensors"), "pt") as saved:
+                if is_adapted(dict.fromkeys(saved.keys())):
+                    raise ValueError(f"init: {weights} is a checkpoint of an adapter phase; init from the checkpoint that "
+                                     "ended the full phase, or from a voice folder (its run's model/, or fintts merge's)")
             load_model(generator, str(weights / "model.safetensors"), strict=True)
             if (weights / "discriminator.safetensors").is_file() and not cfg.discriminator:
                 load_model(discriminator, str(weights / "discriminator.safetensors"), strict=True)
+        if start is not None:  # the previous phase's final weights (a full phase: check_phases refuses the others)
+            generator.load_state_dict(start["model"])
+            discriminator.load_state_dict(start["discriminator"])
+        self.adapter = None
+        if cfg.lora.r:
+            self._add_adapter(vits)
         return {"model": generator, "discriminator": discriminator}
+
+    def _add_adapter(self, vits) -> None:
+        if not self.speaker and len(self.speakers) > 1:
+            raise ValueError(f"lora: an adapter is one speaker's voice; set speaker: NAME or best (the model has "
+                             f"{', '.join(self.speakers)})")
+        self.adapter_name = self.speaker or self.speakers[0]
+        self.adapter = add_adapter(vits, self.config.lora, self.adapter_name)
+        self.adapter_facts = adapter_size(self.adapter, self.adapter_name)
+        facts = self.adapter_facts
+        self.context.log(
+            f"LoRA r={self.config.lora.r} for {self.adapter_name}: {facts['trainable_parameters']:,} trainable parameters "
+            f"of {facts['generator_parameters']:,} in the generator "
+            f"({100 * facts['trainable_parameters'] / facts['generator_parameters']:.2f}%), adapter {facts['adapter_mb']:.2f} MB"
+        )
 
     def build_optimizers(self, models: Mapping[str, nn.Module]) -> list[OptimizerGroup]:
         cfg = self.config
 
         def adamw(module: nn.Module) -> torch.optim.Optimizer:
-            return torch.optim.AdamW(module.parameters(), lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
+            trainable = [p for p in module.parameters() if p.requires_grad]  # an adapter phase freezes the base
+            return torch.optim.AdamW(trainable, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
 
         clip = cfg.clip_grad_norm or None
         generator = adamw(models["model"])
@@ -399,7 +462,7 @@ class VitsTask(Task):
     def _prepare_corpus(self) -> None:
         selection = select_corpus(self.config, log=self.context.log, progress=self.context.progress)
         self.speakers, self.items, self.heldout = selection.speakers, selection.items, selection.heldout
-        self.hours = selection.hours
+        self.hours, self.speaker = selection.hours, selection.speaker
 
     def count_items(self) -> int:
         """The corpus's good clips less the held-out ones: checking the corpus, no features."""
@@ -446,7 +509,8 @@ class VitsTask(Task):
     def evaluate(self, models, step: int) -> Evaluation:
         voice = self._voice(models)
         files: dict[str, bytes] = {}
-        for s, speaker in enumerate(self.speakers[: max(1, self.config.eval_speakers)] or [None]):
+        speakers = [self.speaker] if self.speaker else self.speakers[: max(1, self.config.eval_speakers)]
+        for speaker in speakers or [None]:
             for n, sentence in enumerate(self.config.eval_sentences):
                 wav, _ = voice.synthesize(sentence, speaker=speaker, warn=None)
                 files[f"samples/{n}-{speaker or 'voice'}.wav"] = wav_bytes(wav, self.sample_rate)
@@ -457,8 +521,22 @@ class VitsTask(Task):
 
     # ------------------------------------------------------------------ export
     def export(self, models, out_dir: Path) -> None:
+        """The voice folder; in an adapter phase the base voice (no ONNX: it would not speak the adapted voice) and
+        ``adapters/<speaker>/`` — ``fintts merge`` makes the adapted voice a folder of its own, with its graphs."""
         vits = unwrap(models["model"]).model
-        save_voice(vits, out_dir, self.text, self.speakers, card=self._model_card(vits), onnx=self.config.export_onnx)
+        if self.adapter is None:
+            save_voice(vits, out_dir, self.text, self.speakers, card=self._model_card(vits), onnx=self.config.export_onnx)
+            return
+        base = standard_model(vits.config, base_weights(vits.state_dict()))
+        save_voice(base, out_dir, self.text, self.speakers, card=self._model_card(base), onnx=False)
+        for rel, data in self.checkpoint_files(models).items():
+            (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (out_dir / rel).write_bytes(data)
+
+    def checkpoint_files(self, models) -> dict[str, bytes]:
+        if self.adapter is None:
+            return {}
+        return {f"{ADAPTERS_DIR}/{rel}": data for rel, data in adapter_files(self.adapter, self.adapter_name).items()}
 
     def _model_card(self, vits) -> str:
         mms = is_mms(self.config.init)
@@ -501,6 +579,8 @@ class VitsTask(Task):
             "data": self.config.data, "hours": round(getattr(self, "hours", 0.0), 3),
             "clips": len(getattr(self, "items", [])), "speakers": getattr(self, "speakers", []),
             "heldout_clips": len(getattr(self, "heldout", [])), "init": self.config.init,
+            **({"speaker": self.speaker} if getattr(self, "speaker", None) else {}),
+            **({"lora": {"r": self.config.lora.r, **self.adapter_facts}} if getattr(self, "adapter", None) else {}),
         }
 
     def data_fingerprint(self) -> DataFingerprint:
@@ -517,6 +597,9 @@ class VitsTask(Task):
             return []
         every = ",".join(CHECKPOINTABLE_BLOCKS)
         return [f"checkpointing=[{every}] (recomputes those blocks in the backward pass: less memory, same gradients, slower steps)"]
+
+    def resolved_settings(self) -> dict[str, Any]:
+        return {"speaker": self.speaker} if self.config.speaker == BEST else {}
 
     def card(self, status: Mapping[str, Any], repo: str | None) -> Card:
         return run_card(status, self.config.init)
