@@ -28,7 +28,7 @@ import soundfile as sf
 from fintts.train import checkpoint
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.tts.demo import make_corpus
-from fintts.tts.demo.run import DEMO_SENTENCE
+from fintts.tts.demo.run import DEMO_SENTENCE, speech_only
 from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.task import PUNCTUATION_MARKS, scratch_front_end
 from fintts.tts.voice import SPEAKERS_FILE
@@ -73,6 +73,8 @@ def log_spectrogram(audio: np.ndarray, n_fft: int = 512, hop: int = 128) -> np.n
 
 
 def draw(reference: np.ndarray, voice: np.ndarray, rate: int, labels: tuple[str, str], out: Path) -> None:
+    """The two spectrograms on one dB scale, each titled with its noise floor (the voice's over its speech
+    alone: the pause fintts puts between sentences is digital silence it did not make)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -81,12 +83,13 @@ def draw(reference: np.ndarray, voice: np.ndarray, rate: int, labels: tuple[str,
     seconds = max(len(reference), len(voice)) / rate
     figure = Figure(figsize=(8, 5), dpi=100)
     axes = figure.subplots(2, 1, sharex=True)
-    for axis, audio, label in zip(axes, (reference, voice), labels):
+    floors = (noise_floor_db(reference, rate), noise_floor_db(speech_only(voice, rate), rate))
+    for axis, audio, label, floor in zip(axes, (reference, voice), labels, floors):
         image = axis.imshow(log_spectrogram(audio), origin="lower", aspect="auto", cmap="magma", vmin=-100, vmax=-20,
                             extent=(0, len(audio) / rate, 0, rate / 2000))
         axis.set_xlim(0, seconds)
         axis.set_ylabel("kHz")
-        axis.set_title(f"{label}: noise floor {noise_floor_db(audio, rate):.0f} dB", fontsize=9)
+        axis.set_title(f"{label}: noise floor {floor:.0f} dB", fontsize=9)
     axes[-1].set_xlabel("seconds")
     figure.colorbar(image, ax=list(axes), label="dB re full scale")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -236,8 +236,9 @@ def cmd_pull(args) -> int:
 
 def cmd_check(args) -> int:
     from fintts.tts.corpus import check_corpus
+    from fintts.tts.demo import data_root
 
-    report = check_corpus(Path(args.data), format=args.format, sample_rate=args.sample_rate, progress=not args.no_progress)
+    report = check_corpus(data_root(args.data), format=args.format, sample_rate=args.sample_rate, progress=not args.no_progress)
     print(report.format_text())
     return EXIT_OK if report.items else EXIT_USAGE
 
@@ -245,8 +246,9 @@ def cmd_check(args) -> int:
 def cmd_speakers(args) -> int:
     from fintts.tts.corpus import check_corpus
     from fintts.tts.speakers import analyse_speakers
+    from fintts.tts.demo import data_root
 
-    analysis = analyse_speakers(check_corpus(Path(args.data), format=args.format, progress=not args.no_progress))
+    analysis = analyse_speakers(check_corpus(data_root(args.data), format=args.format, progress=not args.no_progress))
     print(json.dumps(analysis.to_json(), indent=1) if args.json else analysis.format_text())
     return EXIT_OK if analysis.best else EXIT_USAGE
 
@@ -495,14 +497,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("check", help="check a corpus: clips, hours, speakers, and every bad item with the reason")
-    p.add_argument("data", help="corpus folder")
+    p.add_argument("data", help="corpus folder (demo: the embedded espeak-ng corpus)")
     p.add_argument("--format", choices=["ljspeech", "ljspeech-speaker", "pairs", "speakers"], help="force a layout")
     p.add_argument("--sample-rate", type=int, default=16000, help="the model's rate (clips below it are flagged)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("speakers", help="per speaker: usable clips and minutes, bad clips, clip length, sample rates; the best one")
-    p.add_argument("data", help="corpus folder")
+    p.add_argument("data", help="corpus folder (demo: the embedded espeak-ng corpus)")
     p.add_argument("--format", choices=["ljspeech", "ljspeech-speaker", "pairs", "speakers"], help="force a layout")
     p.add_argument("--json", action="store_true", help='{"speakers": [{"name", "clips", "minutes", "bad", ...}], "best": NAME}')
     p.add_argument("--no-progress", action="store_true")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import soundfile as sf
 
-from fintts.tts.demo.run import progress_report
+from fintts.tts.demo.run import progress_report, speech_only
+from fintts.tts.eval import noise_floor_db
 from trainer_helpers import cli
 from vits_helpers import tiny_config
 
@@ -61,3 +63,14 @@ def test_demo_report_measures_the_speaking_voice_against_the_targets(tmp_path):
     report = progress_report(tmp_path / "noisy")
     assert "noise floor 41.0 dB (target ≥ 45 dB)" in report and "held-out MCD 2.60 dB (met ≤ 2.8 dB)" in report
     assert "not a clean voice yet (noise floor short of the target)" in report
+
+
+def test_the_demo_wavs_floor_leaves_out_the_pause_fintts_puts_between_sentences():
+    rate, rng = 16000, np.random.default_rng(0)
+    hiss = 1e-3 * rng.standard_normal(rate // 2)
+    speech = np.concatenate([0.3 * rng.standard_normal(rate // 2), hiss]).astype(np.float32)
+    paused = np.concatenate([speech, np.zeros(int(0.4 * rate), np.float32), speech])
+    assert len(speech_only(paused, rate)) == 2 * len(speech)
+    # with the inserted digital silence counted, the floor would read the pause, not the voice's hiss
+    assert noise_floor_db(paused, rate) > noise_floor_db(speech, rate) + 20
+    assert noise_floor_db(speech_only(paused, rate), rate) == pytest.approx(noise_floor_db(speech, rate), abs=1.0)

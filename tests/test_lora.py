@@ -125,3 +125,22 @@ def test_an_adapter_is_one_speakers_and_ends_the_run(adapted, tmp_path):
     _, store = adapted
     result = cli("merge", str(store), "--speaker", "nobody", "--out", str(tmp_path / "merged"), cwd=tmp_path)
     assert result.returncode == 2 and "has no adapter for 'nobody' (it has: espeak_" in result.stderr
+
+
+def test_the_adapter_goes_to_the_hub_with_the_run_and_speaks_after_a_pull(adapted, tmp_path, hub_env):
+    config, local = adapted
+    repo = "alice/finnish-voices"
+    result = cli("train", str(config), "--hub-repo", repo, "--store", str(tmp_path / "store"), "--push-every", "0",
+                 "--no-progress", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    files = hub_env.files(repo)
+    speaker = json.loads(files["status.json"])["about"]["speaker"]
+    newest = files["latest"].decode().strip()
+    for folder in ("model", f"checkpoints/{newest}"):
+        assert {f"{folder}/adapters/{speaker}/adapter_model.safetensors", f"{folder}/adapters/{speaker}/adapter_config.json"} <= set(files)
+    pulled = cli("pull", repo, "--out", str(tmp_path / "pulled"), cwd=tmp_path)
+    assert pulled.returncode == 0, pulled.stderr
+    voice_dir = next(p.parent.parent for p in (tmp_path / "pulled").rglob(f"adapters/{speaker}"))
+    there = load_voice(voice_dir, speaker=speaker, backend="torch", seed=5).synthesize(SENTENCE, warn=None)[0]
+    here = load_voice(local / "model", speaker=speaker, backend="torch", seed=5).synthesize(SENTENCE, warn=None)[0]
+    assert np.array_equal(there, here)  # the same run, trained again into the Hub: the same voice, bit for bit

@@ -46,6 +46,12 @@ def test_speakers_cli_counts_usable_material_and_marks_the_best(tmp_path):
     assert "best: pekka" in text and "* pekka" in text and "  anna" in text and "1 other problem(s)" in text
 
 
+def test_speakers_of_the_embedded_demo_corpus_by_its_name(tmp_path):
+    report = json.loads(cli("speakers", "demo", "--json", "--no-progress", cwd=tmp_path).stdout)
+    assert [s["name"] for s in report["speakers"]] == ["espeak_f2", "espeak_f5", "espeak_klatt3", "espeak_m3"]
+    assert report["best"] in {s["name"] for s in report["speakers"]} and all(s["minutes"] > 1 for s in report["speakers"])
+
+
 def test_the_best_speaker_is_the_same_whatever_the_order_ties_broken_by_clips_then_name(tmp_path):
     corpus = tmp_path / "corpus"
     _speaker(corpus, "cai", {"c1": 2.0, "c2": 1.0})

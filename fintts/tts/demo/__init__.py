@@ -6,3 +6,13 @@ without an apt step, a download, or a dataset licence to accept. It is a pipelin
 smoke-test corpus, not a voice worth keeping: the point is that every stage (text front
 end, features, multi-speaker training, evaluation) sees real Finnish text and audio.
 """
+
+from pathlib import Path
+
+#: The corpus's folder; ``data: demo`` in a config (and ``demo`` as a command's DATA) names it.
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def data_root(data: str) -> Path:
+    """The corpus folder a ``data:`` setting (or a command's DATA) names: ``demo`` is this embedded corpus."""
+    return CORPUS if data == "demo" else Path(data).expanduser()

@@ -42,6 +42,7 @@ from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio, resampled_length
 from fintts.tts.corpus import Item, check_corpus, read_table
+from fintts.tts.demo import CORPUS as DEMO_CORPUS, data_root
 from fintts.tts.eval import nearest_reference, noise_floor_db
 from fintts.tts.features import FeatureCache
 from fintts.tts.speakers import BEST, analyse_speakers
@@ -61,7 +62,6 @@ from fintts.tts.vits.losses import LossWeights
 from fintts.tts.voice import Voice, VoiceConfig, load_voice
 from fintts.tts.wav import wav_bytes
 
-DEMO_CORPUS = Path(__file__).resolve().parent.parent / "demo" / "corpus"
 #: sentence punctuation the front end otherwise turns into word breaks
 PUNCTUATION_MARKS = ".,;:!?"
 
@@ -273,7 +273,7 @@ def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True) -> C
     otherwise, per speaker, the ``heldout_per_speaker`` clips whose ids hash lowest (so a phase
     on one speaker validates on the clips the all-speaker phase held out for it).
     """
-    root = DEMO_CORPUS if cfg.data == "demo" else Path(cfg.data).expanduser()
+    root = data_root(cfg.data)
     report = check_corpus(
         root, format=cfg.format or None, text=FinnishText.default(), sample_rate=16_000,
         min_seconds=cfg.min_seconds, max_seconds=cfg.max_seconds, progress=progress,
