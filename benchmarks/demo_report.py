@@ -9,8 +9,9 @@ the demo's wav under espeak-ng saying the same words with the same speaker's set
 voice the demo imitates; the numbers as fintts reads them), on one dB scale, each titled
 with its noise floor.
 
-Minutes at a step are read from the run's sessions (time per session, spread evenly over
-its steps), so they include validation and saving, as a user's clock does. Needs
+Minutes at a step are the wall-clock time its validation was logged (the run's TensorBoard
+events) from its session's start, plus the sessions before it, so they include start-up,
+validation and saving, as a user's clock does. Needs
 espeak-ng for the reference (``apt-get install espeak-ng``).
 """
 
@@ -37,26 +38,46 @@ METRICS = (("val/mcd", "`val/mcd` (dB)", "{:.2f}"), ("val/identified", "`val/ide
            ("val/floor_db", "`val/floor_db` (dB)", "{:.1f}"))
 
 
-def minutes_at(step: int, sessions: list[dict]) -> float:
-    """Training minutes (all sessions, saving and validation included) when ``step`` was reached."""
+def minutes_at(step: int, sessions: list[dict], reached: dict[int, float]) -> float:
+    """Training minutes (all sessions, saving and validation included) when ``step`` was reached.
+
+    ``reached``: the wall-clock time at which each validated step was logged (TensorBoard's
+    ``val/mcd`` events), counted from the start of its session plus the sessions before it.
+    Without one, the step's session time is spread evenly over its steps.
+    """
     seconds = 0.0
     for session in sessions:
         start, end = session["start_step"], session["end_step"]
         if end <= start:
             continue
         if step <= end:
+            if step in reached:
+                return (seconds + reached[step] - session["started"]) / 60
             return (seconds + session_seconds(session) * max(0, step - start) / (end - start)) / 60
         seconds += session_seconds(session)
     return seconds / 60
+
+
+def validation_times(run: Path) -> dict[int, float]:
+    """Step → wall time of its ``val/mcd`` in the run's TensorBoard logs (empty without them)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    times: dict[int, float] = {}
+    for events in sorted((run / "tb").glob("events.out.tfevents.*")):
+        accumulator = EventAccumulator(str(events))
+        accumulator.Reload()
+        if "val/mcd" in accumulator.Tags().get("scalars", []):
+            times.update({event.step: event.wall_time for event in accumulator.Scalars("val/mcd")})
+    return times
 
 
 def session_seconds(session: dict) -> float:
     return (session.get("ended") or session["started"]) - session["started"]
 
 
-def markdown_table(evals: list[dict], sessions: list[dict]) -> str:
+def markdown_table(evals: list[dict], sessions: list[dict], reached: dict[int, float]) -> str:
     steps = [e["step"] for e in evals]
-    rows = [["step", *map(str, steps)], ["minutes", *(f"{minutes_at(s, sessions):.0f}" for s in steps)]]
+    rows = [["step", *map(str, steps)], ["minutes", *(f"{minutes_at(s, sessions, reached):.1f}" for s in steps)]]
     for key, label, fmt in METRICS:
         rows.append([label, *(fmt.format(e[key]) if key in e else "–" for e in evals)])
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
@@ -112,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     status = json.loads((args.run / STATUS).read_text())
     evals = [e for e in state["evals"] if "val/mcd" in e]
     sessions = state["sessions"]
-    print(markdown_table(evals, sessions))
+    print(markdown_table(evals, sessions, validation_times(args.run)))
     if evals and "val/floor_db_ref" in evals[-1]:
         print(f"\nThe held-out recordings' own floor (`val/floor_db_ref`): {evals[-1]['val/floor_db_ref']:.1f} dB.")
     seconds = sum(map(session_seconds, sessions))

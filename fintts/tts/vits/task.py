@@ -110,8 +110,9 @@ class VitsTaskConfig:
     loss: LossWeights = dataclasses.field(default_factory=LossWeights)
     #: the step at which the GAN starts: before it the generator learns from the mel, KL and duration
     #: terms alone and the discriminator is neither run nor trained (Parallel WaveGAN starts its
-    #: discriminator late the same way, Yamamoto et al. 2020). From scratch, an early discriminator
-    #: fills the decoder's silences with hiss (docs in configs/demo.yaml); 0: VITS, a GAN from step 1.
+    #: discriminator late the same way, Yamamoto et al. 2020). From scratch, while the text-to-sound
+    #: alignment forms, such steps are cheaper and the voice per step about the same (configs/demo.yaml
+    #: gives the measurement); 0: VITS, a GAN from step 1.
     #: Counted in the generator optimizer's updates, which a run in phases starts afresh in each phase:
     #: a later phase that should train as a GAN from its start sets ``gan_start_step: 0`` (configs/demo-lora.yaml).
     gan_start_step: int = 0
