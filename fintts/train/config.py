@@ -381,6 +381,7 @@ def _check_phases(config: RunConfig) -> None:
     if config.train.phases and config.train.epochs:
         raise ConfigError("epochs: a run in phases is bounded by max_steps (phases train on different data, so the run's "
                           "epochs have no one length); give each phase its own steps or epochs")
+    tasks = []
     for index, phase in enumerate(config.train.phases):
         phase.name = phase.name or f"phase{index + 1}"
         where = f"phases[{index}] ({phase.name})"
@@ -396,13 +397,14 @@ def _check_phases(config: RunConfig) -> None:
             settings = config.phase(index)
         except ConfigError as err:
             raise ConfigError(f"{where}: {err}") from None
+        tasks.append(settings.task)
         ends_itself = phase.steps or phase.epochs or (settings.train.patience and settings.train.eval_every)
         if index < last and not ends_itself:
             raise ConfigError(f"{where} never ends: give it steps, epochs, or patience with eval_every, "
                               "so the next phase can start")
-    if config.train.phases:
+    if tasks:
         try:
-            config.task_class.check_phases([config.phase(i).task for i in range(len(config.train.phases))])
+            config.task_class.check_phases(tasks)
         except ValueError as err:
             raise ConfigError(f"phases: {err}") from None
 

@@ -344,7 +344,6 @@ class Trainer:
         """A new run: its state records the data it starts on."""
         self.state.data = self._data_record()
         self._good: set[str] = set()
-        return None
 
     def _data_record(self) -> dict[str, Any] | None:
         return dataclasses.asdict(self.data_fingerprint) if self.data_fingerprint else None
