@@ -44,9 +44,10 @@ SPEAKERS = ["anna", "ben", "cai"]
 PARITY_ATOL = 1e-4
 
 
-def tiny_voice(folder: Path, speakers: list[str], *, onnx: bool = True) -> Path:
+def tiny_voice(folder: Path, speakers: list[str], *, onnx: bool = True, **config) -> Path:
     torch.manual_seed(len(speakers))
     extra = {"num_speakers": len(speakers), "speaker_embedding_size": 8} if len(speakers) > 1 else {}
+    extra.update(config)
     vits = vits_initialisation(VitsModel(tiny_vits_config(**extra)))
     save_voice(vits, folder, FinnishText.default(), speakers, onnx=onnx)
     return folder
@@ -55,7 +56,9 @@ def tiny_voice(folder: Path, speakers: list[str], *, onnx: bool = True) -> Path:
 @pytest.fixture(scope="module")
 def voices(tmp_path_factory):
     root = tmp_path_factory.mktemp("voices")
-    return {"single": tiny_voice(root / "single", ["solo"]), "multi": tiny_voice(root / "multi", SPEAKERS)}
+    return {"single": tiny_voice(root / "single", ["solo"]), "multi": tiny_voice(root / "multi", SPEAKERS),
+            # deterministic durations: a graph with no duration_noise input, int8 calibration included
+            "fixed": tiny_voice(root / "fixed", ["solo"], use_stochastic_duration_prediction=False)}
 
 
 def test_synthesizer_matches_transformers_given_the_same_noise():
@@ -77,7 +80,7 @@ def test_synthesizer_matches_transformers_given_the_same_noise():
     assert torch.allclose(waveform, reference.waveform, atol=PARITY_ATOL)
 
 
-@pytest.mark.parametrize("kind", ["single", "multi"])
+@pytest.mark.parametrize("kind", ["single", "multi", "fixed"])
 def test_onnx_and_torch_say_the_same_with_the_same_seed(voices, kind):
     speaker = "cai" if kind == "multi" else None
     said = {}
@@ -87,6 +90,8 @@ def test_onnx_and_torch_say_the_same_with_the_same_seed(voices, kind):
     assert rate == 16000 and said["torch"].dtype == np.float32 and said["torch"].ndim == 1
     assert said["onnx"].shape == said["torch"].shape
     np.testing.assert_allclose(said["onnx"], said["torch"], atol=PARITY_ATOL, rtol=0)
+    int8, _ = load_voice(voices[kind], speaker, seed=7).synthesize(TEXT + " A.")
+    assert int8.shape == said["torch"].shape  # durations are computed in float32 in both graphs
 
 
 def test_speakers_and_seeds_change_the_speech_and_the_int8_graph_keeps_the_timing(voices):

@@ -42,7 +42,10 @@ class OnnxBackend:
 
             raise VoiceError(f"{graph} cannot be loaded by onnxruntime ({err}); export it again with "
                              f"`fintts export --onnx --voice {graph.parent}`") from None
-        self.multi_speaker = "speaker_id" in {node.name for node in self.session.get_inputs()}
+        #: a voice with deterministic durations (``use_stochastic_duration_prediction: false``) has no
+        #: ``duration_noise`` input: the exporter drops inputs the graph does not use.
+        self.inputs = {node.name for node in self.session.get_inputs()}
+        self.multi_speaker = "speaker_id" in self.inputs
         self.name = f"onnx ({graph.name})"
 
     def __call__(
@@ -54,5 +57,5 @@ class OnnxBackend:
         }
         if self.multi_speaker:
             feeds["speaker_id"] = np.array([speaker or 0], np.int64)
-        waveform, frames = self.session.run(list(OUTPUTS), feeds)
+        waveform, frames = self.session.run(list(OUTPUTS), {k: v for k, v in feeds.items() if k in self.inputs})
         return waveform[0], int(frames)

@@ -120,15 +120,17 @@ def _quantize(graph: Path, out: Path, feeds: list[dict[str, np.ndarray]]) -> Pat
     import onnx
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
+    model = onnx.load(str(graph), load_external_data=False).graph
+    nodes = [node.name for node in model.node if node.op_type == "Conv" and node.name.startswith(QUANTIZED_PARTS)]
+    inputs = {node.name for node in model.input}  # without duration_noise where durations are deterministic
+
     class Sentences(CalibrationDataReader):
         def __init__(self) -> None:
-            self.pending = iter(feeds)
+            self.pending = ({k: v for k, v in feed.items() if k in inputs} for feed in feeds)
 
         def get_next(self) -> dict[str, np.ndarray] | None:
             return next(self.pending, None)
 
-    nodes = [node.name for node in onnx.load(str(graph), load_external_data=False).graph.node
-             if node.op_type == "Conv" and node.name.startswith(QUANTIZED_PARTS)]
     quiet = logging.getLogger()
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # onnxruntime.quantization logs advice on the root logger
