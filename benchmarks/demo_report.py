@@ -4,7 +4,10 @@
 
 Prints a markdown table of every validation of the run (step, minutes of training to reach
 it, ``val/mcd``, ``val/identified``, ``val/floor_db``; the recordings' floor below it) and
-a line on the run (steps, sessions, s/step, the machine), and draws the log-spectrogram of
+a line on the run (steps, sessions, s/step, the machine), the noise floor speaker by speaker
+(the exported voice on each speaker's held-out sentences, as validation synthesises them, beside
+that speaker's recordings: ``val/floor_db`` is their mean over all speakers, and the espeak-ng
+voices differ: some put digital silence in their pauses, some do not), and draws the log-spectrogram of
 the demo's wav under espeak-ng saying the same words with the same speaker's settings (the
 voice the demo imitates; the numbers as fintts reads them), on one dB scale, each titled
 with its noise floor.
@@ -25,14 +28,17 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
+import yaml
 
 from fintts.train import checkpoint
 from fintts.train.stores.base import MODEL_DIR, STATUS
-from fintts.tts.demo import make_corpus
+from fintts.tts.demo import data_root, make_corpus
 from fintts.tts.demo.run import DEMO_SENTENCE, speech_only
 from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.task import PUNCTUATION_MARKS, scratch_front_end
-from fintts.tts.voice import SPEAKERS_FILE
+from fintts.tts.audio import load_audio
+from fintts.tts.vits.task import read_heldout_files
+from fintts.tts.voice import SPEAKERS_FILE, load_voice
 
 METRICS = (("val/mcd", "`val/mcd` (dB)", "{:.2f}"), ("val/identified", "`val/identified`", "{:.2g}"),
            ("val/floor_db", "`val/floor_db` (dB)", "{:.1f}"))
@@ -82,6 +88,26 @@ def markdown_table(evals: list[dict], sessions: list[dict], reached: dict[int, f
         rows.append([label, *(fmt.format(e[key]) if key in e else "–" for e in evals)])
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows[1:]])
+
+
+def floors_by_speaker(model: Path, heldout: list, rate: int = 16000) -> str:
+    """A markdown table: per speaker, the mean floor of the voice and of the recordings on its ``heldout`` clips.
+
+    The voice speaks as validation has it speak (torch, the voice's noise scales) with seed 0.
+    """
+    voice = load_voice(model, backend="torch", seed=0)
+    rows: dict[str, tuple[list[float], list[float]]] = {}
+    for item in heldout:
+        said, _ = voice.synthesize(item.text, speaker=item.speaker, warn=None)
+        synth, recorded = rows.setdefault(item.speaker, ([], []))
+        synth.append(noise_floor_db(said, rate))
+        recorded.append(noise_floor_db(load_audio(item.audio, rate).numpy(), rate))
+    lines = ["| speaker | held-out clips | voice floor (dB) | recordings' floor (dB) | recordings, clip by clip (dB) |",
+             "|---|---|---|---|---|"]
+    for speaker, (synth, recorded) in rows.items():
+        lines.append(f"| {speaker} | {len(synth)} | {np.mean(synth):.1f} | {np.mean(recorded):.1f} | "
+                     + ", ".join(f"{v:.0f}" for v in recorded) + " |")
+    return "\n".join(lines)
 
 
 def log_spectrogram(audio: np.ndarray, n_fft: int = 512, hop: int = 128) -> np.ndarray:
@@ -136,6 +162,9 @@ def main(argv: list[str] | None = None) -> None:
     print(markdown_table(evals, sessions, validation_times(args.run)))
     if evals and "val/floor_db_ref" in evals[-1]:
         print(f"\nThe held-out recordings' own floor (`val/floor_db_ref`): {evals[-1]['val/floor_db_ref']:.1f} dB.")
+    heldout = read_heldout_files(data_root(yaml.safe_load((latest / "config.yaml").read_text())["data"]))
+    if heldout:  # a corpus with heldout.csv tables, as the demo's
+        print("\n" + floors_by_speaker(args.run / MODEL_DIR, heldout))
     seconds = sum(map(session_seconds, sessions))
     print(f"\n{state['step']:,} steps in {len(sessions)} session(s), {seconds / 60:.1f} min, "
           f"{seconds / max(1, state['step']):.2f} s/step incl. validation and saving; best val/mcd "

@@ -22,7 +22,7 @@ from fintts.tts.eval import noise_floor_db
 from fintts.tts.voice import load_voice
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "demo.yaml"
-#: Per session. On a 2-core CPU (0.31 s/step) two of these reached 5,556 steps; the voice from
+#: Per session. On a 2-core CPU (0.26 s/step) two of these reached 6,521 steps; the voice from
 #: scratch tells the held-out sentences apart from ~1,200 steps on (README, "What to expect").
 DEFAULT_BUDGET = "15m"
 #: What the demo voice says at the end: a pause after "huomenta!" and a time to read out.
