@@ -32,12 +32,12 @@ import yaml
 
 from fintts.train import checkpoint
 from fintts.train.stores.base import MODEL_DIR, STATUS
+from fintts.tts.audio import load_audio
+from fintts.tts.corpus import Item
 from fintts.tts.demo import data_root, make_corpus
 from fintts.tts.demo.run import DEMO_SENTENCE, speech_only
 from fintts.tts.eval import noise_floor_db
-from fintts.tts.vits.task import PUNCTUATION_MARKS, scratch_front_end
-from fintts.tts.audio import load_audio
-from fintts.tts.vits.task import read_heldout_files
+from fintts.tts.vits.task import PUNCTUATION_MARKS, read_heldout_files, scratch_front_end
 from fintts.tts.voice import SPEAKERS_FILE, load_voice
 
 METRICS = (("val/mcd", "`val/mcd` (dB)", "{:.2f}"), ("val/identified", "`val/identified`", "{:.2g}"),
@@ -90,7 +90,7 @@ def markdown_table(evals: list[dict], sessions: list[dict], reached: dict[int, f
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows[1:]])
 
 
-def floors_by_speaker(model: Path, heldout: list, rate: int = 16000) -> str:
+def floors_by_speaker(model: Path, heldout: list[Item], rate: int = 16000) -> str:
     """A markdown table: per speaker, the mean floor of the voice and of the recordings on its ``heldout`` clips.
 
     The voice speaks as validation has it speak (torch, the voice's noise scales) with seed 0.
