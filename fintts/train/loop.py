@@ -446,7 +446,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
     def _work_left(self) -> bool:
-        last_phase = self.state.phase >= len(self.config.train.phases) - 1
+        last_phase = phases.in_last_phase(self.config.train.phases, self.state)
         return self.state.step < self.max_steps and not (self.state.stopped_early and self.cfg.patience and last_phase)
 
     def _nothing_left(self) -> str:
@@ -528,7 +528,7 @@ class Trainer:
                 window, logged = {}, 0
             if cfg.eval_every and self.state.step % cfg.eval_every == 0:
                 eval_started = time.time()
-                if self._evaluate(writer) and not self.config.train.phases[self.state.phase + 1:]:
+                if self._evaluate(writer) and phases.in_last_phase(self.config.train.phases, self.state):
                     reason = "early_stopping"
                 eval_seconds = time.time() - eval_started
                 self._spent("validation", eval_started)
@@ -770,7 +770,7 @@ class Trainer:
                     self._export()
                 holder = self.state.best_checkpoint
                 phase_ends = [record["checkpoint"] for record in self.state.phases]  # each phase's last weights
-                self.store.prune(self.cfg.keep_last, [holder] * bool(holder) + phase_ends)
+                self.store.prune(self.cfg.keep_last, ([holder] if holder else []) + phase_ends)
                 self._write_status("running")
                 self.store.publish(name, final=final)
                 self.clock.record(time.time() - started + max(self.store.transfer_seconds()[-5:] or [0.0]))

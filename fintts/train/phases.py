@@ -43,12 +43,17 @@ from fintts.train.config import Phase
 from fintts.train.state import TrainerState
 
 
+def in_last_phase(phases: Sequence[Phase], state: TrainerState) -> bool:
+    """Whether no phase follows the current one (always so in a run without phases)."""
+    return state.phase >= len(phases) - 1
+
+
 def phase_end(phases: Sequence[Phase], state: TrainerState, steps_per_epoch: int) -> str | None:
     """Why the current phase is over (``steps``, ``epochs``, ``early_stopping``), or ``None``.
 
     The last phase (and a run without phases) never ends here: it ends with the run.
     """
-    if state.phase >= len(phases) - 1:
+    if in_last_phase(phases, state):
         return None
     phase = phases[state.phase]
     if state.stopped_early:
