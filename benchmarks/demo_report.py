@@ -32,12 +32,11 @@ import yaml
 
 from fintts.train import checkpoint
 from fintts.train.stores.base import MODEL_DIR, STATUS
-from fintts.tts.audio import load_audio
 from fintts.tts.corpus import Item
 from fintts.tts.demo import data_root, make_corpus
 from fintts.tts.demo.run import DEMO_SENTENCE, speech_only
 from fintts.tts.eval import noise_floor_db
-from fintts.tts.vits.task import PUNCTUATION_MARKS, read_heldout_files, scratch_front_end
+from fintts.tts.vits.task import PUNCTUATION_MARKS, read_heldout_files, score_heldout, scratch_front_end
 from fintts.tts.voice import SPEAKERS_FILE, load_voice
 
 METRICS = (("val/mcd", "`val/mcd` (dB)", "{:.2f}"), ("val/identified", "`val/identified`", "{:.2g}"),
@@ -90,18 +89,17 @@ def markdown_table(evals: list[dict], sessions: list[dict], reached: dict[int, f
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows[1:]])
 
 
-def floors_by_speaker(model: Path, heldout: list[Item], rate: int = 16000) -> str:
+def floors_by_speaker(model: Path, heldout: list[Item]) -> str:
     """A markdown table: per speaker, the mean floor of the voice and of the recordings on its ``heldout`` clips.
 
-    The voice speaks as validation has it speak (torch, the voice's noise scales) with seed 0.
+    Scored by validation's own :func:`~fintts.tts.vits.task.score_heldout`, the voice on torch with seed 0.
     """
-    voice = load_voice(model, backend="torch", seed=0)
+    scores = score_heldout(load_voice(model, backend="torch", seed=0), heldout)
     rows: dict[str, tuple[list[float], list[float]]] = {}
-    for item in heldout:
-        said, _ = voice.synthesize(item.text, speaker=item.speaker, warn=None)
+    for item, floor, floor_ref in zip(heldout, scores.floor, scores.floor_ref):
         synth, recorded = rows.setdefault(item.speaker, ([], []))
-        synth.append(noise_floor_db(said, rate))
-        recorded.append(noise_floor_db(load_audio(item.audio, rate).numpy(), rate))
+        synth.append(floor)
+        recorded.append(floor_ref)
     lines = ["| speaker | held-out clips | voice floor (dB) | recordings' floor (dB) | recordings, clip by clip (dB) |",
              "|---|---|---|---|---|"]
     for speaker, (synth, recorded) in rows.items():
