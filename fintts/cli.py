@@ -263,7 +263,7 @@ def cmd_eval(args) -> int:
         folder = checkpoint.latest_complete(Path(args.store), log=lambda _: None)
         if folder is None:
             raise ConfigError(f"--store {args.store} holds no complete checkpoint to take the run's settings from")
-        config = load_config(folder / "config.yaml", overrides)
+        config = load_config(folder / "config.yaml", overrides, registered_only=True)  # a pulled run's file
         model = Path(args.model or Path(args.store) / "model")
     else:
         if not args.model:
