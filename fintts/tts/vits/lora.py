@@ -247,6 +247,6 @@ def merge_folder(voice: Path, out: Path, speaker: str | None = None, *, onnx: bo
         raise VoiceError(f"{voice} has no adapter for {speaker!r} (it has: {', '.join(adapters) or 'none'})")
     speakers_file = voice / SPEAKERS_FILE
     speakers = json.loads(speakers_file.read_text(encoding="utf-8")) if speakers_file.is_file() else []
-    merged, speakers = merged_voice(VitsModel.from_pretrained(voice).eval(), voice / ADAPTERS_DIR / speaker, speakers)
+    merged, speakers = merged_voice(VitsModel.from_pretrained(voice, use_safetensors=True).eval(), voice / ADAPTERS_DIR / speaker, speakers)
     save_voice(merged, out, FinnishText.from_folder(voice), speakers, onnx=onnx)
     return speaker, speakers
