@@ -577,9 +577,9 @@ def _loaded(module: str, name: str) -> type[BaseException] | tuple[()]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    for noisy in ("httpx", "httpcore", "huggingface_hub", "urllib3", "filelock"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # fintts's own lines; of the libraries' only warnings (whatever their loggers are named: no request logs)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("fintts").setLevel(logging.INFO)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # key=value overrides may stand anywhere among train's options
