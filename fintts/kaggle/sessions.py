@@ -47,10 +47,14 @@ import time
 from pathlib import PurePosixPath
 from typing import IO, Any
 
+from huggingface_hub import CommitOperationDelete
+
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
 from fintts.kaggle.kernel import TEMPLATE, KernelSettings, push, slug
+from fintts.train.checkpoint import CHECKPOINTS, LATEST
 from fintts.train.stores.base import MODEL_DIR, STATUS, StoreError
-from fintts.train.stores.hub.client import Backoff
+from fintts.train.stores.hub.client import Backoff, HubClient, json_object
+from fintts.train.stores.hub.errors import HubRepoError
 from fintts.train.stores.hub.lease import LEASE, Lease
 
 #: Kaggle's kernel states that end a session.
@@ -105,13 +109,11 @@ def kernel_state(api: Any, kernel: str) -> tuple[str, str] | None:
 
 @dataclasses.dataclass(frozen=True)
 class HubRun:
-    """The run on the Hub at one commit: its ``status.json``, ``latest``, files and lease."""
+    """The run on the Hub at one commit: its ``status.json``, ``latest`` and files."""
 
-    head: str
     status: dict[str, Any] | None
     latest: str | None
     paths: frozenset[str]
-    lease: Lease | None
 
     def holds(self, folder: str) -> bool:
         return any(path.startswith(folder + "/") for path in self.paths)
@@ -125,8 +127,8 @@ class HubRun:
         if named and self.latest != named:
             problems.append(f"the Hub's latest is {self.latest or 'missing'} while status.json names {named} (the final push did not land)")
         for name, what in ((named, "the newest"), (best, "the best")):
-            if name and not self.holds(f"checkpoints/{name}"):
-                problems.append(f"checkpoints/{name}/ ({what} checkpoint) is not on the Hub")
+            if name and not self.holds(f"{CHECKPOINTS}/{name}"):
+                problems.append(f"{CHECKPOINTS}/{name}/ ({what} checkpoint) is not on the Hub")
         if not self.holds(MODEL_DIR):
             problems.append(f"{MODEL_DIR}/ (the voice) is not on the Hub")
         return problems
@@ -134,18 +136,14 @@ class HubRun:
 
 def read_run(repo: str) -> HubRun | None:
     """The run on the Hub now (``None``: nothing trained there yet), transient failures tried again."""
-    from fintts.train.stores.hub.client import HubClient, json_object
-    from fintts.train.stores.hub.errors import HubRepoError
-
     client = HubClient.connect(repo)
 
     def read() -> HubRun:
         head = client.head()
         paths = frozenset(client.files(head))
-        latest = client.read("latest", head) if "latest" in paths else None
-        return HubRun(head, json_object(client.read(STATUS, head)) if STATUS in paths else None,
-                      latest.decode().strip() if latest else None, paths,
-                      Lease.parse(client.read(LEASE, head)) if LEASE in paths else None)
+        latest = client.read(LATEST, head) if LATEST in paths else None
+        return HubRun(json_object(client.read(STATUS, head)) if STATUS in paths else None,
+                      latest.decode().strip() if latest else None, paths)
 
     try:
         return client.retrying(f"read {repo}'s status", read, attempts=ATTEMPTS, backoff=BACKOFF)
@@ -155,10 +153,6 @@ def read_run(repo: str) -> HubRun | None:
 
 def release_dead_lease(repo: str, session: "Session") -> str | None:
     """Delete the lease that the session's ended kernel left on the Hub; what was done, for the output (``None``: nothing)."""
-    from huggingface_hub import CommitOperationDelete
-
-    from fintts.train.stores.hub.client import HubClient
-
     client = HubClient.connect(repo)
 
     def release() -> str | None:
