@@ -275,6 +275,7 @@ def test_run_is_not_finished_while_the_hub_lacks_the_checkpoint_its_status_names
     assert len(kaggle.pushes) == 2
 
 
+@pytest.mark.slow  # the backoff's real waits: about 30 s
 def test_run_rides_out_transient_kaggle_and_hub_errors(kaggle_env, hub_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("finished", 300, 2, reason="max_steps"), True, "")]
@@ -282,7 +283,8 @@ def test_run_rides_out_transient_kaggle_and_hub_errors(kaggle_env, hub_env, tmp_
     kaggle.fail(429, method="SaveKernel", retry_after=1)  # too many requests: not acted on, sent again
     kaggle.fail(503, method="GetKernelSessionStatus", times=2)
     kaggle.drop(method="GetKernelSessionStatus")  # a connection lost without an answer
-    result = kaggle_run(env, tmp_path)
+    kaggle.stall(30, method="GetKernelSessionStatus")  # an answer that does not come in time
+    result = kaggle_run(env, tmp_path, "--request-timeout", "3")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "the run is finished" in result.stdout
     assert len(kaggle.pushes) == 2 and kaggle.calls["SaveKernel"] == 3

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
 import time
 from typing import Any, Callable, TypeVar
 
@@ -76,16 +77,19 @@ def user_of(api: Any) -> str:
 
 
 def calling(what: str, call: Callable[[], _T], *, attempts: int = 1, backoff: Backoff = Backoff(),
-            retry_on: frozenset[int] = TRANSIENT) -> _T:
+            retry_on: frozenset[int] = TRANSIENT, timeout: float | None = None) -> _T:
     """``call()``, with the client's HTTP and validation errors as a :class:`KaggleError` naming ``what``.
 
     Up to ``attempts`` tries: an answer whose status is in ``retry_on``, a time-out or a lost
     connection (when ``retry_on`` is :data:`TRANSIENT`) is tried again after ``backoff``'s wait,
     or Kaggle's ``Retry-After`` when longer; the last failure is raised, saying how many tries.
+    ``timeout``: seconds one try may take, for calls that only read (the client sends its
+    requests without a time-out, so a stalled answer would hang the caller for good); the
+    abandoned try finishes, or not, on a daemon thread.
     """
     for attempt in range(1, attempts + 1):
         try:
-            return _call_once(what, call)
+            return _call_once(what, call if timeout is None else lambda: _within(timeout, call))
         except KaggleError as err:
             again = err.status in retry_on if err.status is not None else err.transient and retry_on == TRANSIENT
             if not again or attempt == attempts:
@@ -110,10 +114,30 @@ def _call_once(what: str, call: Callable[[], _T]) -> _T:
         raise KaggleError(f"Kaggle refused to {what} ({status}: {err}){'; ' + hint if hint else ''}",
                           status if isinstance(status, int) else None, transient=status in TRANSIENT,
                           retry_after=retry_after) from None
-    except requests.RequestException as err:  # time-outs and lost connections
+    except (requests.RequestException, TimeoutError) as err:  # time-outs and lost connections
         raise KaggleError(f"could not reach Kaggle to {what} ({type(err).__name__}); check the network", transient=True) from None
     except ValueError as err:  # the client's own checks of names and metadata
         raise KaggleError(f"cannot {what}: {err}") from None
+
+
+def _within(seconds: float, call: Callable[[], _T]) -> _T:
+    """``call()``, or :class:`TimeoutError` when it has not returned after ``seconds``."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as err:  # handed to the caller's thread
+            outcome["error"] = err
+
+    worker = threading.Thread(target=run, name="kaggle-call", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer in {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _seconds(value: str | None) -> float | None:

@@ -64,6 +64,8 @@ LOG_TAIL = 30
 #: Tries of one call to Kaggle or the Hub; with :data:`BACKOFF` about a minute of waiting (more when told to wait).
 ATTEMPTS = 6
 BACKOFF = Backoff(base=2.0, cap=30.0, jitter=0.5, retry_after_cap=300.0)
+#: Seconds one look at Kaggle or the Hub may take before it counts as a time-out (and is tried again).
+REQUEST_TIMEOUT = 60.0
 #: How a session on Kaggle names its machine in the Hub lease (:func:`fintts.train.platform.host_name`).
 KAGGLE_HOST = "kaggle"
 #: Slack for the clocks of this machine and Kaggle's when telling whether a lease was taken after a push.
@@ -96,10 +98,11 @@ def kernel_id(api: Any) -> str:
     return f"{user_of(api)}/{slug(json.loads(TEMPLATE.read_text())['title'])}"
 
 
-def kernel_state(api: Any, kernel: str) -> tuple[str, str] | None:
+def kernel_state(api: Any, kernel: str, timeout: float = REQUEST_TIMEOUT) -> tuple[str, str] | None:
     """Kaggle's state of ``kernel``'s latest version and its failure message; ``None`` if never pushed."""
     try:
-        response = calling(f"read the status of {kernel}", lambda: api.kernels_status(kernel), attempts=ATTEMPTS, backoff=BACKOFF)
+        response = calling(f"read the status of {kernel}", lambda: api.kernels_status(kernel), attempts=ATTEMPTS, backoff=BACKOFF,
+                           timeout=timeout)
     except KaggleError as err:
         if err.status == 404:
             return None
@@ -134,9 +137,9 @@ class HubRun:
         return problems
 
 
-def read_run(repo: str) -> HubRun | None:
+def read_run(repo: str, timeout: float = REQUEST_TIMEOUT) -> HubRun | None:
     """The run on the Hub now (``None``: nothing trained there yet), transient failures tried again."""
-    client = HubClient.connect(repo)
+    client = HubClient.connect(repo, timeout=timeout)
 
     def read() -> HubRun:
         head = client.head()
@@ -151,9 +154,9 @@ def read_run(repo: str) -> HubRun | None:
         return None
 
 
-def release_dead_lease(repo: str, session: "Session") -> str | None:
+def release_dead_lease(repo: str, session: "Session", timeout: float = REQUEST_TIMEOUT) -> str | None:
     """Delete the lease that the session's ended kernel left on the Hub; what was done, for the output (``None``: nothing)."""
-    client = HubClient.connect(repo)
+    client = HubClient.connect(repo, timeout=timeout)
 
     def release() -> str | None:
         head = client.head()
@@ -182,9 +185,9 @@ def _taken_after(lease: Lease, session: "Session") -> bool:
     return acquired >= session.started - CLOCK_SLACK
 
 
-def log_tail(api: Any, kernel: str, lines: int = LOG_TAIL) -> str:
+def log_tail(api: Any, kernel: str, lines: int = LOG_TAIL, timeout: float = REQUEST_TIMEOUT) -> str:
     """The end of the session's log, as text (Kaggle keeps it as JSON lines of ``data`` fields)."""
-    raw = calling(f"read the log of {kernel}", lambda: api.kernels_logs(kernel), attempts=ATTEMPTS, backoff=BACKOFF)
+    raw = calling(f"read the log of {kernel}", lambda: api.kernels_logs(kernel), attempts=ATTEMPTS, backoff=BACKOFF, timeout=timeout)
     try:
         text = "".join(entry.get("data", "") for entry in json.loads(raw))
     except (ValueError, AttributeError, TypeError):
@@ -202,13 +205,13 @@ def best_of(status: dict[str, Any] | None) -> str:
     return f"{status.get('monitor')} {best['value']:.4g}" if best and status.get("monitor") else ""
 
 
-def follow(api: Any, kernel: str, session: Session, *, poll: float, out: IO[str]) -> tuple[str, str]:
+def follow(api: Any, kernel: str, session: Session, *, poll: float, out: IO[str], timeout: float = REQUEST_TIMEOUT) -> tuple[str, str]:
     """Wait for the session's end, showing its state; returns Kaggle's final state and message."""
     live = out.isatty()
     last = None
     seen_running = None
     while True:
-        state = kernel_state(api, kernel)
+        state = kernel_state(api, kernel, timeout)
         name, message = state if state is not None else ("QUEUED", "")
         now = time.time()
         if name == "RUNNING" and seen_running is None:
@@ -236,15 +239,19 @@ def run_sessions(
     max_sessions: int = 0,
     gpu_hours: float = 0.0,
     poll: float = 60.0,
+    request_timeout: float = REQUEST_TIMEOUT,
     out: IO[str] = sys.stdout,
 ) -> int:
-    """Chain sessions of the run ``settings.hub_repo`` until it is finished, fails twice, or a limit is reached."""
+    """Chain sessions of the run ``settings.hub_repo`` until it is finished, fails twice, or a limit is reached.
+
+    ``request_timeout``: seconds one look at Kaggle or the Hub may take before it is tried again.
+    """
     if not settings.hub_repo:
         raise KaggleError("fintts kaggle run follows the run through its Hub repo: give --hub-repo USER/NAME")
     settings.check()
     api = connect()
     kernel = kernel_id(api)
-    before = read_run(settings.hub_repo)
+    before = read_run(settings.hub_repo, request_timeout)
     sessions: list[Session] = []
     failures: list[str] = []
 
@@ -260,7 +267,7 @@ def run_sessions(
             return 1
         say(f"{settings.hub_repo} is already finished: {_pull_hint(settings.hub_repo)}")
         return 0
-    current = kernel_state(api, kernel)
+    current = kernel_state(api, kernel, request_timeout)
     following = current is not None and current[0] in {"QUEUED", "RUNNING"}
     while True:
         spent = sum(s.gpu_hours for s in sessions)
@@ -278,11 +285,11 @@ def run_sessions(
             pushed = push(settings, api, attempts=ATTEMPTS, backoff=BACKOFF)
             say(f"session {len(sessions) + 1}: pushed version {pushed.version} of {pushed.url}")
             session = Session(version=pushed.version, started=time.time())
-        name, message = follow(api, kernel, session, poll=poll, out=out)
-        released = release_dead_lease(settings.hub_repo, session)
+        name, message = follow(api, kernel, session, poll=poll, out=out, timeout=request_timeout)
+        released = release_dead_lease(settings.hub_repo, session, request_timeout)
         if released:
             say(f"session {len(sessions) + 1}: {released}")
-        after = read_run(settings.hub_repo)
+        after = read_run(settings.hub_repo, request_timeout)
         session.state = _status(after).get("state")
         session.start_step = _status(before).get("step", 0)
         session.end_step = _status(after).get("step", session.start_step)
@@ -299,7 +306,7 @@ def run_sessions(
         failures.append(problem)
         say(f"session {len(sessions)} failed: {problem}")
         if len(failures) >= FAILURES_IN_A_ROW or problem.startswith(UNFINISHED):
-            tail = log_tail(api, kernel)
+            tail = log_tail(api, kernel, timeout=request_timeout)
             why = "; ".join(dict.fromkeys(failures))
             stopped = "stopped" if problem.startswith(UNFINISHED) else f"stopped: {FAILURES_IN_A_ROW} sessions in a row failed"
             verdict = f"{stopped} ({why}). End of the last session's log:\n{tail}"

@@ -28,7 +28,8 @@ What it speaks, and models:
 * **Credentials.** Requests need HTTP basic auth with ``user``/``key`` (401 otherwise).
 
 Fault switches for tests: :meth:`fail` answers the next calls of a method with an HTTP
-status (optionally with ``Retry-After``), :meth:`drop` closes their connections unanswered;
+status (optionally with ``Retry-After``), :meth:`drop` closes their connections unanswered,
+:meth:`stall` answers them only after a delay;
 :attr:`calls` counts every API call by method, faulted ones included.
 """
 
@@ -75,6 +76,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         path = urlsplit(self.path).path  # as a proxy, the request line carries the whole URL
         fault = kaggle._take_fault(match["method"]) if (match := API.fullmatch(path)) else None
+        if fault is not None and fault.seconds:
+            time.sleep(fault.seconds)
+            fault = None  # then answered as usual
         if fault is not None and fault.status is None:  # a connection lost before any answer
             self.close_connection = True
             self.connection.shutdown(2)
@@ -119,6 +123,7 @@ class _Fault:
     times: int
     status: int | None  # None: drop the connection
     retry_after: int | None = None
+    seconds: float = 0.0  # a stall: answer as usual after this long
 
 
 class KaggleServer:
@@ -185,6 +190,11 @@ class KaggleServer:
         """Close the connection of the next ``times`` calls of ``method`` without answering."""
         with self._lock:
             self._faults.append(_Fault(method, times, None))
+
+    def stall(self, seconds: float, *, method: str | None = None, times: int = 1) -> None:
+        """Answer the next ``times`` calls of ``method`` only after ``seconds``."""
+        with self._lock:
+            self._faults.append(_Fault(method, times, None, seconds=seconds))
 
     def _take_fault(self, method: str) -> _Fault | None:
         with self._lock:
