@@ -39,8 +39,8 @@ def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint:
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
 
     try:
-        root = snapshot_download(repo_id, allow_patterns=[f"{VOICE_DIR}/*"], ignore_patterns=list(PICKLED), local_dir=out_dir, endpoint=endpoint,
-                                 token=token, library_name="fintts")
+        root = snapshot_download(repo_id, allow_patterns=[f"{VOICE_DIR}/*"], ignore_patterns=list(PICKLED), local_dir=out_dir,
+                                 endpoint=endpoint, token=token, library_name="fintts")
     except (RepositoryNotFoundError, GatedRepoError):
         raise VoiceError(f"Hub repo {repo_id} not found, or it is private and this machine is not logged in: check the "
                          "name (user/name), then log in with `hf auth login` or set HF_TOKEN to a read token") from None
