@@ -91,6 +91,7 @@ def calling(what: str, call: Callable[[], _T], *, attempts: int = 1, backoff: Ba
         try:
             return _call_once(what, call if timeout is None else lambda: _within(timeout, call))
         except KaggleError as err:
+            # no answer at all (a time-out, a lost connection) may have been acted on: asked again only by reads
             again = err.status in retry_on if err.status is not None else err.transient and retry_on == TRANSIENT
             if not again or attempt == attempts:
                 if attempt > 1:
