@@ -263,7 +263,7 @@ def cmd_eval(args) -> int:
         folder = checkpoint.latest_complete(Path(args.store), log=lambda _: None)
         if folder is None:
             raise ConfigError(f"--store {args.store} holds no complete checkpoint to take the run's settings from")
-        config = load_config(folder / "config.yaml", overrides)
+        config = load_config(folder / "config.yaml", overrides, registered_only=True)  # a pulled run's file
         model = Path(args.model or Path(args.store) / "model")
     else:
         if not args.model:
@@ -366,7 +366,8 @@ def cmd_kaggle_push(args) -> int:
 def cmd_kaggle_run(args) -> int:
     from fintts.kaggle.sessions import run_sessions
 
-    return run_sessions(_kernel_settings(args), max_sessions=args.max_sessions, gpu_hours=args.gpu_hours, poll=args.poll)
+    return run_sessions(_kernel_settings(args), max_sessions=args.max_sessions, gpu_hours=args.gpu_hours, poll=args.poll,
+                        request_timeout=args.request_timeout)
 
 
 def cmd_kaggle_status(args) -> int:
@@ -555,6 +556,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-sessions", type=int, default=0, help="stop after this many sessions (default: no limit)")
     p.add_argument("--gpu-hours", type=float, default=0.0, help="stop after this many GPU hours (default: no limit)")
     p.add_argument("--poll", type=float, default=60.0, help="seconds between looks at the session (default 60)")
+    p.add_argument("--request-timeout", type=float, default=60.0,
+                   help="seconds one look at Kaggle or the Hub may take before it is tried again (default 60)")
     p.set_defaults(func=cmd_kaggle_run)
 
     p = kaggle.add_parser("status", help="the notebook's state on Kaggle, the run's on the Hub, the weekly GPU quota")
@@ -577,9 +580,9 @@ def _loaded(module: str, name: str) -> type[BaseException] | tuple[()]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    for noisy in ("httpx", "httpcore", "huggingface_hub", "urllib3", "filelock"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # fintts's own lines; of the libraries' only warnings (whatever their loggers are named: no request logs)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("fintts").setLevel(logging.INFO)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # key=value overrides may stand anywhere among train's options

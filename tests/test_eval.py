@@ -156,3 +156,18 @@ def test_noise_floor_needs_one_frame():
     assert np.isfinite(noise_floor_db(np.ones(320), SR))
     with pytest.raises(ValueError, match="20 ms frame"):
         noise_floor_db(np.ones(319), SR)
+
+
+def test_eval_store_imports_no_task_module_a_pulled_checkpoint_names(tmp_path):
+    """A run folder's config.yaml came from the Hub: `task: module:Class` in it is refused, never imported."""
+    from fintts.train import checkpoint
+    from trainer_helpers import cli
+
+    marker = tmp_path / "imported"
+    (tmp_path / "planted_task.py").write_text(f"open({str(marker)!r}, 'w').close()\nclass PlantedTask: pass\n")
+    checkpoint.save(tmp_path / "pulled", checkpoint.name_for_step(30),
+                    lambda folder: (folder / "config.yaml").write_text("task: planted_task:PlantedTask\n"))
+    result = cli("eval", "--store", "pulled", cwd=tmp_path)  # the working folder is on a `python -m` process's path
+    assert not marker.exists()
+    assert result.returncode == 2 and "'planted_task:PlantedTask' is not an installed task" in result.stderr, result.stderr
+    assert "fintts.tasks" in result.stderr

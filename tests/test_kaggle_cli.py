@@ -12,15 +12,23 @@ import time
 import zipfile
 
 import pytest
-from huggingface_hub import HfApi
+from huggingface_hub import CommitOperationAdd, HfApi
+from huggingface_hub.errors import HfHubHTTPError
 
 from fintts.kaggle.parameters import load, read_parameters
 from fintts.testing.kaggle_server import KaggleServer
-from hub_helpers import TOKEN
+from fintts.train.stores.base import LeaseConflict
+from fintts.train.stores.hub.lease import LEASE, Lease, iso
+from hub_helpers import TOKEN, make_store
 from notebook_helpers import ROOT
 
 USER, REPO = "alice", "alice/my-voice-run"
 KERNEL = "alice/fintts-train-a-finnish-voice"
+
+
+def checkout_first() -> str:
+    """PYTHONPATH for a `python -m fintts` process that runs this checkout (not whichever fintts pip installed)."""
+    return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 
 def run(*args: str, env: dict[str, str], cwd, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -29,11 +37,27 @@ def run(*args: str, env: dict[str, str], cwd, timeout: float = 120) -> subproces
 
 @dataclasses.dataclass
 class Sessions:
-    """What the local Kaggle's sessions do, in push order: write a status to the Hub, end ok or not, log."""
+    """What the local Kaggle's sessions do, in push order: push a run's status (and checkpoint) to the Hub, end ok or not, log."""
 
     script: list[tuple[dict | None, bool, str]] = dataclasses.field(default_factory=list)
     seconds: float = 0.0  # how long each runs
     gate: threading.Event | None = None  # when set, each waits for it first
+    #: each session takes the run's lease first, as `fintts train` does (refused: it fails with the trainer's message)
+    leases: bool = False
+    #: versions that die holding the lease (a crash: Kaggle ends the kernel, nothing releases it)
+    crashes: set[int] = dataclasses.field(default_factory=set)
+    #: versions whose checkpoint push the Hub refuses, so that only status.json lands (as a release pushes it)
+    refused: set[int] = dataclasses.field(default_factory=set)
+
+
+def push_run(hub: HfApi, status: dict) -> None:
+    """What a session's full push commits: its checkpoint, model/, latest and the status (one commit)."""
+    name = os.path.basename(status.get("latest_checkpoint") or "")
+    files = {"status.json": json.dumps(status).encode()}
+    if name:
+        files |= {f"checkpoints/{name}/MANIFEST.json": b"{}", "model/config.json": json.dumps({"step": status["step"]}).encode(),
+                  "latest": f"{name}\n".encode()}
+    hub.create_commit(REPO, [CommitOperationAdd(path, data) for path, data in files.items()], commit_message=f"push {name}")
 
 
 @pytest.fixture
@@ -47,13 +71,31 @@ def kaggle_env(hub_env, tmp_path):
             sessions.gate.wait(60)
         time.sleep(sessions.seconds)
         write_status, ok, log = sessions.script[version - 1]
+        hub.create_repo(REPO, private=True, exist_ok=True)
+        store = None
+        if version in sessions.crashes:  # took the lease as a trainer on Kaggle does, then died
+            lease = Lease(f"kernel-v{version}", "kaggle", 1, iso(time.time()), time.time(), 900.0)
+            hub.upload_file(path_or_fileobj=lease.to_bytes(), path_in_repo=LEASE, repo_id=REPO)
+        elif sessions.leases:
+            store = make_store(hub_env, tmp_path / f"session-{version}", REPO, host="kaggle")
+            try:
+                store.acquire(f"kernel-v{version}")
+            except LeaseConflict as err:
+                return False, f"error: {err}\n"
         if write_status is not None:
-            hub.create_repo(REPO, private=True, exist_ok=True)
-            hub.upload_file(path_or_fileobj=json.dumps(write_status).encode(), path_in_repo="status.json", repo_id=REPO)
+            if version in sessions.refused:
+                hub_env.fail(403, path=r"/commit/", method="POST")
+                with pytest.raises(HfHubHTTPError):
+                    push_run(hub, write_status)
+                hub.upload_file(path_or_fileobj=json.dumps(write_status).encode(), path_in_repo="status.json", repo_id=REPO)
+            else:
+                push_run(hub, write_status)
+        if store is not None:
+            store.release()
         return ok, log
 
     with KaggleServer(user=USER, session=session) as kaggle:
-        env = {**os.environ, **kaggle.env(), "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
+        env = {**os.environ, **kaggle.env(), "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path), "PYTHONPATH": checkout_first()}
         env.pop("KAGGLE_KERNEL_RUN_TYPE", None)
         yield kaggle, env, sessions
 
@@ -63,6 +105,7 @@ def status(state: str, step: int, sessions: int, *, reason: str = "deadline", be
     return {
         "state": state, "reason": reason, "step": step, "max_steps": 300, "monitor": "val/mcd",
         "best": {"value": best, "step": step, "checkpoint": f"step-{step:08d}"},
+        "latest_checkpoint": f"/kaggle/working/runs/my-voice-run/checkpoints/step-{step:08d}" if step else None,
         "sessions": [{"start_step": 0, "end_step": step}] * sessions,
     }
 
@@ -173,7 +216,7 @@ def test_status_shows_the_kernel_the_run_and_the_gpu_quota(kaggle_env, tmp_path)
 
 
 def test_without_credentials_the_kaggle_commands_say_where_they_go(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAGGLE_")} | {"HOME": str(tmp_path)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAGGLE_")} | {"HOME": str(tmp_path), "PYTHONPATH": checkout_first()}
     result = run("-m", "fintts", "kaggle", "status", env=env, cwd=tmp_path)
     assert result.returncode == 4 and "No Kaggle credentials" in result.stderr and "KAGGLE_USERNAME" in result.stderr
     assert "Authentication required" not in result.stdout  # the client's own import-time help is not shown
@@ -193,3 +236,68 @@ def test_wheels_dataset_is_uploaded_with_the_fintts_wheel_and_the_configs(kaggle
     again = run("-m", "fintts", "kaggle", "wheels", env=env, cwd=tmp_path, timeout=240)
     assert again.returncode == 0 and len(kaggle.datasets["alice/fintts-wheels"]) == 2  # a new version, same dataset
     assert {*ROOT.glob("*.egg-info"), *ROOT.glob("build")} == built_before  # the checkout was not built in
+
+
+def kaggle_run(env, cwd, *extra: str) -> subprocess.CompletedProcess:
+    return run("-m", "fintts", "kaggle", "run", "--config", "demo.yaml", "--hub-repo", REPO, "--poll", "0.1", *extra,
+               env=env, cwd=cwd)
+
+
+def test_run_takes_over_the_lease_of_a_session_that_kaggle_reports_ended(kaggle_env, tmp_path):
+    # the first session dies holding the run's lease (15 minutes' time-out); the next ones take the lease as `fintts train` does
+    kaggle, env, sessions = kaggle_env
+    sessions.leases, sessions.crashes = True, {1}
+    crash = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    sessions.script += [(None, False, f"Traceback (most recent call last):\n{crash}\n"), (status("paused", 100, 1), True, "paused\n"),
+                        (status("finished", 300, 2, reason="max_steps"), True, "finished\n")]
+    result = kaggle_run(env, tmp_path)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "session 1 failed: the notebook ended error" in out
+    assert ("session 1: the kernel ended (error) and left the lease of session kernel-v1 on hf://alice/my-voice-run: Kaggle says "
+            "it is gone, so the lease is released and the next session takes the run over") in out
+    assert "is being trained by session" not in out and len(kaggle.pushes) == 3
+    assert "the run is finished" in out
+
+
+def test_run_is_not_finished_while_the_hub_lacks_the_checkpoint_its_status_names(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    sessions.refused = {2}  # the last session's final push is refused; its release still pushes status.json
+    sessions.script += [(status("paused", 200, 1), True, "paused\n"), (status("finished", 300, 2, reason="max_steps"), True, "finished\n")]
+    result = kaggle_run(env, tmp_path)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert ("session 2 failed: status.json says finished, but the Hub's latest is step-00000200 while status.json names "
+            "step-00000300 (the final push did not land); checkpoints/step-00000300/ (the newest checkpoint) is not on the Hub") in out
+    assert "the run is finished" not in out and len(kaggle.pushes) == 2
+    again = kaggle_run(env, tmp_path)  # a later `fintts kaggle run` says the same instead of "already finished"
+    assert again.returncode == 1 and "says finished, but the Hub's latest is step-00000200" in again.stdout
+    assert len(kaggle.pushes) == 2
+
+
+@pytest.mark.slow  # the backoff's real waits: about 30 s
+def test_run_rides_out_transient_kaggle_and_hub_errors(kaggle_env, hub_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("finished", 300, 2, reason="max_steps"), True, "")]
+    hub_env.fail(502, path=r"/revision/main", method="GET", times=2)  # the laptop's first look at the run
+    kaggle.fail(429, method="SaveKernel", retry_after=1)  # too many requests: not acted on, sent again
+    kaggle.fail(503, method="GetKernelSessionStatus", times=2)
+    kaggle.drop(method="GetKernelSessionStatus")  # a connection lost without an answer
+    kaggle.stall(30, method="GetKernelSessionStatus")  # an answer that does not come in time
+    result = kaggle_run(env, tmp_path, "--request-timeout", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "the run is finished" in result.stdout
+    assert len(kaggle.pushes) == 2 and kaggle.calls["SaveKernel"] == 3
+
+
+def test_run_prints_only_its_own_lines_and_log_tails_without_terminal_codes(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    red = "\x1b[0;31mValueError\x1b[0m: no clips in /kaggle/input/my-voice"
+    log = f"\x1b]0;kernel\x07\x1b[1;32mloading\x1b[0m\n 10%\r 50%\r100%\nTraceback (most recent call last):\n{red}\n"
+    sessions.script += [(status("failed", 0, 1, reason="ValueError: no clips in /kaggle/input/my-voice"), False, log)] * 2
+    result = kaggle_run(env, tmp_path)
+    assert result.returncode == 1
+    everything = result.stdout + result.stderr
+    assert "\x1b" not in everything and "HTTP Request" not in everything, everything
+    assert result.stdout.rstrip().endswith("100%\nTraceback (most recent call last):\nValueError: no clips in /kaggle/input/my-voice")
+    assert "loading" in result.stdout and "50%" not in result.stdout

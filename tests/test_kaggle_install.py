@@ -9,6 +9,8 @@ import stat
 import subprocess
 import sys
 import sysconfig
+import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -26,23 +28,32 @@ def install_cell() -> str:
     return "".join(cells[0]["source"])
 
 
-@pytest.mark.slow
-def test_the_install_cell_installs_from_a_read_only_folder_without_the_index_and_then_does_nothing(tmp_path):
-    # a wheel of this checkout under another version, as `fintts kaggle wheels` builds it (from a copy)
+def dataset_wheel(tmp_path, *, dependency: str = "") -> Path:
+    """The read-only wheels dataset with a wheel of this checkout under :data:`VERSION`, as `fintts kaggle wheels` builds it.
+
+    ``dependency``: one more requirement of the wheel, which the dataset does not hold.
+    """
     source = tmp_path / "source"
     source.mkdir()
     for name in SOURCES:
         copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copy2
         copy(ROOT / name, source / name)
     pyproject = source / "pyproject.toml"
-    pyproject.write_text(re.sub(r'(?m)^version = ".*"$', f'version = "{VERSION}"', pyproject.read_text()))
+    text = re.sub(r'(?m)^version = ".*"$', f'version = "{VERSION}"', pyproject.read_text())
+    if dependency:
+        text = text.replace("dependencies = [\n", f'dependencies = [\n    "{dependency}",\n', 1)
+    pyproject.write_text(text)
     wheels = tmp_path / "input" / "fintts-wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(source)],
                    check=True)
     (wheels / "demo.yaml").write_text("task: vits\n")
     for path in [wheels, *wheels.iterdir()]:  # Kaggle mounts inputs read-only
         path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-    # a new environment that sees this machine's packages (torch...) through a path file, but not fintts
+    return wheels
+
+
+def kaggle_like_python(tmp_path) -> str:
+    """A new environment that sees this machine's packages (torch...) through a path file, but not fintts."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
@@ -50,6 +61,35 @@ def test_the_install_cell_installs_from_a_read_only_folder_without_the_index_and
                          capture_output=True, text=True, check=True).stdout.strip()
     # a path file adds the directory but runs none of its own path files, so the editable fintts stays out of sight
     (venv / own.split(str(venv) + "/")[1] / "system.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+def built_wheel(folder: Path, filename: str, files: dict[str, str]) -> None:
+    """A minimal wheel ``filename`` in ``folder`` holding ``files`` (what anyone can publish on an index)."""
+    name, version = filename.split("-")[:2]
+    info = f"{name}-{version}.dist-info"
+    files = {**files, f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = "".join(f"{path},,\n" for path in [*files, f"{info}/RECORD"])
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / filename, "w") as archive:
+        for path, text in {**files, f"{info}/RECORD": record}.items():
+            archive.writestr(path, text)
+
+
+def simple_index(root: Path, wheels: dict[str, Path]) -> str:
+    """A PEP 503 index in ``root`` offering each project's one wheel; its ``file://`` URL."""
+    for project, wheel in wheels.items():
+        (root / project).mkdir(parents=True)
+        (root / project / "index.html").write_text(f'<html><body><a href="{wheel.as_uri()}">{wheel.name}</a></body></html>\n')
+    return root.as_uri() + "/"
+
+
+@pytest.mark.slow
+def test_the_install_cell_installs_from_a_read_only_folder_without_the_index_and_then_does_nothing(tmp_path):
+    wheels = dataset_wheel(tmp_path)
+    python = kaggle_like_python(tmp_path)
+    venv = tmp_path / "venv"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_FIND_LINKS", "PIP_INDEX_URL")}
     env["PIP_NO_INDEX"] = "1"  # no network either way: the cell must manage with the folder
     script = f"WHEELS = {str(wheels)!r}\nCONFIG = 'demo.yaml'\n{install_cell()}\nprint('config', config)\n"
@@ -65,3 +105,25 @@ def test_the_install_cell_installs_from_a_read_only_folder_without_the_index_and
 
     again = subprocess.run([python, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert again.returncode == 0 and f"fintts {VERSION} is installed" in again.stdout, again.stderr
+
+
+@pytest.mark.slow
+def test_the_install_cell_installs_the_datasets_wheel_when_the_index_offers_another_fintts_of_that_version(tmp_path):
+    # the dataset lacks a dependency, so the cell falls back to the index, which also offers a fintts of the same
+    # version (with a build number, which pip prefers): the session must still get the dataset's own wheel
+    wheels = dataset_wheel(tmp_path, dependency="fintts-index-only-dep")
+    offered = tmp_path / "offered"
+    built_wheel(offered, "fintts_index_only_dep-1.0-py3-none-any.whl", {"fintts_index_only_dep.py": ""})
+    built_wheel(offered, f"fintts-{VERSION}-1-py3-none-any.whl", {"fintts/__init__.py": "IMPOSTOR = True\n"})
+    index = simple_index(tmp_path / "simple", {"fintts-index-only-dep": offered / "fintts_index_only_dep-1.0-py3-none-any.whl",
+                                               "fintts": offered / f"fintts-{VERSION}-1-py3-none-any.whl"})
+    python = kaggle_like_python(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_FIND_LINKS", "PIP_NO_INDEX")}
+    env["PIP_INDEX_URL"] = index
+    script = f"WHEELS = {str(wheels)!r}\nCONFIG = 'demo.yaml'\n{install_cell()}\n"
+    result = subprocess.run([python, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    probe = ("import fintts, importlib.util as u; "
+             "print(hasattr(fintts, 'IMPOSTOR'), hasattr(fintts, 'load_voice'), bool(u.find_spec('fintts_index_only_dep')))")
+    found = subprocess.run([python, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert found.stdout.split() == ["False", "True", "True"], found.stdout + found.stderr  # the dataset's fintts, the index's dependency

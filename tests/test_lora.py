@@ -144,3 +144,21 @@ def test_the_adapter_goes_to_the_hub_with_the_run_and_speaks_after_a_pull(adapte
     there = load_voice(voice_dir, speaker=speaker, backend="torch", seed=5).synthesize(SENTENCE, warn=None)[0]
     here = load_voice(local / "model", speaker=speaker, backend="torch", seed=5).synthesize(SENTENCE, warn=None)[0]
     assert np.array_equal(there, here)  # the same run, trained again into the Hub: the same voice, bit for bit
+
+
+def test_an_adapter_config_naming_its_targets_by_a_pattern_is_refused_not_matched(adapted, tmp_path):
+    """adapter_config.json may come from the Hub: its target_modules are a list of names, and a string is refused."""
+    from fintts.tts.vits.lora import DEFAULT_TARGETS
+
+    _, store = adapted
+    speaker = json.loads((store / "status.json").read_text())["about"]["speaker"]
+    voice = shutil.copytree(store / "model", tmp_path / "voice")
+    saved = voice / "adapters" / speaker / "adapter_config.json"
+    settings = json.loads(saved.read_text())
+    assert isinstance(settings["target_modules"], list) and "decoder.conv_pre" in settings["target_modules"]
+    # the same modules, as a regular expression (what peft would match a string against)
+    saved.write_text(json.dumps({**settings, "target_modules": "|".join(f"(?:{t})" for t in DEFAULT_TARGETS)}))
+    result = cli("say", SENTENCE, "--voice", str(voice), "--speaker", speaker, "--backend", "torch", "-o", "x.wav", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"{saved}: target_modules must be a list of module names, not str" in result.stderr
+    assert not (tmp_path / "x.wav").exists()

@@ -232,6 +232,23 @@ def test_pull_brings_a_voice_with_onnx_and_say_works_from_the_hub_offline(tmp_pa
     assert unknown.returncode == 2 and "not downloaded yet" in unknown.stderr
 
 
+def test_pull_takes_no_pickled_weights_from_the_hub(tmp_path, hub_env, monkeypatch):
+    """A voice whose model/ has pytorch_model.bin instead of model.safetensors (and no ONNX) is refused, not unpickled."""
+    from safetensors.torch import load_file
+
+    voice = tiny_voice(tmp_path / "pickled", ["solo"], onnx=False)
+    torch.save(load_file(voice / "model.safetensors"), voice / "pytorch_model.bin")  # what transformers would load instead
+    (voice / "model.safetensors").unlink()
+    upload_voice(hub_env, voice)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    pulled = cli("pull", "alice/voice", "--out", "laptop", cwd=tmp_path)
+    assert pulled.returncode == 2, pulled.stdout + pulled.stderr
+    assert "alice/voice's model/ has no model.safetensors" in pulled.stderr and "pytorch_model.bin" in pulled.stderr
+    assert not list((tmp_path / "laptop").rglob("*.bin")) and not list((tmp_path / "laptop").rglob("*.onnx"))
+    spoken = cli("say", "Hei.", "--hub-repo", "alice/voice", "--backend", "torch", "-o", "hub.wav", cwd=tmp_path)
+    assert spoken.returncode == 2 and "no model.safetensors" in spoken.stderr, spoken.stderr
+
+
 def test_export_onnx_writes_the_graphs_into_a_voice_folder(tmp_path):
     plain = tiny_voice(tmp_path / "plain", SPEAKERS, onnx=False)
     result = cli("export", "--onnx", "--voice", str(plain), cwd=tmp_path)

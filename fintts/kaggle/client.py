@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
+import time
 from typing import Any, Callable, TypeVar
 
 from fintts.train.stores.base import StoreError
+from fintts.train.stores.hub.client import Backoff
 
 _T = TypeVar("_T")
 
@@ -30,15 +33,24 @@ NO_CREDENTIALS = (
 )
 
 
+#: Kaggle's answers worth asking again: a time-out, too many requests, its own and its gateways' failures.
+TRANSIENT = frozenset({408, 429, 500, 502, 503, 504})
+#: Only these mean Kaggle did not act on the request, so a push (not idempotent) is sent again on them alone.
+NOT_ACTED_ON = frozenset({429})
+
+
 class KaggleError(StoreError):
     """Kaggle refused or could not be reached; the message says what happened and what to do.
 
-    ``status``: the HTTP status Kaggle answered with, when it answered.
+    ``status``: the HTTP status Kaggle answered with, when it answered. ``transient``: asking
+    again later may work. ``retry_after``: the seconds Kaggle asked to wait, when it did.
     """
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, *, transient: bool = False, retry_after: float | None = None):
         super().__init__(message)
         self.status = status
+        self.transient = transient
+        self.retry_after = retry_after
 
 
 def connect() -> Any:
@@ -64,8 +76,32 @@ def user_of(api: Any) -> str:
     return user
 
 
-def calling(what: str, call: Callable[[], _T]) -> _T:
-    """``call()``, with the client's HTTP and validation errors as a :class:`KaggleError` naming ``what``."""
+def calling(what: str, call: Callable[[], _T], *, attempts: int = 1, backoff: Backoff = Backoff(),
+            retry_on: frozenset[int] = TRANSIENT, timeout: float | None = None) -> _T:
+    """``call()``, with the client's HTTP and validation errors as a :class:`KaggleError` naming ``what``.
+
+    Up to ``attempts`` tries: an answer whose status is in ``retry_on``, a time-out or a lost
+    connection (when ``retry_on`` is :data:`TRANSIENT`) is tried again after ``backoff``'s wait,
+    or Kaggle's ``Retry-After`` when longer; the last failure is raised, saying how many tries.
+    ``timeout``: seconds one try may take, for calls that only read (the client sends its
+    requests without a time-out, so a stalled answer would hang the caller for good); the
+    abandoned try finishes, or not, on a daemon thread.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return _call_once(what, call if timeout is None else lambda: _within(timeout, call))
+        except KaggleError as err:
+            # no answer at all (a time-out, a lost connection) may have been acted on: asked again only by reads
+            again = err.status in retry_on if err.status is not None else err.transient and retry_on == TRANSIENT
+            if not again or attempt == attempts:
+                if attempt > 1:
+                    raise KaggleError(f"{err} (tried {attempt} times)", err.status, transient=err.transient) from None
+                raise
+            time.sleep(backoff.delay(attempt, err.retry_after))
+    raise AssertionError("unreachable")
+
+
+def _call_once(what: str, call: Callable[[], _T]) -> _T:
     import requests
 
     try:
@@ -75,9 +111,39 @@ def calling(what: str, call: Callable[[], _T]) -> _T:
         status = err.response.status_code if err.response is not None else "?"
         hint = {401: "check the Kaggle credentials", 403: "these credentials may not do that",
                 404: "check the name (user/slug)"}.get(status, "")
+        retry_after = _seconds(err.response.headers.get("Retry-After")) if err.response is not None else None
         raise KaggleError(f"Kaggle refused to {what} ({status}: {err}){'; ' + hint if hint else ''}",
-                          status if isinstance(status, int) else None) from None
-    except requests.RequestException as err:
-        raise KaggleError(f"could not reach Kaggle to {what} ({type(err).__name__}); check the network") from None
+                          status if isinstance(status, int) else None, transient=status in TRANSIENT,
+                          retry_after=retry_after) from None
+    except (requests.RequestException, TimeoutError) as err:  # time-outs and lost connections
+        raise KaggleError(f"could not reach Kaggle to {what} ({type(err).__name__}); check the network", transient=True) from None
     except ValueError as err:  # the client's own checks of names and metadata
         raise KaggleError(f"cannot {what}: {err}") from None
+
+
+def _within(seconds: float, call: Callable[[], _T]) -> _T:
+    """``call()``, or :class:`TimeoutError` when it has not returned after ``seconds``."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as err:  # handed to the caller's thread
+            outcome["error"] = err
+
+    worker = threading.Thread(target=run, name="kaggle-call", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer in {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` in seconds (Kaggle sends seconds; a date is not worth parsing for a bounded wait)."""
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None

@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from fintts.kaggle import parameters
-from fintts.kaggle.client import KaggleError, calling, connect, user_of
+from fintts.kaggle.client import NOT_ACTED_ON, KaggleError, calling, connect, user_of
 from fintts.train.config import ConfigError, parse_duration
 from fintts.train.stores.base import repo_id_problem
+from fintts.train.stores.hub.client import Backoff
 
 PROJECT = Path(__file__).resolve().parents[2]
 TEMPLATE = PROJECT / "kaggle-metadata.json"
@@ -125,14 +126,19 @@ class Pushed:
     url: str
 
 
-def push(settings: KernelSettings, api: Any = None) -> Pushed:
-    """Push a new version of the training notebook (which Kaggle then runs), from a staged folder."""
+def push(settings: KernelSettings, api: Any = None, *, attempts: int = 1, backoff: Backoff = Backoff()) -> Pushed:
+    """Push a new version of the training notebook (which Kaggle then runs), from a staged folder.
+
+    Sent again (up to ``attempts`` tries) only when Kaggle answers 429: any other failure may
+    have started a session, and a second push would run two.
+    """
     api = api or connect()
     user = user_of(api)
     with tempfile.TemporaryDirectory(prefix="fintts-kernel-") as tmp:
         folder = stage(Path(tmp), user, settings)
         kernel = json.loads((folder / METADATA).read_text())["id"]
-        result = calling(f"push {kernel}", lambda: api.kernels_push(str(folder)))
+        result = calling(f"push {kernel}", lambda: api.kernels_push(str(folder)), attempts=attempts, backoff=backoff,
+                         retry_on=NOT_ACTED_ON)
     if result is None or result.error:
         raise KaggleError(f"Kaggle refused the push of {kernel}: {getattr(result, 'error', 'no answer')}")
     invalid = [*result.invalid_dataset_sources, *result.invalid_kernel_sources]

@@ -12,6 +12,24 @@ reads what the session left in the run's ``status.json`` on the Hub:
   pushed; two in a row are a pattern, and it stops with the reason and the end of the
   session's log.
 
+A run is *finished* only when the Hub holds what ``status.json`` names: ``latest`` is its
+newest checkpoint, that checkpoint and the best one are there, and so is ``model/`` (a full
+push commits ``model/`` with its checkpoint and ``latest``, so a ``latest`` that is the
+status's means ``model/`` is too). A status that says finished over an older ``latest`` (the
+final push was refused) is a failure, and the message says what is missing.
+
+A kernel that Kaggle reports ended holds nothing any more, but its lease on the Hub stays
+until it expires (15 minutes or more), and the next session would be refused. So when a
+session ends and a lease of a Kaggle session taken after it was pushed is still on the Hub,
+the lease is deleted, in a commit on the head it was read at (if anything committed since,
+someone is alive and nothing is deleted), and the output says so.
+
+Calls to Kaggle and the Hub that fail for a passing reason (a 5xx, a time-out, a lost
+connection, a 429) are tried again with a bounded backoff (:data:`ATTEMPTS`, :data:`BACKOFF`,
+Kaggle's and the Hub's ``Retry-After`` honoured up to its cap); a push is sent again only on a
+429, which says Kaggle did not act on it. The output is the chain's own lines: the end of a
+session's log comes without terminal colour codes.
+
 It also stops after ``max_sessions`` sessions or ``gpu_hours`` GPU hours. GPU hours are the
 time the kernel was seen running (queueing is free), which is what Kaggle's weekly quota
 counts; the polling interval bounds the error. A version already queued or running when it
@@ -20,20 +38,40 @@ starts is followed instead of pushing a second one, which would find the run's l
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import json
+import re
 import sys
 import time
+from pathlib import PurePosixPath
 from typing import IO, Any
+
+from huggingface_hub import CommitOperationDelete
 
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
 from fintts.kaggle.kernel import TEMPLATE, KernelSettings, push, slug
-from fintts.train.stores.base import STATUS
+from fintts.train.checkpoint import CHECKPOINTS, LATEST
+from fintts.train.stores.base import MODEL_DIR, STATUS, StoreError
+from fintts.train.stores.hub.client import Backoff, HubClient, json_object
+from fintts.train.stores.hub.errors import HubRepoError
+from fintts.train.stores.hub.lease import LEASE, Lease
 
 #: Kaggle's kernel states that end a session.
 ENDED = {"COMPLETE", "ERROR", "CANCEL_ACKNOWLEDGED"}
 FAILURES_IN_A_ROW = 2
 LOG_TAIL = 30
+#: Tries of one call to Kaggle or the Hub; with :data:`BACKOFF` about a minute of waiting (more when told to wait).
+ATTEMPTS = 6
+BACKOFF = Backoff(base=2.0, cap=30.0, jitter=0.5, retry_after_cap=300.0)
+#: Seconds one look at Kaggle or the Hub may take before it counts as a time-out (and is tried again).
+REQUEST_TIMEOUT = 60.0
+#: How a session on Kaggle names its machine in the Hub lease (:func:`fintts.train.platform.host_name`).
+KAGGLE_HOST = "kaggle"
+#: Slack for the clocks of this machine and Kaggle's when telling whether a lease was taken after a push.
+CLOCK_SLACK = 600.0
+#: Terminal control sequences (colours, cursor moves, titles) that a notebook's log carries.
+TERMINAL_CODES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 
 @dataclasses.dataclass
@@ -60,10 +98,11 @@ def kernel_id(api: Any) -> str:
     return f"{user_of(api)}/{slug(json.loads(TEMPLATE.read_text())['title'])}"
 
 
-def kernel_state(api: Any, kernel: str) -> tuple[str, str] | None:
+def kernel_state(api: Any, kernel: str, timeout: float = REQUEST_TIMEOUT) -> tuple[str, str] | None:
     """Kaggle's state of ``kernel``'s latest version and its failure message; ``None`` if never pushed."""
     try:
-        response = calling(f"read the status of {kernel}", lambda: api.kernels_status(kernel))
+        response = calling(f"read the status of {kernel}", lambda: api.kernels_status(kernel), attempts=ATTEMPTS, backoff=BACKOFF,
+                           timeout=timeout)
     except KaggleError as err:
         if err.status == 404:
             return None
@@ -71,29 +110,94 @@ def kernel_state(api: Any, kernel: str) -> tuple[str, str] | None:
     return response.status.name, response.failure_message or ""
 
 
-def read_run(repo: str) -> dict[str, Any] | None:
-    """The run's ``status.json`` on the Hub now (``None``: nothing trained there yet)."""
-    from fintts.train.stores.hub.client import HubClient, json_object
-    from fintts.train.stores.hub.errors import HubRepoError
+@dataclasses.dataclass(frozen=True)
+class HubRun:
+    """The run on the Hub at one commit: its ``status.json``, ``latest`` and files."""
 
-    client = HubClient.connect(repo)
+    status: dict[str, Any] | None
+    latest: str | None
+    paths: frozenset[str]
+
+    def holds(self, folder: str) -> bool:
+        return any(path.startswith(folder + "/") for path in self.paths)
+
+    def missing(self) -> list[str]:
+        """What the Hub lacks of what ``status.json`` names (its newest checkpoint, the best one, ``model/``)."""
+        status = self.status or {}
+        named = PurePosixPath(status.get("latest_checkpoint") or "").name
+        best = (status.get("best") or {}).get("checkpoint")
+        problems = []
+        if named and self.latest != named:
+            problems.append(f"the Hub's latest is {self.latest or 'missing'} while status.json names {named} (the final push did not land)")
+        for name, what in ((named, "the newest"), (best, "the best")):
+            if name and not self.holds(f"{CHECKPOINTS}/{name}"):
+                problems.append(f"{CHECKPOINTS}/{name}/ ({what} checkpoint) is not on the Hub")
+        if not self.holds(MODEL_DIR):
+            problems.append(f"{MODEL_DIR}/ (the voice) is not on the Hub")
+        return problems
+
+
+def read_run(repo: str, timeout: float = REQUEST_TIMEOUT) -> HubRun | None:
+    """The run on the Hub now (``None``: nothing trained there yet), transient failures tried again."""
+    client = HubClient.connect(repo, timeout=timeout)
+
+    def read() -> HubRun:
+        head = client.head()
+        paths = frozenset(client.files(head))
+        latest = client.read(LATEST, head) if LATEST in paths else None
+        return HubRun(json_object(client.read(STATUS, head)) if STATUS in paths else None,
+                      latest.decode().strip() if latest else None, paths)
+
     try:
-        return json_object(client.read(STATUS, client.head()))
-    except Exception as err:
-        failure = client.failure(err)
-        if isinstance(failure, HubRepoError):  # the first session creates the repo
+        return client.retrying(f"read {repo}'s status", read, attempts=ATTEMPTS, backoff=BACKOFF)
+    except HubRepoError:  # the first session creates the repo
+        return None
+
+
+def release_dead_lease(repo: str, session: "Session", timeout: float = REQUEST_TIMEOUT) -> str | None:
+    """Delete the lease that the session's ended kernel left on the Hub; what was done, for the output (``None``: nothing)."""
+    client = HubClient.connect(repo, timeout=timeout)
+
+    def release() -> str | None:
+        head = client.head()
+        lease = Lease.parse(client.read(LEASE, head))
+        if lease is None or lease.host != KAGGLE_HOST or not _taken_after(lease, session):
             return None
-        raise failure.prefixed(f"could not read {repo}'s status", "") from None
+        client.commit([CommitOperationDelete(LEASE)], f"release: session {lease.session}, whose Kaggle kernel ended "
+                      f"({session.kernel.lower()})", parent=head)
+        return (f"the kernel ended ({session.kernel.lower()}) and left the lease of session {lease.session} on hf://{repo}: "
+                "Kaggle says it is gone, so the lease is released and the next session takes the run over")
+
+    try:
+        return client.retrying("release the lease of the ended kernel", release, attempts=ATTEMPTS, backoff=BACKOFF)
+    except StoreError as err:  # e.g. a commit refused because the run moved on: someone holds it, and it is theirs
+        return f"the lease on hf://{repo} stays ({err}); the next session waits for it to expire"
 
 
-def log_tail(api: Any, kernel: str, lines: int = LOG_TAIL) -> str:
+def _taken_after(lease: Lease, session: "Session") -> bool:
+    """Whether ``lease`` was taken after this session was pushed (a followed session: any), by clocks ``CLOCK_SLACK`` apart."""
+    if not session.version:
+        return True
+    try:
+        acquired = calendar.timegm(time.strptime(lease.acquired, "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return False
+    return acquired >= session.started - CLOCK_SLACK
+
+
+def log_tail(api: Any, kernel: str, lines: int = LOG_TAIL, timeout: float = REQUEST_TIMEOUT) -> str:
     """The end of the session's log, as text (Kaggle keeps it as JSON lines of ``data`` fields)."""
-    raw = calling(f"read the log of {kernel}", lambda: api.kernels_logs(kernel))
+    raw = calling(f"read the log of {kernel}", lambda: api.kernels_logs(kernel), attempts=ATTEMPTS, backoff=BACKOFF, timeout=timeout)
     try:
         text = "".join(entry.get("data", "") for entry in json.loads(raw))
     except (ValueError, AttributeError, TypeError):
         text = raw
-    return "\n".join(text.splitlines()[-lines:])
+    return "\n".join(plain(line) for line in text.rstrip("\n").split("\n")[-lines:])  # not splitlines: it splits at \r
+
+
+def plain(line: str) -> str:
+    """``line`` as a terminal would leave it: no control sequences, and only what the last carriage return left visible."""
+    return TERMINAL_CODES.sub("", line).rsplit("\r", 1)[-1]
 
 
 def best_of(status: dict[str, Any] | None) -> str:
@@ -101,13 +205,13 @@ def best_of(status: dict[str, Any] | None) -> str:
     return f"{status.get('monitor')} {best['value']:.4g}" if best and status.get("monitor") else ""
 
 
-def follow(api: Any, kernel: str, session: Session, *, poll: float, out: IO[str]) -> tuple[str, str]:
+def follow(api: Any, kernel: str, session: Session, *, poll: float, out: IO[str], timeout: float = REQUEST_TIMEOUT) -> tuple[str, str]:
     """Wait for the session's end, showing its state; returns Kaggle's final state and message."""
     live = out.isatty()
     last = None
     seen_running = None
     while True:
-        state = kernel_state(api, kernel)
+        state = kernel_state(api, kernel, timeout)
         name, message = state if state is not None else ("QUEUED", "")
         now = time.time()
         if name == "RUNNING" and seen_running is None:
@@ -135,15 +239,19 @@ def run_sessions(
     max_sessions: int = 0,
     gpu_hours: float = 0.0,
     poll: float = 60.0,
+    request_timeout: float = REQUEST_TIMEOUT,
     out: IO[str] = sys.stdout,
 ) -> int:
-    """Chain sessions of the run ``settings.hub_repo`` until it is finished, fails twice, or a limit is reached."""
+    """Chain sessions of the run ``settings.hub_repo`` until it is finished, fails twice, or a limit is reached.
+
+    ``request_timeout``: seconds one look at Kaggle or the Hub may take before it is tried again.
+    """
     if not settings.hub_repo:
         raise KaggleError("fintts kaggle run follows the run through its Hub repo: give --hub-repo USER/NAME")
     settings.check()
     api = connect()
     kernel = kernel_id(api)
-    before = read_run(settings.hub_repo)
+    before = read_run(settings.hub_repo, request_timeout)
     sessions: list[Session] = []
     failures: list[str] = []
 
@@ -151,10 +259,15 @@ def run_sessions(
         out.write(text + "\n")
         out.flush()
 
-    if before and before.get("state") == "finished":
+    if _status(before).get("state") == "finished":
+        missing = before.missing()
+        if missing:
+            say(f"{settings.hub_repo} says finished, but {'; '.join(missing)}. The newest checkpoint is in the last "
+                "session's output on Kaggle (Output tab): push it with fintts push, then run this again")
+            return 1
         say(f"{settings.hub_repo} is already finished: {_pull_hint(settings.hub_repo)}")
         return 0
-    current = kernel_state(api, kernel)
+    current = kernel_state(api, kernel, request_timeout)
     following = current is not None and current[0] in {"QUEUED", "RUNNING"}
     while True:
         spent = sum(s.gpu_hours for s in sessions)
@@ -169,15 +282,18 @@ def run_sessions(
             session = Session(version=0, started=time.time())
             following = False
         else:
-            pushed = push(settings, api)
+            pushed = push(settings, api, attempts=ATTEMPTS, backoff=BACKOFF)
             say(f"session {len(sessions) + 1}: pushed version {pushed.version} of {pushed.url}")
             session = Session(version=pushed.version, started=time.time())
-        name, message = follow(api, kernel, session, poll=poll, out=out)
-        after = read_run(settings.hub_repo)
-        session.state = (after or {}).get("state")
-        session.start_step = (before or {}).get("step", 0)
-        session.end_step = (after or {}).get("step", session.start_step)
-        session.best = best_of(after)
+        name, message = follow(api, kernel, session, poll=poll, out=out, timeout=request_timeout)
+        released = release_dead_lease(settings.hub_repo, session, request_timeout)
+        if released:
+            say(f"session {len(sessions) + 1}: {released}")
+        after = read_run(settings.hub_repo, request_timeout)
+        session.state = _status(after).get("state")
+        session.start_step = _status(before).get("step", 0)
+        session.end_step = _status(after).get("step", session.start_step)
+        session.best = best_of(_status(after) or None)
         sessions.append(session)
         problem = _problem(name, message, before, after)
         if problem is None:
@@ -189,10 +305,11 @@ def run_sessions(
             continue
         failures.append(problem)
         say(f"session {len(sessions)} failed: {problem}")
-        if len(failures) >= FAILURES_IN_A_ROW:
-            tail = log_tail(api, kernel)
+        if len(failures) >= FAILURES_IN_A_ROW or problem.startswith(UNFINISHED):
+            tail = log_tail(api, kernel, timeout=request_timeout)
             why = "; ".join(dict.fromkeys(failures))
-            verdict = f"stopped: {FAILURES_IN_A_ROW} sessions in a row failed ({why}). End of the last session's log:\n{tail}"
+            stopped = "stopped" if problem.startswith(UNFINISHED) else f"stopped: {FAILURES_IN_A_ROW} sessions in a row failed"
+            verdict = f"{stopped} ({why}). End of the last session's log:\n{tail}"
             code = 1
             break
         before = after or before
@@ -201,13 +318,24 @@ def run_sessions(
     return code
 
 
-def _problem(kernel_state_name: str, message: str, before: dict | None, after: dict | None) -> str | None:
+#: How a finished status over an incomplete Hub begins (no later session can finish it: it stops the chain).
+UNFINISHED = "status.json says finished, but"
+
+
+def _status(run: HubRun | None) -> dict[str, Any]:
+    return (run.status if run is not None else None) or {}
+
+
+def _problem(kernel_state_name: str, message: str, before: HubRun | None, after: HubRun | None) -> str | None:
     """Why a session counts as failed, or ``None`` when it left the run further on."""
-    if after is not None and after.get("state") == "failed":
-        return f"the run failed: {after.get('reason')}"
+    then, now = _status(before), _status(after)
+    if now.get("state") == "failed":
+        return f"the run failed: {now.get('reason')}"
+    if now.get("state") == "finished" and after.missing():
+        return f"{UNFINISHED} {'; '.join(after.missing())}. The newest checkpoint is in the session's output on Kaggle"
     if kernel_state_name != "COMPLETE":
         return f"the notebook ended {kernel_state_name.lower()}" + (f": {message}" if message else "")
-    if after is None or (before is not None and after.get("step", 0) <= before.get("step", 0) and after.get("state") != "finished"):
+    if not now or (then and now.get("step", 0) <= then.get("step", 0) and now.get("state") != "finished"):
         return "the session left no new checkpoint"
     return None
 
@@ -244,8 +372,8 @@ def describe(hub_repo: str = "") -> str:
     lines = [f"kernel     {kernel}: " + ("never pushed (fintts kaggle push)" if state is None else
                                           state[0].lower() + (f" ({state[1]})" if state[1] else ""))]
     if hub_repo:
-        run = read_run(hub_repo)
-        if run is None:
+        run = _status(read_run(hub_repo))
+        if not run:
             lines.append(f"run        hf://{hub_repo}: nothing trained yet")
         else:
             best = best_of(run)

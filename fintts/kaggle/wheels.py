@@ -2,8 +2,11 @@
 
 Kaggle mounts a notebook's datasets read-only, and ``pip install <source folder>`` writes
 into the folder it builds (setuptools' ``build/`` and ``*.egg-info``), so a session installs
-a *wheel*: ``pip install --no-index --find-links /kaggle/input/fintts-wheels fintts==V``
-reads the folder and writes nothing into it (the notebook's install cell). The dataset holds:
+a *wheel*: ``pip install --no-index --find-links /kaggle/input/fintts-wheels <the wheel's path>[train]``
+reads the folder and writes nothing into it (the notebook's install cell). The wheel is named
+by its path, never as ``fintts==V``: when the cell falls back to the index for a dependency the
+dataset lacks, a package named fintts published there by anyone is never a candidate (the
+session holds ``HF_TOKEN``). The dataset holds:
 
 - ``fintts-<version>-py3-none-any.whl``, built from this checkout;
 - fintts's ``configs/*.yaml``, so the notebook names a config by its file name;

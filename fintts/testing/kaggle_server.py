@@ -26,11 +26,18 @@ What it speaks, and models:
   returns, ``CreateDataset`` and ``CreateDatasetVersion``; :attr:`datasets` holds every
   version's files.
 * **Credentials.** Requests need HTTP basic auth with ``user``/``key`` (401 otherwise).
+
+Fault switches for tests: :meth:`fail` answers the next calls of a method with an HTTP
+status (optionally with ``Retry-After``), :meth:`drop` closes their connections unanswered,
+:meth:`stall` answers them only after a delay;
+:attr:`calls` counts every API call by method, faulted ones included.
 """
 
 from __future__ import annotations
 
 import base64
+import collections
+import dataclasses
 import http.server
 import itertools
 import json
@@ -68,6 +75,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         kaggle = self.server.kaggle
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         path = urlsplit(self.path).path  # as a proxy, the request line carries the whole URL
+        fault = kaggle._take_fault(match["method"]) if (match := API.fullmatch(path)) else None
+        if fault is not None and fault.seconds:
+            time.sleep(fault.seconds)
+            fault = None  # then answered as usual
+        if fault is not None and fault.status is None:  # a connection lost before any answer
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if fault is not None:
+            data = json.dumps({"code": fault.status, "message": "injected by KaggleServer.fail"}).encode()
+            self.send_response(fault.status)
+            if fault.retry_after is not None:
+                self.send_header("Retry-After", str(fault.retry_after))
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         if self.command == "PUT" and (match := UPLOAD.fullmatch(path)):
             status, answer = kaggle._upload(match["token"], body)
         elif self.headers.get("Authorization") != kaggle._basic_auth:
@@ -92,6 +117,15 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
 
 
+@dataclasses.dataclass
+class _Fault:
+    method: str | None  # None: any
+    times: int
+    status: int | None  # None: drop the connection
+    retry_after: int | None = None
+    seconds: float = 0.0  # a stall: answer as usual after this long
+
+
 class KaggleServer:
     """Kaggle on ``127.0.0.1`` for the real client (:meth:`env`); use as a context manager."""
 
@@ -109,6 +143,8 @@ class KaggleServer:
         self._session_seconds = 0.0
         self._tokens = itertools.count(1)
         self._httpd: _HTTPServer | None = None
+        self._faults: list[_Fault] = []
+        self.calls: collections.Counter[str] = collections.Counter()
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -142,6 +178,32 @@ class KaggleServer:
             if time.time() > deadline:
                 raise TimeoutError("a session is still running")
             time.sleep(0.02)
+
+    # -- fault switches -----------------------------------------------------------------
+
+    def fail(self, status: int, *, method: str | None = None, times: int = 1, retry_after: int | None = None) -> None:
+        """Answer the next ``times`` calls of ``method`` (e.g. ``GetKernelSessionStatus``; ``None``: any) with ``status``."""
+        with self._lock:
+            self._faults.append(_Fault(method, times, status, retry_after))
+
+    def drop(self, *, method: str | None = None, times: int = 1) -> None:
+        """Close the connection of the next ``times`` calls of ``method`` without answering."""
+        with self._lock:
+            self._faults.append(_Fault(method, times, None))
+
+    def stall(self, seconds: float, *, method: str | None = None, times: int = 1) -> None:
+        """Answer the next ``times`` calls of ``method`` only after ``seconds``."""
+        with self._lock:
+            self._faults.append(_Fault(method, times, None, seconds=seconds))
+
+    def _take_fault(self, method: str) -> _Fault | None:
+        with self._lock:
+            self.calls[method] += 1
+            for fault in self._faults:
+                if fault.times > 0 and fault.method in (None, method):
+                    fault.times -= 1
+                    return fault
+        return None
 
     # -- the API ----------------------------------------------------------------------
 

@@ -316,8 +316,13 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def load_config(path: str | Path | None, overrides: list[str] | Mapping[str, Any] = ()) -> RunConfig:
-    """Read a YAML config (or none: all defaults), apply overrides, split and validate."""
+def load_config(path: str | Path | None, overrides: list[str] | Mapping[str, Any] = (), *,
+                registered_only: bool = False) -> RunConfig:
+    """Read a YAML config (or none: all defaults), apply overrides, split and validate.
+
+    ``registered_only``: the file came from outside (a checkpoint pulled from the Hub), so its
+    ``task`` must be an installed one; an import path in it would run code it names.
+    """
     data: dict[str, Any] = {}
     source = ""
     if path is not None:
@@ -334,7 +339,7 @@ def load_config(path: str | Path | None, overrides: list[str] | Mapping[str, Any
         data = loaded
     extra = dict(overrides) if isinstance(overrides, Mapping) else parse_overrides(list(overrides))
     data = _merge(data, extra)
-    return split_config(data, source=source, default_name=Path(source).stem if source else "run")
+    return split_config(data, source=source, default_name=Path(source).stem if source else "run", registered_only=registered_only)
 
 
 def as_run_config(
@@ -348,12 +353,12 @@ def as_run_config(
     return config.with_overrides(dict(settings or {}))
 
 
-def split_config(data: dict[str, Any], *, source: str = "", default_name: str = "run") -> RunConfig:
+def split_config(data: dict[str, Any], *, source: str = "", default_name: str = "run", registered_only: bool = False) -> RunConfig:
     train_keys = {f.name for f in dataclasses.fields(TrainConfig)}
     train_part = {k: v for k, v in data.items() if k in train_keys}
     task_name = str(train_part.get("task") or "")
     try:
-        task_cls = resolve_task(task_name)
+        task_cls = resolve_task(task_name, registered_only=registered_only)
     except ValueError as err:
         raise ConfigError(f"{source or 'config'}: {err}") from None
     task_keys = {f.name for f in dataclasses.fields(task_cls.config_class)}
@@ -414,8 +419,12 @@ def registered_tasks() -> dict[str, str]:
     return {ep.name: ep.value for ep in importlib.metadata.entry_points(group=TASK_ENTRY_POINTS)}
 
 
-def resolve_task(name: str) -> type["Task"]:
-    """A registered short name or ``package.module:Class`` → the Task subclass, with a clear error."""
+def resolve_task(name: str, *, registered_only: bool = False) -> type["Task"]:
+    """A registered short name or ``package.module:Class`` → the Task subclass, with a clear error.
+
+    ``registered_only``: the name came from outside (a pulled checkpoint's config), and only the
+    installed packages' ``fintts.tasks`` entry points are imported, never a module it names.
+    """
     from fintts.train.task import Task
 
     registered = registered_tasks()
@@ -423,6 +432,10 @@ def resolve_task(name: str) -> type["Task"]:
     if not name:
         raise ValueError(f"task: missing; name the task to train, one of the installed ones ({known}) or package.module:Class")
     target = registered.get(name, name)
+    if registered_only and target not in registered.values():
+        raise ValueError(f"task: {name!r} is not an installed task ({known}); a config taken from a checkpoint may only "
+                         "name a task registered under the fintts.tasks entry points, since importing a module it names "
+                         "would run that module's code (evaluate with --model DIR --config FILE of your own instead)")
     if ":" not in target:
         raise ValueError(f"task: {name!r} is neither an installed task ({known}) nor an import path package.module:Class")
     module_name, class_name = target.split(":", 1)

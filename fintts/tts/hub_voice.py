@@ -6,6 +6,10 @@ second call, or a call with no network, uses the copy already there: offline onc
 pulled); :func:`pull_voice` (``fintts pull``) writes it into a folder of the person's
 choosing and makes sure ``model.onnx`` is in it.
 
+Only what loads without running code is downloaded: safetensors, JSON, ONNX, text. A
+``pytorch_model.bin`` (or any pickled file) in the repo is left there, since unpickling can run
+code; a VITS voice with no ``model.safetensors`` is refused.
+
 The token is ``huggingface_hub``'s: ``$HF_TOKEN`` or the cached ``hf auth login``, only
 needed for a private repo; it is never printed.
 """
@@ -22,6 +26,10 @@ log = logging.getLogger(__name__)
 #: The voice's folder in a run (the trainer's ``MODEL_DIR``, named again here because
 #: importing the trainer would import torch).
 VOICE_DIR = "model"
+#: The voice's weights, the only form they are taken from the Hub in.
+WEIGHTS_FILE = "model.safetensors"
+#: Pickled files (PyTorch's own formats among them): never downloaded.
+PICKLED = ("*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle", "*.ckpt")
 
 
 def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint: str | None = None,
@@ -31,8 +39,8 @@ def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint:
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
 
     try:
-        root = snapshot_download(repo_id, allow_patterns=[f"{VOICE_DIR}/*"], local_dir=out_dir, endpoint=endpoint,
-                                 token=token, library_name="fintts")
+        root = snapshot_download(repo_id, allow_patterns=[f"{VOICE_DIR}/*"], ignore_patterns=list(PICKLED), local_dir=out_dir,
+                                 endpoint=endpoint, token=token, library_name="fintts")
     except (RepositoryNotFoundError, GatedRepoError):
         raise VoiceError(f"Hub repo {repo_id} not found, or it is private and this machine is not logged in: check the "
                          "name (user/name), then log in with `hf auth login` or set HF_TOKEN to a read token") from None
@@ -46,6 +54,10 @@ def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint:
     if not (folder.is_dir() and any(folder.iterdir())):
         raise VoiceError(f"{repo_id} has no {VOICE_DIR}/ yet: the run has not exported a voice; pull a checkpoint "
                          "instead (fintts pull --checkpoint latest) or wait for the next push")
+    if is_vits_voice(folder) and not (folder / WEIGHTS_FILE).is_file():
+        raise VoiceError(f"{repo_id}'s {VOICE_DIR}/ has no {WEIGHTS_FILE}: fintts takes a voice's weights from the Hub only "
+                         "as safetensors (a pytorch_model.bin or other pickled file can run code when it is loaded, so it "
+                         "is not downloaded); export the voice again with fintts, or ask its owner to")
     return folder
 
 

@@ -145,5 +145,5 @@ def _quantize(graph: Path, out: Path, feeds: list[dict[str, np.ndarray]]) -> Pat
 
 
 def export_folder(folder: Path, *, int8: bool = True) -> list[Path]:
-    """``fintts export --onnx``: the ONNX graphs of the voice already saved in ``folder``."""
-    return export_onnx(VitsModel.from_pretrained(folder), folder, FinnishText.from_folder(folder), int8=int8)
+    """``fintts export --onnx``: the ONNX graphs of the voice already saved in ``folder`` (weights only from safetensors)."""
+    return export_onnx(VitsModel.from_pretrained(folder, use_safetensors=True), folder, FinnishText.from_folder(folder), int8=int8)

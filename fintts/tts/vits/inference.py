@@ -178,7 +178,7 @@ class TorchBackend:
         ``adapter``: a LoRA adapter folder (peft's layout) to put on it, not merged: the
         voice computes what training computed (``fintts merge`` makes a faster, plain copy).
         """
-        vits = fold_weight_norm(VitsModel.from_pretrained(folder).eval())
+        vits = fold_weight_norm(VitsModel.from_pretrained(folder, use_safetensors=True).eval())  # never a pickle
         if adapter is not None:
             from fintts.tts.vits.lora import load_adapter
 

@@ -3,7 +3,10 @@
 **Targets.** :data:`DEFAULT_TARGETS` adapt what carries a voice: the attention projections
 of the text encoder, and the convolutions of the flow (its coupling layers and WaveNets)
 and of the HiFi-GAN decoder. Targets are regular expressions matched against whole module
-names (peft's own rule for a string ``target_modules``). The decoder's upsampling layers
+names; peft is given the list of names they match, never a pattern: a saved
+``adapter_config.json`` may come from the Hub, and peft would use a string
+``target_modules`` in it as a regular expression, so :func:`load_adapter` accepts only a list
+of names. The decoder's upsampling layers
 are ``ConvTranspose1d``, which peft (0.21) cannot adapt, so they stay frozen; a target that
 matches one is refused by name.
 
@@ -76,8 +79,9 @@ class LoraSettings:
             except re.error as err:
                 raise ValueError(f"targets: {target!r} is not a regular expression ({err})") from None
 
-    def peft_config(self) -> LoraConfig:
-        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout, target_modules=_pattern(self.targets))
+    def peft_config(self, names: list[str]) -> LoraConfig:
+        """peft's settings for adapting the modules ``names`` (those :func:`target_names` found for :attr:`targets`)."""
+        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout, target_modules=names)
 
 
 def _pattern(targets: list[str]) -> str:
@@ -102,8 +106,9 @@ def target_names(vits: nn.Module, targets: list[str]) -> list[str]:
 
 def add_adapter(vits: VitsModel, settings: LoraSettings, name: str) -> PeftModel:
     """Wrap ``vits`` in place with a trainable adapter ``name``; everything else in it is frozen."""
-    fold_weight_norm(vits, target_names(vits, settings.targets))
-    return _dilated(get_peft_model(vits, settings.peft_config(), adapter_name=name))
+    names = target_names(vits, settings.targets)
+    fold_weight_norm(vits, names)
+    return _dilated(get_peft_model(vits, settings.peft_config(names), adapter_name=name))
 
 
 def _dilated(adapter: PeftModel) -> PeftModel:
@@ -172,10 +177,13 @@ def standard_model(config, weights: Mapping[str, Tensor]) -> VitsModel:
 
 def load_adapter(base: VitsModel, folder: Path, name: str | None = None) -> PeftModel:
     """``base`` with the adapter saved in ``folder`` on it (not merged): fold its targets' weight norm, then peft loads it."""
-    config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
-    pattern = config["target_modules"]
-    targets = [pattern] if isinstance(pattern, str) else [re.escape(t) for t in pattern]
-    fold_weight_norm(base, target_names(base, targets))
+    path = folder / "adapter_config.json"
+    names = json.loads(path.read_text(encoding="utf-8")).get("target_modules")
+    if not (isinstance(names, list) and names and all(isinstance(name, str) for name in names)):
+        raise VoiceError(f"{path}: target_modules must be a list of module names, not {type(names).__name__} {names!r:.80}; "
+                         "a string would be used as a regular expression, so fintts does not load it (an adapter exported "
+                         "by an older fintts: export the voice again from its run)")
+    fold_weight_norm(base, target_names(base, [re.escape(name) for name in names]))
     return _dilated(PeftModel.from_pretrained(base, str(folder), adapter_name=name or folder.name))
 
 
@@ -239,6 +247,6 @@ def merge_folder(voice: Path, out: Path, speaker: str | None = None, *, onnx: bo
         raise VoiceError(f"{voice} has no adapter for {speaker!r} (it has: {', '.join(adapters) or 'none'})")
     speakers_file = voice / SPEAKERS_FILE
     speakers = json.loads(speakers_file.read_text(encoding="utf-8")) if speakers_file.is_file() else []
-    merged, speakers = merged_voice(VitsModel.from_pretrained(voice).eval(), voice / ADAPTERS_DIR / speaker, speakers)
+    merged, speakers = merged_voice(VitsModel.from_pretrained(voice, use_safetensors=True).eval(), voice / ADAPTERS_DIR / speaker, speakers)
     save_voice(merged, out, FinnishText.from_folder(voice), speakers, onnx=onnx)
     return speaker, speakers
