@@ -74,9 +74,9 @@ def _span_frames(path: Path, span: Span, rate: int, frames: int) -> tuple[int, i
     start, end = span
     first, stop = round(start * rate), round(end * rate)
     if not 0 <= first < stop:
-        raise AudioError(path, f"segment {start}-{end} s is empty or negative; fix its start and end times")
+        raise AudioError(path, f"stretch {start}-{end} s is empty or starts before 0; fix its start and end times")
     if stop > frames + rate // 100:  # Kaldi times are rounded to 10 ms
-        raise AudioError(path, f"segment {start}-{end} s ends after the recording ({frames / rate:.2f} s); fix its times")
+        raise AudioError(path, f"stretch {start}-{end} s ends after the recording ({frames / rate:.2f} s); fix its times")
     return first, min(stop, frames)
 
 

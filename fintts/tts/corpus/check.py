@@ -210,7 +210,7 @@ def _about(item: Item, problems: list[Problem]) -> list[Problem]:
     """Problems of a clip, naming the stretch of its recording when it is one (a whole file names itself)."""
     if item.span is None:
         return problems
-    where = f"segment {item.id} ({item.span[0]}-{item.span[1]} s): "
+    where = f"segment {item.id}: "
     return [Problem(p.path, where + p.reason) for p in problems]
 
 
