@@ -449,8 +449,8 @@ class HubServer:
 
     def _api_create_repo(self, body: BinaryIO, **_: Any):
         payload = json.loads(body.read() or b"{}")
-        if payload.get("type", "model") != "model":
-            raise _HttpError(400, "this test server only hosts model repos")
+        if payload.get("type", "model") not in ("model", "dataset"):
+            raise _HttpError(400, "this test server only hosts model and dataset repos")
         repo_id = f"{payload.get('organization') or self.user}/{payload['name']}"
         with self._lock:
             if repo_id in self._repos:

@@ -71,10 +71,12 @@ def download(source: str, options: ReadOptions) -> tuple[Path, list[Path], str, 
     hub_cache = options.cache_dir / "hub" if options.cache_dir else None
     try:
         commit = HfApi().dataset_info(repo, revision=revision).sha
-        files = split_files(HfApi().list_repo_files(repo, repo_type="dataset", revision=commit), split)
+        every = HfApi().list_repo_files(repo, repo_type="dataset", revision=commit)
+        files = split_files(every, split)
         if not files:
+            have = ", ".join(f for f in every if f.endswith(".parquet")) or "none"
             raise CorpusError(f"{source}: no parquet files of split {split!r} (looked for */{split}/*.parquet and "
-                              f"{split}-*.parquet); pass split: one the dataset has")
+                              f"{split}-*.parquet; its parquet files: {have}); pass split: one the dataset has")
         local = [Path(hf_hub_download(repo, f, repo_type="dataset", revision=commit, cache_dir=hub_cache)) for f in files]
     except HfHubHTTPError as error:
         raise CorpusError(f"{source}: cannot download it from the Hub ({error}); check the name, your token "
