@@ -56,7 +56,7 @@ def _unpack(target: Path, data: bytes) -> None:
     """Write ``data`` to ``target`` once; a file of the same size is the same clip of the same commit."""
     if target.is_file() and target.stat().st_size == len(data):
         return
-    tmp = target.with_name(f".{target.name}.tmp")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # processes of one run unpack side by side
     tmp.write_bytes(data)
     os.replace(tmp, target)
 
