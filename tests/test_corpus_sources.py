@@ -140,7 +140,8 @@ def test_a_forced_format_that_does_not_fit_says_what_it_needs(folders, tmp_path)
 @pytest.mark.parametrize("layout", ["css10", "commonvoice", "audiofolder", "kaldi"])
 def test_training_runs_a_few_steps_on_each_source(folders, layout, tmp_path):
     root, _ = folders[layout]
-    config = tiny_config(tmp_path, data=str(root), speakers=[], max_steps=2, eval_every=2, heldout_per_speaker=1)
+    config = tiny_config(tmp_path, data=str(root), speakers=[], max_steps=2, eval_every=2, heldout_per_speaker=1,
+                         batch_size=2)
     result = cli("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", cwd=tmp_path, timeout=400)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (tmp_path / "store" / "model" / "config.json").is_file()
@@ -148,7 +149,8 @@ def test_training_runs_a_few_steps_on_each_source(folders, layout, tmp_path):
 
 @pytest.mark.slow
 def test_training_runs_a_few_steps_on_a_hub_dataset(hub_dataset, tmp_path):
-    config = tiny_config(tmp_path, data=HUB_DATA, speakers=[], max_steps=2, eval_every=2, heldout_per_speaker=1)
+    config = tiny_config(tmp_path, data=HUB_DATA, speakers=[], max_steps=2, eval_every=2, heldout_per_speaker=1,
+                         batch_size=2)
     result = cli("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", cwd=tmp_path, timeout=400)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert list((tmp_path / "store").rglob("datasets/fintts-tester/fi-speech/*/train/*.flac"))  # the run's own cache
