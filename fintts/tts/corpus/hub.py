@@ -91,8 +91,11 @@ def download(source: str, options: ReadOptions) -> tuple[Path, list[Path], str, 
 
 def read_hub(source: str, options: ReadOptions, items: list[Item], problems: list[Problem]) -> tuple[Path, str]:
     """Rows of the split as items, their audio unpacked; returns (audio folder, what was read)."""
-    import pyarrow.parquet as pq  # optional: only Hub datasets need it (pip install pyarrow)
-
+    try:
+        import pyarrow.parquet as pq  # optional: only Hub datasets need it
+    except ImportError as error:
+        raise CorpusError(f"{source}: reading a Hub dataset's parquet needs pyarrow; pip install 'fintts[datasets]' "
+                          "(or pip install pyarrow)") from error
     folder, files, name, split = download(source, options)
     speaker_default = name.split("/")[1].split("@")[0]
     index = 0
