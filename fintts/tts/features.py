@@ -64,7 +64,8 @@ class FeatureCache:
         self.hits = 0
         self.misses = 0
         self._spectrogram = Spectrogram(cfg)
-        self._digests: dict[Path, str] = {}  # a long recording cut into many segments is hashed once
+        # a long recording cut into many segments is hashed once (while its size and mtime stay the same)
+        self._digests: dict[tuple[Path, int, int], str] = {}
 
     def get(self, audio_path: Path, span: Span | None = None) -> Features:
         """Features of ``audio_path`` (its ``span`` only, when given), from the cache when its bytes were seen before."""
@@ -76,9 +77,11 @@ class FeatureCache:
         Hashing the audio is the whole cost; a training loop that reads the same clips every
         epoch keeps the entry and reads it with :meth:`load`, which computes it the first time.
         """
-        if audio_path not in self._digests:
-            self._digests[audio_path] = sha256_file(audio_path)
-        digest = self._digests[audio_path]
+        stat = Path(audio_path).stat()
+        key = (Path(audio_path), stat.st_size, stat.st_mtime_ns)
+        if key not in self._digests:
+            self._digests[key] = sha256_file(audio_path)
+        digest = self._digests[key]
         if span is not None:
             digest = hashlib.sha256(f"{digest}@{span[0]!r}-{span[1]!r}".encode()).hexdigest()
         return self.folder / f"{digest}.safetensors"
