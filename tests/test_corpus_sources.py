@@ -136,6 +136,12 @@ def test_a_forced_format_that_does_not_fit_says_what_it_needs(folders, tmp_path)
     assert unknown.returncode == 2 and "css10" in unknown.stderr and "kaldi" in unknown.stderr
 
 
+def test_a_release_unpacked_one_folder_up_is_pointed_to_its_corpus(folders, tmp_path):
+    root, _ = folders["commonvoice"]  # cv-corpus/fi, as Common Voice's archives unpack
+    result = cli("check", str(root.parent), "--no-progress", cwd=tmp_path)
+    assert result.returncode == 2 and f"{root} looks like commonvoice: pass that folder" in result.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["css10", "commonvoice", "audiofolder", "kaldi"])
 def test_training_runs_a_few_steps_on_each_source(folders, layout, tmp_path):

@@ -59,6 +59,23 @@ def _detect(source: str | Path) -> tuple[str, str]:
     if is_hub(source):
         return "hub", SIGNS["hub"]
     root = existing_folder(source)
+    found = _folder_layout(root)
+    if found:
+        return found
+    files = [p for p in root.rglob("*") if p.is_file() and not hidden(p, root)]
+    audio = [p for p in files if p.suffix.lower() in AUDIO_EXTENSIONS]
+    looked = "; ".join(f"{name}: {sign}" for name, sign in SIGNS.items())
+    inside = [(sub, _folder_layout(sub)) for sub in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))]
+    hints = [f"{sub} looks like {layout[0]}" for sub, layout in inside if layout]
+    raise CorpusError(
+        f"{root} is not a corpus fintts recognizes. Looked for — {looked}. Found {len(files)} files, {len(audio)} of "
+        f"them audio. {'; '.join(hints) + ': pass that folder. ' if hints else ''}"
+        f"Arrange the files in one of these layouts or pass format= one of {FORMATS}."
+    )
+
+
+def _folder_layout(root: Path) -> tuple[str, str] | None:
+    """(format, what it was recognised by) of a folder, or None."""
     if audiofolder.is_audiofolder(root):
         return "audiofolder", SIGNS["audiofolder"]
     layout = metadata_layout(root)
@@ -77,13 +94,7 @@ def _detect(source: str | Path) -> tuple[str, str]:
         return "speakers", SIGNS["speakers"]
     if has_pairs(root, recursive=True):
         return "pairs", SIGNS["pairs"]
-    files = [p for p in root.rglob("*") if p.is_file() and not hidden(p, root)]
-    audio = [p for p in files if p.suffix.lower() in AUDIO_EXTENSIONS]
-    looked = "; ".join(f"{name}: {sign}" for name, sign in SIGNS.items())
-    raise CorpusError(
-        f"{root} is not a corpus fintts recognizes. Looked for — {looked}. Found {len(files)} files, {len(audio)} of "
-        f"them audio. Arrange the files in one of these layouts or pass format= one of {FORMATS}."
-    )
+    return None
 
 
 def read_corpus(source: str | Path, format: str | None = None, options: ReadOptions | None = None) -> Corpus:
@@ -158,7 +169,10 @@ def existing_folder(path: str | Path) -> Path:
 
 
 def _layout(folder: Path) -> str | None:
-    """How one speaker's folder is laid out: a metadata layout, ``pairs`` or None."""
+    """How one speaker's folder is laid out: a metadata layout, ``pairs`` or None (an audiofolder's
+    ``metadata.csv`` is not LJSpeech's)."""
+    if audiofolder.is_audiofolder(folder):
+        return None
     return metadata_layout(folder) or ("pairs" if has_pairs(folder, recursive=True) else None)
 
 
