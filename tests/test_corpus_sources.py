@@ -8,6 +8,7 @@ row named, and a few training steps on each.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,22 @@ def test_audiofolder_is_not_taken_for_ljspeech_and_decodes_every_format_at_its_r
     assert {i.audio.suffix for i in report.items} == {".ogg", ".opus", ".wav", ".flac"}
     assert dict(report.sample_rates) == {44100: 1, 48000: 1, 24000: 1, 16000: 1}
     assert next(i for i in report.items if i.audio.name == "a.ogg").text == sources.SENTENCES[0]  # its commas kept
+
+
+def test_an_audiofolder_with_metadata_jsonl_and_split_folders_is_read_one_split_at_a_time(folders, tmp_path):
+    source, expected = folders["audiofolder"]
+    root = tmp_path / "dataset"
+    for split in ("train", "test"):
+        shutil.copytree(source / "data", root / split / "data")
+    rows = [{"file_name": f"{rel}{Path(a.audio).suffix}", "sentence": a.text, "speaker": a.speaker}
+            for rel, a in ((i.id, i) for i in read_corpus(source).items)]
+    lines = [json.dumps(row, ensure_ascii=False) for row in rows]
+    (root / "train" / "metadata.jsonl").write_text("\n".join([*lines, "{not json"]) + "\n", encoding="utf-8")
+    (root / "test" / "metadata.jsonl").write_text(lines[0] + "\n", encoding="utf-8")
+    train = _check_json(str(root), tmp_path)
+    assert train["format"] == "audiofolder" and train["clips"] == len(expected.clips)
+    assert [p["reason"][:7] for p in train["problems"]] == ["line 5:"] and "train/metadata.jsonl" in train["looked_for"]
+    assert _check_json(str(root), tmp_path, "--split", "test")["clips"] == 1
 
 
 def test_a_forced_format_that_does_not_fit_says_what_it_needs(folders, tmp_path):

@@ -1,6 +1,7 @@
-"""Hugging Face's ``audiofolder``: ``metadata.csv`` with a ``file_name`` column, what ``datasets`` reads.
+"""Hugging Face's ``audiofolder``: ``metadata.csv`` (or ``.jsonl``) with a ``file_name`` column, what ``datasets`` reads.
 
-Comma separated with a header, quoted where a field holds a comma (Python's ``csv``).
+The CSV is comma separated with a header, quoted where a field holds a comma (Python's ``csv``);
+the JSON Lines file has one object per line.
 The transcript is the first of ``transcription``, ``text``, ``sentence`` the header has (or the
 column a person names); the speaker the ``speaker_id`` or ``speaker`` column when there is
 one, else one speaker named after the corpus folder. ``file_name`` is relative to the
@@ -11,22 +12,66 @@ time: ``train`` unless another is named.
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
+from typing import Any
 
 from fintts.tts.corpus.files import first_line
 from fintts.tts.corpus.model import CorpusError, Item, Problem, relative_path_problem, speaker_name_problem
 
 METADATA = "metadata.csv"
+METADATA_JSONL = "metadata.jsonl"
 FILE_COLUMN = "file_name"
 TEXT_COLUMNS = ("transcription", "text", "sentence")
 SPEAKER_COLUMNS = ("speaker_id", "speaker")
 DEFAULT_SPLIT = "train"
 
 
+def metadata_file(folder: Path) -> Path | None:
+    """``folder/metadata.csv`` with ``file_name`` in its header, or ``metadata.jsonl`` with it in its first object."""
+    csv_file, jsonl = folder / METADATA, folder / METADATA_JSONL
+    if csv_file.is_file() and FILE_COLUMN in next(csv.reader([first_line(csv_file)]), []):
+        return csv_file
+    if jsonl.is_file():
+        try:
+            first = json.loads(first_line(jsonl) or "{}")
+        except json.JSONDecodeError:
+            return None
+        return jsonl if isinstance(first, dict) and FILE_COLUMN in first else None
+    return None
+
+
 def is_audiofolder(folder: Path) -> bool:
-    """``folder/metadata.csv`` has a header with ``file_name``."""
-    metadata = folder / METADATA
-    return metadata.is_file() and FILE_COLUMN in next(csv.reader([first_line(metadata)]), [])
+    return metadata_file(folder) is not None
+
+
+def _rows(metadata: Path, problems: list[Problem]) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
+    """The columns and ``(line, row)`` pairs of a metadata file; a line that is no row becomes a problem."""
+    rows: list[tuple[int, dict[str, Any]]] = []
+    with open(metadata, encoding="utf-8-sig", newline="") as handle:
+        if metadata.suffix == ".csv":
+            reader = csv.DictReader(handle)
+            header = list(reader.fieldnames or [])
+            for row in reader:
+                if None in row or any(v is None for v in row.values()):
+                    problems.append(Problem(metadata, f"line {reader.line_num}: expected {len(header)} fields "
+                                                      f"({', '.join(header)}); quote a field that holds a comma"))
+                else:
+                    rows.append((reader.line_num, row))
+            return header, rows
+        lines = handle.read().splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            row = error
+        if isinstance(row, dict):
+            rows.append((number, row))
+        else:
+            problems.append(Problem(metadata, f"line {number}: not a JSON object ({row})"))
+    return list(dict.fromkeys(key for _, row in rows for key in row)), rows
 
 
 def split_folders(folder: Path) -> list[Path]:
@@ -52,43 +97,36 @@ def read_audiofolder(
         folder = root / (split or DEFAULT_SPLIT)
         if not is_audiofolder(folder):
             splits = ", ".join(p.name for p in split_folders(root)) or "none"
-            raise CorpusError(f"audiofolder: neither {root / METADATA} nor {folder / METADATA} has a file_name column "
-                              f"(splits found: {splits})")
-    metadata = folder / METADATA
-    with open(metadata, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle)
-        header = list(reader.fieldnames or [])
-        text = column(header, text_column, TEXT_COLUMNS, "text", metadata)
-        if text is None:
-            raise CorpusError(f"{metadata}: no transcript column; expected one of {', '.join(TEXT_COLUMNS)} "
-                              f"(the header has {', '.join(header)}), or name it with text_column")
-        speaker_key = column(header, speaker_column, SPEAKER_COLUMNS, "speaker", metadata)
-        seen: dict[str, int] = {}
-        for row in reader:
-            number = reader.line_num
-            rel = (row.get(FILE_COLUMN) or "").strip()
-            if None in row or any(v is None for v in row.values()):
-                problems.append(Problem(metadata, f"line {number}: expected {len(header)} fields ({', '.join(header)}); "
-                                                  "quote a field that holds a comma"))
-                continue
-            problem = relative_path_problem(rel, FILE_COLUMN, f"{folder.name}/") if rel else "empty file_name"
-            speaker = (row[speaker_key] or "").strip() if speaker_key else root.name
-            problem = problem or speaker_name_problem(speaker)
-            if problem:
-                problems.append(Problem(metadata, f"line {number}: {problem}"))
-                continue
-            if rel in seen:
-                problems.append(Problem(metadata, f"line {number}: {rel} already listed on line {seen[rel]}"))
-                continue
-            seen[rel] = number
-            audio = folder / rel
-            if not audio.is_file():
-                problems.append(Problem(audio, f"audio not found for {METADATA} line {number}; add the file or remove the row"))
-                continue
-            transcript = " ".join((row[text] or "").split())
-            if not transcript:
-                problems.append(Problem(audio, f"empty {text} ({METADATA} line {number}); write it or remove the row"))
-                continue
-            clip_id = Path(rel).with_suffix("").as_posix()
-            items.append(Item(id=clip_id, audio=audio, text=transcript, speaker=speaker))
+            raise CorpusError(f"audiofolder: neither {root / METADATA} (or .jsonl) nor {folder / METADATA} has a "
+                              f"file_name column (splits found: {splits})")
+    metadata = metadata_file(folder)
+    header, rows = _rows(metadata, problems)
+    text = column(header, text_column, TEXT_COLUMNS, "text", metadata)
+    if text is None:
+        raise CorpusError(f"{metadata}: no transcript column; expected one of {', '.join(TEXT_COLUMNS)} "
+                          f"(the header has {', '.join(header)}), or name it with text_column")
+    speaker_key = column(header, speaker_column, SPEAKER_COLUMNS, "speaker", metadata)
+    seen: dict[str, int] = {}
+    for number, row in rows:
+        rel = str(row.get(FILE_COLUMN) or "").strip()
+        problem = relative_path_problem(rel, FILE_COLUMN, f"{folder.name}/") if rel else "empty file_name"
+        speaker = str(row.get(speaker_key) or "").strip() if speaker_key else root.name
+        problem = problem or speaker_name_problem(speaker)
+        if problem:
+            problems.append(Problem(metadata, f"line {number}: {problem}"))
+            continue
+        if rel in seen:
+            problems.append(Problem(metadata, f"line {number}: {rel} already listed on line {seen[rel]}"))
+            continue
+        seen[rel] = number
+        audio = folder / rel
+        if not audio.is_file():
+            problems.append(Problem(audio, f"audio not found for {metadata.name} line {number}; add the file or remove the row"))
+            continue
+        transcript = " ".join(str(row.get(text) or "").split())
+        if not transcript:
+            problems.append(Problem(audio, f"empty {text} ({metadata.name} line {number}); write it or remove the row"))
+            continue
+        clip_id = Path(rel).with_suffix("").as_posix()
+        items.append(Item(id=clip_id, audio=audio, text=transcript, speaker=speaker))
     return metadata

@@ -33,8 +33,8 @@ def _table(path: Path, problems: list[Problem], fields: int) -> dict[str, tuple[
     for number, line in enumerate(read_lines(path, problems) or [], start=1):
         if not line.strip():
             continue
-        key, _, rest = line.strip().partition(" ")
-        values = [rest.strip()] if fields == 0 else rest.split()
+        key, *rest = line.split(maxsplit=1)  # Kaldi separates fields by any whitespace
+        values = [rest[0].strip() if rest else ""] if fields == 0 else (rest[0].split() if rest else [])
         if fields and len(values) != fields:
             problems.append(Problem(path, f"line {number}: expected {fields + 1} fields, found {len(values) + 1}"))
             continue

@@ -4,7 +4,7 @@ Detection (:func:`detect_format`) tries, in order, and takes the first that fits
 
 ========================  ======================================================================
 ``hub``                   ``data`` is ``hf://datasets/USER/NAME``
-``audiofolder``           ``metadata.csv`` whose header has ``file_name`` (or split folders of such)
+``audiofolder``           ``metadata.csv``/``.jsonl`` with ``file_name`` (or split folders of such)
 ``ljspeech[-speaker]``    any other ``metadata.csv`` (``id|speaker|text`` header: the speaker variant)
 ``css10``                 ``transcript.txt`` with ``path.wav|original|normalized|duration`` lines
 ``commonvoice``           ``validated.tsv``/``train.tsv``/… with ``client_id``, ``path``, ``sentence``
@@ -31,7 +31,7 @@ from fintts.tts.corpus.pairs import read_pairs
 FORMATS = ("ljspeech", "ljspeech-speaker", "pairs", "speakers", "css10", "commonvoice", "audiofolder", "kaldi", "hub")
 #: what each layout is recognised by, for messages
 SIGNS = {
-    "audiofolder": "metadata.csv with a file_name,transcription|text|sentence header (Hugging Face audiofolder)",
+    "audiofolder": "metadata.csv (or metadata.jsonl) with file_name and transcription|text|sentence (Hugging Face audiofolder)",
     "ljspeech": "metadata.csv with id|text or id|text|normalized lines, audio in wavs/",
     "ljspeech-speaker": "metadata.csv with an id|speaker|text header, audio in wavs/",
     "css10": "transcript.txt with book/clip.wav|original|normalized|duration lines (CSS10)",
