@@ -117,6 +117,31 @@ def test_kaldi_segments_are_cut_from_recordings_and_pipes_are_never_run(folders)
     assert "command" in pipe and "does not run" in pipe
 
 
+def test_kaldi_without_segments_or_utt2spk_reads_whole_recordings_from_absolute_paths(folders, tmp_path):
+    recipe = folders["kaldi"][0].parent.parent
+    data = tmp_path / "plain"
+    data.mkdir()
+    (data / "wav.scp").write_text(f"a {recipe / 'audio' / 'rec0.wav'}\nb\t{recipe / 'audio' / 'rec1.wav'}\n"
+                                  f"c /nowhere/c.wav\nd {recipe / 'audio' / 'rec0.wav'}.ark:17\n", encoding="utf-8")
+    (data / "text").write_text("a Ensimmäinen tallenne.\nb\tToinen tallenne.\nc Kolmas.\nd Neljäs.\ne Viides.\n",
+                               encoding="utf-8")
+    corpus = read_corpus(data)
+    assert corpus.format == "kaldi"
+    assert {(i.id, i.speaker, i.span) for i in corpus.items} == {("a", "plain", None), ("b", "plain", None)}
+    problems = "\n".join(map(str, corpus.problems))
+    assert "c audio not found" in problems and "d is a pipe or an archive offset" in problems
+    assert "no recording e" in problems
+
+
+def test_a_common_voice_copy_without_validated_tsv_reads_train(folders, tmp_path):
+    source, _ = folders["commonvoice"]
+    root = tmp_path / "fi"
+    shutil.copytree(source, root)
+    (root / "validated.tsv").unlink()
+    report = _check_json(str(root), tmp_path)
+    assert report["clips"] == 2 and "read train.tsv" in report["looked_for"]
+
+
 def test_audiofolder_is_not_taken_for_ljspeech_and_decodes_every_format_at_its_rate(folders):
     root, expected = folders["audiofolder"]
     report = check_corpus(root, sample_rate=16000, progress=False)
