@@ -551,7 +551,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_kaggle_wheels)
 
     def kernel_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", default="mms-fin.yaml", help="one of fintts's configs/ by file name (default mms-fin.yaml)")
+        p.add_argument("--config", default="mms-fin.yaml",
+                       help="your config file (its text goes into the notebook), or one of fintts's configs/ by name (default mms-fin.yaml)")
         p.add_argument("--corpus", metavar="OWNER/SLUG", help="your corpus as a Kaggle dataset, attached to the notebook")
         p.add_argument("--data", help="the corpus folder in the session (default /kaggle/input/<corpus slug>)")
         p.add_argument("--hub-repo", metavar="USER/NAME", help="the Hugging Face repo that keeps the run")
