@@ -234,21 +234,28 @@ def cmd_pull(args) -> int:
     return EXIT_OK
 
 
-def cmd_check(args) -> int:
-    from fintts.tts.corpus import check_corpus
+def _checked_corpus(args):
+    """``fintts check`` and ``fintts speakers``: the corpus DATA names, read with the options given."""
+    from fintts.tts.corpus import ReadOptions, check_corpus
     from fintts.tts.demo import data_root
 
-    report = check_corpus(data_root(args.data), format=args.format, sample_rate=args.sample_rate, progress=not args.no_progress)
-    print(report.format_text())
+    options = ReadOptions(split=args.split or "", text_column=args.text_column or "", speaker_column=args.speaker_column or "",
+                          audio_column=args.audio_column or "", cache_dir=Path(args.cache) if args.cache else None)
+    sample_rate = getattr(args, "sample_rate", 16000)
+    return check_corpus(data_root(args.data), format=args.format, options=options, sample_rate=sample_rate,
+                        progress=not args.no_progress)
+
+
+def cmd_check(args) -> int:
+    report = _checked_corpus(args)
+    print(json.dumps(report.to_json(), indent=1) if args.json else report.format_text())
     return EXIT_OK if report.items else EXIT_USAGE
 
 
 def cmd_speakers(args) -> int:
-    from fintts.tts.corpus import check_corpus
     from fintts.tts.speakers import analyse_speakers
-    from fintts.tts.demo import data_root
 
-    analysis = analyse_speakers(check_corpus(data_root(args.data), format=args.format, progress=not args.no_progress))
+    analysis = analyse_speakers(_checked_corpus(args))
     print(json.dumps(analysis.to_json(), indent=1) if args.json else analysis.format_text())
     return EXIT_OK if analysis.best else EXIT_USAGE
 
@@ -497,18 +504,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-onnx", action="store_true", help="leave out model.onnx and model.int8.onnx")
     p.set_defaults(func=cmd_merge)
 
+    def corpus_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("data", help="corpus folder, hf://datasets/USER/NAME (a Hub dataset), or demo (the embedded one)")
+        p.add_argument("--format", help="force a layout: ljspeech, ljspeech-speaker, pairs, speakers, css10, commonvoice, "
+                                        "audiofolder, kaldi or hub (default: detected)")
+        p.add_argument("--split", help="Common Voice table (default validated), audiofolder/Hub split (default train)")
+        p.add_argument("--text-column", help="audiofolder/Hub transcript column (default transcription, text or sentence)")
+        p.add_argument("--speaker-column", help="audiofolder/Hub speaker column (default speaker_id or speaker)")
+        p.add_argument("--audio-column", help="Hub dataset audio column (default audio)")
+        p.add_argument("--cache", help="where a Hub dataset is downloaded and unpacked (default: the Hugging Face cache)")
+        p.add_argument("--no-progress", action="store_true")
+
     p = sub.add_parser("check", help="check a corpus: clips, hours, speakers, and every bad item with the reason")
-    p.add_argument("data", help="corpus folder (demo: the embedded espeak-ng corpus)")
-    p.add_argument("--format", choices=["ljspeech", "ljspeech-speaker", "pairs", "speakers"], help="force a layout")
+    corpus_options(p)
     p.add_argument("--sample-rate", type=int, default=16000, help="the model's rate (clips below it are flagged)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--json", action="store_true", help='{"format", "looked_for", "clips", "hours", "speakers", '
+                                                       '"sample_rates", "problems": [{"path", "reason"}], ...}')
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("speakers", help="per speaker: usable clips and minutes, bad clips, clip length, sample rates; the best one")
-    p.add_argument("data", help="corpus folder (demo: the embedded espeak-ng corpus)")
-    p.add_argument("--format", choices=["ljspeech", "ljspeech-speaker", "pairs", "speakers"], help="force a layout")
+    corpus_options(p)
     p.add_argument("--json", action="store_true", help='{"speakers": [{"name", "clips", "minutes", "bad", ...}], "best": NAME}')
-    p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_speakers)
 
     p = sub.add_parser("eval", help="mel-cepstral distortion of a voice on its run's held-out clips")
@@ -536,7 +552,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_kaggle_wheels)
 
     def kernel_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", default="mms-fin.yaml", help="one of fintts's configs/ by file name (default mms-fin.yaml)")
+        p.add_argument("--config", default="mms-fin.yaml",
+                       help="your config file (its text goes into the notebook), or one of fintts's configs/ by name (default mms-fin.yaml)")
         p.add_argument("--corpus", metavar="OWNER/SLUG", help="your corpus as a Kaggle dataset, attached to the notebook")
         p.add_argument("--data", help="the corpus folder in the session (default /kaggle/input/<corpus slug>)")
         p.add_argument("--hub-repo", metavar="USER/NAME", help="the Hugging Face repo that keeps the run")

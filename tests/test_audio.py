@@ -1,6 +1,7 @@
 """Audio loading, saving, VITS spectrograms and the content-hashed feature cache."""
 
 import io
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -153,6 +154,23 @@ def test_feature_cache_recomputes_edited_clips_and_other_settings(tmp_path: Path
     assert other.folder != cache.folder
     assert other.get(clip).spec.shape == (257, 125)
     assert other.misses == 1
+
+
+def test_stretches_of_one_recording_are_read_and_cached_each_as_its_own_clip(tmp_path: Path) -> None:
+    recording = tmp_path / "session.mp3"
+    low, high = _tone(1.0, 48000, hz=220.0), _tone(1.5, 48000, hz=1760.0)
+    sf.write(tmp_path / "session.wav", np.concatenate([low, high]), 48000)
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-i", str(tmp_path / "session.wav"), "-b:a", "128k", str(recording)],
+                   check=True)
+    cache = FeatureCache(tmp_path / "cache", MMS)
+    first, second = cache.get(recording, (0.0, 1.0)), cache.get(recording, (1.0, 2.5))
+    assert first.wav.shape == (16000,) and second.wav.shape == (24000,)
+    assert len(second.wav) == resampled_length(recording, 16000, (1.0, 2.5))
+    assert cache.entry(recording, (0.0, 1.0)) != cache.entry(recording, (1.0, 2.5)) != cache.entry(recording)
+    # the low tone's energy sits in the first stretch only
+    assert first.spec[:10].sum() > 10 * second.spec[:10].sum()
+    with pytest.raises(AudioError, match="ends after the recording"):
+        load_audio(recording, 16000, (2.0, 9.0))
 
 
 def test_feature_cache_recomputes_a_damaged_entry(tmp_path: Path) -> None:

@@ -122,7 +122,8 @@ def test_push_dry_run_stages_what_the_kaggle_command_pushes_as_is(kaggle_env, tm
     assert metadata["is_private"] is True and metadata["enable_internet"] is True
     assert metadata["dataset_sources"] == ["alice/fintts-wheels", "alice/my-voice"]
     assert read_parameters(load(staged / "kaggle_train.ipynb")) == {
-        "CONFIG": "mms-fin.yaml", "DATA": "/kaggle/input/my-voice", "REPO": REPO, "STORE": "", "BUDGET": "11h30m", "WHEELS": "",
+        "CONFIG": "mms-fin.yaml", "CONFIG_YAML": "", "DATA": "/kaggle/input/my-voice", "REPO": REPO, "STORE": "",
+        "BUDGET": "11h30m", "WHEELS": "",
     }
     assert not kaggle.pushes  # a dry run pushes nothing
     # the kaggle command line itself pushes the staged folder, without a word about the slug
@@ -133,6 +134,29 @@ def test_push_dry_run_stages_what_the_kaggle_command_pushes_as_is(kaggle_env, tm
     assert (sent["slug"], sent["machineShape"], sent["enableGpu"], sent["isPrivate"]) == (KERNEL, "NvidiaTeslaT4", True, True)
     assert sent["datasetDataSources"] == ["alice/fintts-wheels", "alice/my-voice"]
     assert TOKEN not in json.dumps(kaggle.pushes) and env["KAGGLE_KEY"] not in (staged / "kernel-metadata.json").read_text()
+
+
+def test_push_takes_a_config_file_from_anywhere_into_the_notebook(kaggle_env, tmp_path):
+    kaggle, env, _ = kaggle_env
+    own = tmp_path / "elsewhere" / "my-voice.yaml"
+    own.parent.mkdir()
+    text = "task: vits\ndata: /kaggle/input/my-voice\nformat: commonvoice\nsplit: train\nmax_steps: 100\n"
+    own.write_text(text, encoding="utf-8")
+    staged = tmp_path / "staged"
+    result = run("-m", "fintts", "kaggle", "push", "--dry-run", "--out", str(staged), "--config", str(own),
+                 "--hub-repo", REPO, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    parameters = read_parameters(load(staged / "kaggle_train.ipynb"))
+    assert (parameters["CONFIG"], parameters["CONFIG_YAML"]) == ("my-voice.yaml", text)
+    assert run("-m", "fintts", "kaggle", "push", "--config", str(own), "--hub-repo", REPO, env=env, cwd=tmp_path).returncode == 0
+    assert len(kaggle.pushes) == 1
+    # a typo in the file, or a path that is nothing, is refused before anything is pushed
+    own.write_text("task: vits\nmax_stepz: 100\n", encoding="utf-8")
+    typo = run("-m", "fintts", "kaggle", "push", "--config", str(own), "--hub-repo", REPO, env=env, cwd=tmp_path)
+    assert typo.returncode == 2 and "max_stepz" in typo.stderr
+    missing = run("-m", "fintts", "kaggle", "push", "--config", str(tmp_path / "nope.yaml"), "--hub-repo", REPO, env=env, cwd=tmp_path)
+    assert missing.returncode == 2 and "nope.yaml" in missing.stderr and "neither a file" in missing.stderr
+    assert len(kaggle.pushes) == 1
 
 
 def test_run_pushes_session_after_session_until_the_run_is_finished(kaggle_env, tmp_path):

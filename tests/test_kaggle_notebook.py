@@ -27,7 +27,11 @@ def test_the_training_notebook_runs_a_session_and_the_next_run_resumes_it(tmp_pa
     status = json.loads((tmp_path / "runs/demo/status.json").read_text())
     assert status["state"] == "paused" and status["step"] > 0
 
-    second = run_notebook(NOTEBOOK, cwd=tmp_path, parameters=parameters)
+    # the next session carries the config's text itself, as `fintts kaggle push --config PATH` stages it
+    text = (tmp_path / "demo.yaml").read_text()
+    (tmp_path / "demo.yaml").unlink()
+    carried = {**parameters, "CONFIG": "demo.yaml", "CONFIG_YAML": text}
+    second = run_notebook(NOTEBOOK, cwd=tmp_path, parameters=carried)
     out = text_output(second)
     assert f"resuming run 'demo' from step-{status['step']:08d}" in out
     after = json.loads((tmp_path / "runs/demo/status.json").read_text())

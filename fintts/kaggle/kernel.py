@@ -29,7 +29,7 @@ from typing import Any
 
 from fintts.kaggle import parameters
 from fintts.kaggle.client import NOT_ACTED_ON, KaggleError, calling, connect, user_of
-from fintts.train.config import ConfigError, parse_duration
+from fintts.train.config import ConfigError, load_config, parse_duration
 from fintts.train.stores.base import repo_id_problem
 from fintts.train.stores.hub.client import Backoff
 
@@ -48,7 +48,8 @@ INPUT = "/kaggle/input"
 class KernelSettings:
     """What one push of the training notebook says: the notebook's parameters and its inputs."""
 
-    #: a config of fintts's ``configs/`` (shipped in the wheels dataset), by file name.
+    #: a config of fintts's ``configs/`` (shipped in the wheels dataset) by file name, or the path of any config
+    #: file, whose text the push writes into the notebook (a kernel push carries no other file).
     config: str = "mms-fin.yaml"
     #: the corpus dataset, ``owner/slug``; mounted at /kaggle/input/<slug>. Empty: the config's data.
     corpus: str = ""
@@ -67,9 +68,13 @@ class KernelSettings:
 
     def check(self) -> None:
         """Refuse settings a session would only fail on, hours later."""
-        if not (CONFIGS / self.config).is_file():
+        if self.own_config() is None and not (CONFIGS / self.config).is_file():
             known = ", ".join(sorted(p.name for p in CONFIGS.glob("*.yaml")))
-            raise ConfigError(f"config: {self.config!r} is not one of fintts's configs ({known}), which the wheels dataset ships")
+            raise ConfigError(f"config: {self.config!r} is neither a file nor one of fintts's configs ({known}, which the "
+                              "wheels dataset ships); give the path of your config file or one of those names")
+        own = self.own_config()
+        if own is not None:
+            load_config(own)  # a typo fails here, not in a session hours later
         for key in ("corpus", "wheels"):
             value = getattr(self, key)
             if value and repo_id_problem(value):
@@ -81,9 +86,18 @@ class KernelSettings:
         if self.budget:
             parse_duration(self.budget, key="budget")
 
+    def own_config(self) -> Path | None:
+        """The person's own config file, when ``config`` is a path to one (a bare name of fintts's configs is not)."""
+        path = Path(self.config).expanduser()
+        is_shipped = path.name == self.config and (CONFIGS / self.config).is_file()
+        return path if path.is_file() and not is_shipped else None
+
     def notebook_parameters(self) -> dict[str, str]:
         data = self.data or (f"{INPUT}/{self.corpus.split('/')[1]}" if self.corpus else "")
-        return {"CONFIG": self.config, "DATA": data, "REPO": self.hub_repo, "STORE": self.store, "BUDGET": self.budget}
+        own = self.own_config()
+        config, text = (own.name, own.read_text(encoding="utf-8")) if own else (self.config, "")
+        return {"CONFIG": config, "CONFIG_YAML": text, "DATA": data, "REPO": self.hub_repo, "STORE": self.store,
+                "BUDGET": self.budget}
 
 
 def slug(title: str) -> str:

@@ -49,7 +49,9 @@ INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
 GITATTRIBUTES = b"*.safetensors filter=lfs diff=lfs merge=lfs -text\n*.bin filter=lfs diff=lfs merge=lfs -text\n"
 _LOGGED_BODY = 4096
 _CHUNK = 1 << 20
-_REPO = r"/api/models/(?P<ns>[^/]+)/(?P<name>[^/]+)"
+# dataset repos share the model routes (one namespace of names): enough for a corpus on the Hub
+_REPO = r"/api/(?:models|datasets)/(?P<ns>[^/]+)/(?P<name>[^/]+)"
+_RESOLVE = r"/(?:datasets/)?(?P<ns>[^/]+)/(?P<name>[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)"
 _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"/api/whoami-v2"), "whoami"),
     ("POST", re.compile(r"/api/validate-yaml"), "validate_yaml"),
@@ -61,8 +63,8 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(_REPO + r"/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?"), "tree"),
     ("GET", re.compile(_REPO + r"/lfs-files"), "lfs_files"),
     ("POST", re.compile(_REPO + r"/lfs-files/batch"), "lfs_delete"),
-    ("GET", re.compile(r"/(?P<ns>[^/]+)/(?P<name>[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)"), "resolve"),
-    ("HEAD", re.compile(r"/(?P<ns>[^/]+)/(?P<name>[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)"), "resolve"),
+    ("GET", re.compile(_RESOLVE), "resolve"),
+    ("HEAD", re.compile(_RESOLVE), "resolve"),
 ]
 
 
@@ -447,8 +449,8 @@ class HubServer:
 
     def _api_create_repo(self, body: BinaryIO, **_: Any):
         payload = json.loads(body.read() or b"{}")
-        if payload.get("type", "model") != "model":
-            raise _HttpError(400, "this test server only hosts model repos")
+        if payload.get("type", "model") not in ("model", "dataset"):
+            raise _HttpError(400, "this test server only hosts model and dataset repos")
         repo_id = f"{payload.get('organization') or self.user}/{payload['name']}"
         with self._lock:
             if repo_id in self._repos:

@@ -26,8 +26,12 @@ import torch
 from scipy.signal import resample_poly
 from torch.nn import functional as F
 
-#: Extensions soundfile reads that corpora are expected to use.
-AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg")
+#: Extensions soundfile reads that corpora are expected to use (mp3 and Opus need libsndfile >= 1.1,
+#: which the soundfile wheels bundle).
+AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".opus", ".mp3")
+#: Seconds from the start of a recording: a clip that is one stretch of a longer file (a Kaldi ``segments`` line).
+Span = tuple[float, float]
+_REEXPORT = "re-export it as WAV, FLAC, OGG or MP3, or remove it from the corpus"
 
 
 class AudioError(ValueError):
@@ -39,19 +43,25 @@ class AudioError(ValueError):
         super().__init__(f"{path}: {reason}")
 
 
-def read_audio(path: Path) -> tuple[np.ndarray, int]:
-    """Mono float32 samples at the file's own rate, or :class:`AudioError`.
+def read_audio(path: Path, span: Span | None = None) -> tuple[np.ndarray, int]:
+    """Mono float32 samples at the file's own rate (only ``span``'s when given), or :class:`AudioError`.
 
     Corpus checks use this directly to see the original sample rate; training code
     wants :func:`load_audio`.
     """
     try:
-        data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+        with sf.SoundFile(str(path)) as handle:
+            rate = handle.samplerate
+            if span is not None:
+                start, stop = _span_frames(path, span, rate, handle.frames)
+                handle.seek(start)
+                data = handle.read(stop - start, dtype="float32", always_2d=True)
+            else:
+                data = handle.read(dtype="float32", always_2d=True)
+    except AudioError:
+        raise
     except Exception as error:  # soundfile raises several types for unreadable files
-        raise AudioError(
-            path,
-            f"cannot be read as audio ({error}); re-export it as WAV, FLAC or OGG, or remove it from the corpus",
-        ) from error
+        raise AudioError(path, f"cannot be read as audio ({error}); {_REEXPORT}") from error
     if data.shape[0] == 0:
         raise AudioError(path, "contains no samples; re-record or remove it from the corpus")
     mono = data.mean(axis=1)
@@ -60,20 +70,30 @@ def read_audio(path: Path) -> tuple[np.ndarray, int]:
     return mono, int(rate)
 
 
-def load_audio(path: Path, sample_rate: int) -> torch.Tensor:
-    """1-D float32 tensor in [-1, 1] at ``sample_rate``: channels averaged, resampled.
+def _span_frames(path: Path, span: Span, rate: int, frames: int) -> tuple[int, int]:
+    start, end = span
+    first, stop = round(start * rate), round(end * rate)
+    if not 0 <= first < stop:
+        raise AudioError(path, f"stretch {start}-{end} s is empty or starts before 0; fix its start and end times")
+    if stop > frames + rate // 100:  # Kaldi times are rounded to 10 ms
+        raise AudioError(path, f"stretch {start}-{end} s ends after the recording ({frames / rate:.2f} s); fix its times")
+    return first, min(stop, frames)
+
+
+def load_audio(path: Path, sample_rate: int, span: Span | None = None) -> torch.Tensor:
+    """1-D float32 tensor in [-1, 1] at ``sample_rate``: channels averaged, resampled (``span``: that stretch only).
 
     Resampling uses a polyphase filter (``scipy.signal.resample_poly``, Kaiser window),
     which keeps the band edge clean, unlike naive interpolation.
     """
-    mono, rate = read_audio(path)
+    mono, rate = read_audio(path, span)
     if rate != sample_rate:
         divisor = math.gcd(rate, sample_rate)
         mono = resample_poly(mono, sample_rate // divisor, rate // divisor).astype(np.float32)
     return torch.from_numpy(np.ascontiguousarray(np.clip(mono, -1.0, 1.0), dtype=np.float32))
 
 
-def resampled_length(path: Path, sample_rate: int) -> int:
+def resampled_length(path: Path, sample_rate: int, span: Span | None = None) -> int:
     """How many samples :func:`load_audio` returns for ``path``, read from its header alone.
 
     ``resample_poly`` makes ``ceil(n × new / old)`` samples of ``n``; knowing it without
@@ -82,8 +102,12 @@ def resampled_length(path: Path, sample_rate: int) -> int:
     try:
         info = sf.info(str(path))
     except Exception as error:  # soundfile raises several types for unreadable files
-        raise AudioError(path, f"cannot be read as audio ({error}); re-export it as WAV, FLAC or OGG") from error
-    return -(-info.frames * sample_rate // info.samplerate)
+        raise AudioError(path, f"cannot be read as audio ({error}); {_REEXPORT}") from error
+    frames = info.frames
+    if span is not None:
+        start, stop = _span_frames(path, span, info.samplerate, info.frames)
+        frames = stop - start
+    return -(-frames * sample_rate // info.samplerate)
 
 
 

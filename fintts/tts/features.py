@@ -30,7 +30,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from fintts.train.checkpoint import sha256_file
-from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio
+from fintts.tts.audio import Span, Spectrogram, SpectrogramConfig, load_audio
 
 #: Bumped when what is stored changes meaning, so old caches are not reused.
 _FORMAT_VERSION = 1
@@ -64,39 +64,48 @@ class FeatureCache:
         self.hits = 0
         self.misses = 0
         self._spectrogram = Spectrogram(cfg)
+        # a long recording cut into many segments is hashed once (while its size and mtime stay the same)
+        self._digests: dict[tuple[Path, int, int], str] = {}
 
-    def get(self, audio_path: Path) -> Features:
-        """Features of ``audio_path``, from the cache when its bytes were seen before."""
-        return self.lookup(audio_path)[1]
+    def get(self, audio_path: Path, span: Span | None = None) -> Features:
+        """Features of ``audio_path`` (its ``span`` only, when given), from the cache when its bytes were seen before."""
+        return self.lookup(audio_path, span)[1]
 
-    def entry(self, audio_path: Path) -> Path:
-        """Where the features of ``audio_path`` are kept (whether or not they are there yet).
+    def entry(self, audio_path: Path, span: Span | None = None) -> Path:
+        """Where the features of ``audio_path`` (or of its ``span``) are kept (whether or not they are there yet).
 
         Hashing the audio is the whole cost; a training loop that reads the same clips every
         epoch keeps the entry and reads it with :meth:`load`, which computes it the first time.
         """
-        return self.folder / f"{sha256_file(audio_path)}.safetensors"
+        stat = Path(audio_path).stat()
+        key = (Path(audio_path), stat.st_size, stat.st_mtime_ns)
+        if key not in self._digests:
+            self._digests[key] = sha256_file(audio_path)
+        digest = self._digests[key]
+        if span is not None:
+            digest = hashlib.sha256(f"{digest}@{span[0]!r}-{span[1]!r}".encode()).hexdigest()
+        return self.folder / f"{digest}.safetensors"
 
-    def lookup(self, audio_path: Path) -> tuple[Path, Features]:
-        """The cache entry of ``audio_path`` (computed if missing) and its features."""
-        entry = self.entry(audio_path)
+    def lookup(self, audio_path: Path, span: Span | None = None) -> tuple[Path, Features]:
+        """The cache entry of ``audio_path`` (or its ``span``; computed if missing) and its features."""
+        entry = self.entry(audio_path, span)
         cached = self._load(entry)
         if cached is not None:
             self.hits += 1
             return entry, cached
-        wav = load_audio(audio_path, self.cfg.sample_rate)
+        wav = load_audio(audio_path, self.cfg.sample_rate, span)
         features = Features(wav=wav, spec=self._spectrogram.linear(wav).contiguous())
         self._store(entry, features)
         self.misses += 1
         return entry, features
 
-    def load(self, entry: Path, audio_path: Path) -> Features:
+    def load(self, entry: Path, audio_path: Path, span: Span | None = None) -> Features:
         """Features of an entry :meth:`lookup` returned; recomputed from ``audio_path`` if it is gone or damaged."""
         cached = self._load(entry)
         if cached is not None:
             self.hits += 1
             return cached
-        return self.get(audio_path)
+        return self.get(audio_path, span)
 
     def _load(self, entry: Path) -> Features | None:
         if not entry.is_file():

@@ -9,10 +9,15 @@ end, features, multi-speaker training, evaluation) sees real Finnish text and au
 
 from pathlib import Path
 
+from fintts.tts.corpus.model import HUB_PREFIX
+
 #: The corpus's folder; ``data: demo`` in a config (and ``demo`` as a command's DATA) names it.
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
 
-def data_root(data: str) -> Path:
-    """The corpus folder a ``data:`` setting (or a command's DATA) names: ``demo`` is this embedded corpus."""
+def data_root(data: str) -> Path | str:
+    """The corpus a ``data:`` setting (or a command's DATA) names: ``demo`` is this embedded corpus; a Hub
+    dataset's address (``hf://datasets/USER/NAME``) stays an address."""
+    if data.startswith(HUB_PREFIX):
+        return data
     return CORPUS if data == "demo" else Path(data).expanduser()

@@ -40,8 +40,8 @@ from fintts.train.config import free_setting
 from fintts.train import checkpoint
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
-from fintts.tts.audio import Spectrogram, SpectrogramConfig, load_audio, resampled_length
-from fintts.tts.corpus import Item, check_corpus, read_table
+from fintts.tts.audio import Span, Spectrogram, SpectrogramConfig, load_audio, resampled_length
+from fintts.tts.corpus import Item, ReadOptions, check_corpus, read_table
 from fintts.tts.demo import CORPUS as DEMO_CORPUS, data_root
 from fintts.tts.eval import nearest_reference, noise_floor_db
 from fintts.tts.features import FeatureCache
@@ -77,8 +77,17 @@ class VitsTaskConfig:
     #: the corpus folder (any layout ``fintts check`` knows), or ``demo`` for the embedded one. Not part of the
     #: run's settings fingerprint: the corpus is compared by its clips (``data_fingerprint``), so it may move.
     data: str = free_setting("demo")
-    #: force a corpus layout (ljspeech, ljspeech-speaker, pairs, speakers); empty: detect.
+    #: force a corpus layout (ljspeech, ljspeech-speaker, pairs, speakers, css10, commonvoice, audiofolder, kaldi,
+    #: hub); empty: detect. ``data: hf://datasets/USER/NAME`` is a Hub dataset, downloaded into the run's cache.
     format: str = ""
+    #: Common Voice's table (validated by default), an audiofolder's or Hub dataset's split (train by default).
+    #: Like ``data``, not fingerprinted as a setting: the clips it selects are (``data_fingerprint``).
+    split: str = free_setting("")
+    #: columns of an audiofolder CSV or a Hub dataset, when not the usual names (transcription|text|sentence,
+    #: speaker_id|speaker, audio); empty: the usual ones.
+    text_column: str = free_setting("")
+    speaker_column: str = free_setting("")
+    audio_column: str = free_setting("")
     #: the model's speakers (empty: all of the corpus's); each gets a speaker embedding.
     speakers: list[str] = dataclasses.field(default_factory=list)
     #: train and validate on this one of them only (its clips, its held-out set); ``best``: the one with the
@@ -155,15 +164,15 @@ class _Clips(torch.utils.data.Dataset):
     """Encoded text and features per clip, computed into the cache on a clip's first read;
     deterministic, so workers add no randomness."""
 
-    def __init__(self, items: list[tuple[list[int], Path, Path, int]], cache: FeatureCache):
+    def __init__(self, items: list[tuple[list[int], Path, Path, Span | None, int]], cache: FeatureCache):
         self.items, self.cache = items, cache
 
     def __len__(self) -> int:
         return len(self.items)
 
     def __getitem__(self, index: int):
-        ids, entry, audio, speaker = self.items[index]
-        features = self.cache.load(entry, audio)
+        ids, entry, audio, span, speaker = self.items[index]
+        features = self.cache.load(entry, audio, span)
         return torch.tensor(ids, dtype=torch.long), features.spec, features.wav, speaker
 
 
@@ -267,20 +276,23 @@ class CorpusSelection:
     speaker: str | None = None
 
 
-def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True) -> CorpusSelection:
+def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True, cache_dir: Path | None = None) -> CorpusSelection:
     """Check the corpus once, keep the good clips of the chosen speakers, set the held-out ones aside.
 
     Held-out clips come from ``heldout.csv`` files when the corpus has them (the demo does);
     otherwise, per speaker, the ``heldout_per_speaker`` clips whose ids hash lowest (so a phase
-    on one speaker validates on the clips the all-speaker phase held out for it).
+    on one speaker validates on the clips the all-speaker phase held out for it). A Hub dataset is
+    downloaded into ``cache_dir`` (default: the Hugging Face cache).
     """
-    root = data_root(cfg.data)
+    options = ReadOptions(split=cfg.split, text_column=cfg.text_column, speaker_column=cfg.speaker_column,
+                          audio_column=cfg.audio_column, cache_dir=cache_dir)
     report = check_corpus(
-        root, format=cfg.format or None, text=FinnishText.default(), sample_rate=16_000,
+        data_root(cfg.data), format=cfg.format or None, options=options, text=FinnishText.default(), sample_rate=16_000,
         min_seconds=cfg.min_seconds, max_seconds=cfg.max_seconds, progress=progress,
     )
+    root = report.root
     if report.problems:
-        log(f"{len(report.problems)} clip(s) of {root} skipped (run `fintts check {root}` for the list):")
+        log(f"{len(report.problems)} clip(s) of {root} skipped (run `fintts check {cfg.data}` for the list):")
         for problem in report.problems[:10]:
             log(f"  {problem.path}: {problem.reason}")
     items = report.items
@@ -290,14 +302,14 @@ def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True) -> C
             raise ValueError(f"speakers: {', '.join(missing)} not in {root} (it has: {', '.join(sorted(report.speakers))})")
         items = [i for i in items if i.speaker in cfg.speakers]
     if not items:
-        raise ValueError(f"data: {root} has no usable clips (run `fintts check {root}`)")
+        raise ValueError(f"data: {root} has no usable clips (run `fintts check {cfg.data}`)")
     speakers = sorted({i.speaker for i in items})
     speaker = None
     if cfg.speaker:
         speaker = analyse_speakers(report, among=speakers).best if cfg.speaker == BEST else cfg.speaker
         if speaker not in speakers:
             raise ValueError(f"speaker: {cfg.speaker!r} is not one of the model's speakers in {root}: {', '.join(speakers)} "
-                             f"(`fintts speakers {root}` lists them)")
+                             f"(`fintts speakers {cfg.data}` lists them)")
         items = [i for i in items if i.speaker == speaker]
     trained = [speaker] if speaker else speakers
     heldout = [i for i in read_heldout_files(root) if i.speaker in trained]
@@ -352,7 +364,7 @@ def score_heldout(voice: Voice, items: list[Item]) -> HeldoutScores:
     """Have the voice say each held-out clip's text; score it against that speaker's recordings."""
     multi = voice.config.num_speakers > 1
     rate = voice.sample_rate
-    recordings = {item.id: load_audio(item.audio, rate).numpy() for item in items}
+    recordings = {item.id: load_audio(item.audio, rate, item.span).numpy() for item in items}
     scores = HeldoutScores([], [], [], [], [])
     for item in items:
         same_voice = [other for other in items if other.speaker == item.speaker]
@@ -461,23 +473,26 @@ class VitsTask(Task):
 
     # ------------------------------------------------------------------ data
     def _prepare_corpus(self) -> None:
-        selection = select_corpus(self.config, log=self.context.log, progress=self.context.progress)
+        selection = select_corpus(self.config, log=self.context.log, progress=self.context.progress,
+                                  cache_dir=self.context.cache_dir / "datasets")
         self.speakers, self.items, self.heldout = selection.speakers, selection.items, selection.heldout
         self.hours, self.speaker = selection.hours, selection.speaker
 
     def count_items(self) -> int:
         """The corpus's good clips less the held-out ones: checking the corpus, no features."""
-        return len(select_corpus(self.config, log=self.context.log, progress=self.context.progress).items)
+        return len(select_corpus(self.config, log=self.context.log, progress=self.context.progress,
+                                 cache_dir=self.context.cache_dir / "datasets").items)
 
     def train_data(self) -> TrainData:
         cache = FeatureCache(self.context.cache_dir / "features", self.spectrogram_config)
         hop = self.spectrogram_config.hop_length
         encoded, lengths, cached = [], [], 0
         for item in tqdm(self.items, desc="indexing clips", disable=not self.context.progress, leave=False):
-            entry = cache.entry(item.audio)
+            entry = cache.entry(item.audio, item.span)
             cached += entry.is_file()
-            encoded.append((self.text.encode(item.text, warn=None), entry, item.audio, self.speakers.index(item.speaker)))
-            lengths.append(resampled_length(item.audio, self.sample_rate) // hop)  # the spectrogram's frames
+            encoded.append((self.text.encode(item.text, warn=None), entry, item.audio, item.span,
+                            self.speakers.index(item.speaker)))
+            lengths.append(resampled_length(item.audio, self.sample_rate, item.span) // hop)  # the spectrogram's frames
         if cached < len(encoded):
             self.context.log(f"features: {cached} of {len(encoded)} clips cached in {cache.folder}; "
                              "the data loader computes the others as training first reads them")
@@ -587,8 +602,8 @@ class VitsTask(Task):
     def data_fingerprint(self) -> DataFingerprint:
         """Clip ids and audio sizes; the speakers are labels only when the model has a slot per speaker."""
         return DataFingerprint(
-            items={i.id: i.audio.stat().st_size for i in self.items},
-            heldout={i.id: i.audio.stat().st_size for i in self.heldout},
+            items={i.id: _data_size(i) for i in self.items},
+            heldout={i.id: _data_size(i) for i in self.heldout},
             labels=list(self.speakers) if len(self.speakers) > 1 else [],
         )
 
@@ -604,6 +619,14 @@ class VitsTask(Task):
 
     def card(self, status: Mapping[str, Any], repo: str | None) -> Card:
         return run_card(status, self.config.init)
+
+
+def _data_size(item: Item) -> int:
+    """A clip's size for the data fingerprint: its file's bytes; a stretch of a recording (all of whose
+    stretches share one file) its length in milliseconds, which moves when its times do."""
+    if item.span is None:
+        return item.audio.stat().st_size
+    return round((item.span[1] - item.span[0]) * 1000)
 
 
 def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[str, Any]:

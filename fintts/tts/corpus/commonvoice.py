@@ -1,0 +1,93 @@
+"""Mozilla Common Voice: ``validated.tsv`` (or another split's table) beside ``clips/*.mp3``.
+
+Each row is ``client_id path sentence_id sentence … up_votes down_votes age gender …``, tab
+separated and unquoted (a sentence may hold a quote mark). The speaker is the ``client_id``,
+shown shortened to its first hex digits (longer where two would collide); the ``sentence`` is
+read as given, and rows are taken as the release sorted them: ``validated.tsv`` holds the clips
+the community's votes accepted, so votes are not counted again here. ``invalidated.tsv`` (and
+``reported.tsv``) hold the clips the votes rejected: fintts refuses to read them.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from fintts.tts.corpus.files import first_line
+from fintts.tts.corpus.model import CorpusError, Item, Problem, relative_path_problem
+
+DEFAULT_SPLIT = "validated"
+FALLBACK_SPLIT = "train"
+REFUSED = ("invalidated", "reported")
+#: tables a release ships with clip rows (the ``_sentences``/``clip_durations`` tables have none)
+TABLES = ("validated", "train", "dev", "test", "other")
+CLIPS = "clips"
+REQUIRED = ("client_id", "path", "sentence")
+SHORT = 8
+
+
+def tables(folder: Path) -> list[Path]:
+    """The split tables in ``folder`` with a Common Voice header."""
+    found = []
+    for name in TABLES:
+        table = folder / f"{name}.tsv"
+        if table.is_file() and set(REQUIRED) <= set(first_line(table).split("\t")):
+            found.append(table)
+    return found
+
+
+def split_table(folder: Path, split: str) -> Path:
+    """The table of ``split`` (default: validated, or train when a copy ships no validated.tsv)."""
+    if split in REFUSED:
+        raise CorpusError(f"split {split!r}: {split}.tsv holds the clips Common Voice's voters rejected; fintts does not "
+                          f"train on them. Use validated (default), train, dev, test or other")
+    names = [split] if split else [DEFAULT_SPLIT, FALLBACK_SPLIT]
+    table = next((folder / f"{n}.tsv" for n in names if (folder / f"{n}.tsv").is_file()), None)
+    if table is None:
+        have = ", ".join(sorted(p.stem for p in folder.glob("*.tsv"))) or "none"
+        raise CorpusError(f"Common Voice split {' or '.join(names)}: no {names[0]}.tsv in {folder} (tables there: {have}); "
+                          "pass split: one of them")
+    return table
+
+
+def short_names(client_ids: set[str]) -> dict[str, str]:
+    """Each client_id's shortest prefix (from 8 characters) that no other client_id shares."""
+    length = SHORT
+    while len({c[:length] for c in client_ids}) < len(client_ids):
+        length *= 2
+    return {c: c[:length] for c in client_ids}
+
+
+def read_commonvoice(folder: Path, split: str, items: list[Item], problems: list[Problem]) -> Path:
+    """Rows of the split's table as items; returns the table read."""
+    table = split_table(folder, split)
+    with open(table, encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    missing = [c for c in REQUIRED if rows and c not in rows[0]] if rows else []
+    if missing:
+        raise CorpusError(f"{table}: no column {', '.join(missing)}; a Common Voice table has client_id, path and sentence")
+    names = short_names({row["client_id"] for row in rows if row.get("client_id")})
+    seen: dict[str, int] = {}
+    for number, row in enumerate(rows, start=2):  # line 1 is the header
+        client, rel, sentence = (row.get(c) or "" for c in REQUIRED)
+        if not client or not rel:
+            problems.append(Problem(table, f"line {number}: empty client_id or path"))
+            continue
+        problem = relative_path_problem(rel, "path", f"{CLIPS}/")
+        if problem:
+            problems.append(Problem(table, f"line {number}: {problem}"))
+            continue
+        clip_id = Path(rel).with_suffix("").as_posix()
+        if clip_id in seen:
+            problems.append(Problem(table, f"line {number}: {rel} already listed on line {seen[clip_id]}"))
+            continue
+        seen[clip_id] = number
+        audio = folder / CLIPS / rel
+        if not audio.is_file():
+            problems.append(Problem(audio, f"audio not found for {table.name} line {number}; add it to {CLIPS}/ or remove the row"))
+            continue
+        if not sentence.strip():
+            problems.append(Problem(audio, f"empty sentence ({table.name} line {number})"))
+            continue
+        items.append(Item(id=clip_id, audio=audio, text=sentence.strip(), speaker=names[client]))
+    return table

@@ -1,0 +1,94 @@
+"""LJSpeech's ``metadata.csv`` (``id|text[|normalized]``), its ``id|speaker|text`` variant, and extra tables.
+
+The normalized column wins when it is not empty: it spells out what was said. Three columns
+look the same as ``id|text|normalized``, so ``id|speaker|text`` is detected only from a header
+line; without one, pass ``format="ljspeech-speaker"``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fintts.tts.audio import AUDIO_EXTENSIONS
+from fintts.tts.corpus.files import find_audio, first_line, read_lines
+from fintts.tts.corpus.model import Item, Problem, relative_path_problem, speaker_name_problem
+
+METADATA = "metadata.csv"
+SPEAKER_HEADER = ["id", "speaker", "text"]
+
+
+def metadata_layout(folder: Path) -> str | None:
+    """``ljspeech`` or ``ljspeech-speaker`` when ``folder`` has a pipe-separated metadata.csv."""
+    metadata = folder / METADATA
+    if not metadata.is_file():
+        return None
+    fields = [field.strip().lower() for field in first_line(metadata).split("|")]
+    return "ljspeech-speaker" if fields == SPEAKER_HEADER else "ljspeech"
+
+
+def read_table(table: Path, speaker: str, id_prefix: str = "") -> tuple[list[Item], list[Problem]]:
+    """Items of an LJSpeech-style ``id|text[|normalized]`` table other than ``metadata.csv``.
+
+    A corpus may ship extra tables beside its metadata (the demo's ``heldout.csv``); they are
+    read exactly like ``metadata.csv``, audio in ``wavs/`` beside the table.
+    """
+    items: list[Item] = []
+    problems: list[Problem] = []
+    read_metadata(table, False, speaker, id_prefix, items, problems)
+    return items, problems
+
+
+def read_metadata(
+    metadata: Path, speaker_column: bool, speaker: str, id_prefix: str, items: list[Item], problems: list[Problem]
+) -> None:
+    folder = metadata.parent
+    lines = read_lines(metadata, problems)
+    if lines is None:
+        return
+    expected = "id|speaker|text" if speaker_column else "id|text or id|text|normalized"
+    headers = (SPEAKER_HEADER,) if speaker_column else (["id", "text"], ["id", "text", "normalized"])
+    field_counts = (3,) if speaker_column else (2, 3)
+    seen: dict[str, int] = {}
+    first = True
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        fields = [field.strip() for field in line.split("|")]
+        if first and [f.lower() for f in fields] in headers:
+            first = False
+            continue
+        first = False
+        if len(fields) not in field_counts:
+            problems.append(Problem(metadata, f"line {number}: expected {expected}, found {len(fields)} fields"))
+            continue
+        if speaker_column:
+            clip_id, clip_speaker, transcript = fields
+        else:
+            clip_id, clip_speaker = fields[0], speaker
+            transcript = fields[2] if len(fields) == 3 and fields[2] else fields[1]
+        if not clip_id or not clip_speaker:
+            problems.append(Problem(metadata, f"line {number}: empty id or speaker; expected {expected}"))
+            continue
+        problem = relative_path_problem(clip_id) or (speaker_name_problem(clip_speaker) if speaker_column else None)
+        if problem:
+            problems.append(Problem(metadata, f"line {number}: {problem}"))
+            continue
+        if clip_id in seen:
+            problems.append(Problem(metadata, f"line {number}: id {clip_id!r} already used on line {seen[clip_id]}"))
+            continue
+        seen[clip_id] = number
+        wavs = folder / "wavs"
+        audio = find_audio(wavs, clip_id) or (find_audio(wavs / clip_speaker, clip_id) if speaker_column else None)
+        if audio is None:
+            problems.append(
+                Problem(
+                    wavs / clip_id,
+                    f"audio not found for {metadata.name} line {number}: looked for wavs/{clip_id}"
+                    f"{{{','.join(AUDIO_EXTENSIONS)}}}; add the file or remove the line",
+                )
+            )
+            continue
+        if not transcript:
+            problems.append(Problem(audio, f"empty transcript ({metadata.name} line {number}); write it or remove the line"))
+            continue
+        items.append(Item(id=id_prefix + clip_id, audio=audio, text=transcript, speaker=clip_speaker))
