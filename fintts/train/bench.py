@@ -41,8 +41,9 @@ from accelerate import PartialState
 
 from fintts.train import checkpoint
 from fintts.train.config import ConfigError, RunConfig, speed_settings
-from fintts.train.loop import resolve_precision, train
+from fintts.train.loop import train
 from fintts.train.platform import device_label
+from fintts.train.precision import resolve_precision
 from fintts.train.stores.base import CACHE_DIR, STATUS
 
 BENCH_FILE = "bench.json"

@@ -54,7 +54,7 @@ from fintts.tts.vits.generator import (
     CHECKPOINTABLE_BLOCKS, VitsTrainingForward, check_blocks, discriminator_loss_terms, generator_loss_terms,
 )
 from fintts.tts.vits.inference import TorchBackend
-from fintts.tts.vits.init import build_generator
+from fintts.tts.vits.init import build_generator, check_model_settings
 from fintts.tts.vits.lora import (
     ADAPTERS_DIR, LoraSettings, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model,
 )
@@ -139,6 +139,7 @@ class VitsTaskConfig:
 
     def __post_init__(self) -> None:
         check_blocks(self.checkpointing)  # a typo fails when the config loads, not after the corpus check
+        check_model_settings(self.model)
 
 
 @dataclasses.dataclass
