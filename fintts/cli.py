@@ -90,7 +90,7 @@ def cmd_bench(args) -> int:
 
     config = load_config(args.config, list(args.overrides) + ([f"store={args.store}"] if args.store else []))
     report = bench.bench(
-        config, compare=args.compare, steps=args.steps, warmup=args.warmup, search=not args.no_search,
+        config, compare=args.compare, steps=args.steps, warmup=args.warmup, search=args.search,
         log=(lambda message: print(message, file=sys.stderr)) if args.json else print,
     )
     if not PartialState().is_main_process:
@@ -422,7 +422,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compare", action="store_true", help="also each speed switch, one at a time, as one table")
     p.add_argument("--steps", type=int, default=3, help="timed optimizer steps per configuration (default 3)")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps first (default 1)")
-    p.add_argument("--no-search", action="store_true", help="on CUDA: skip the search for the largest micro-batch")
+    search = p.add_mutually_exclusive_group()
+    search.add_argument("--no-search", dest="search", action="store_false", default=None,
+                        help="on CUDA: skip the search for the largest micro-batch")
+    search.add_argument("--search", dest="search", action="store_true",
+                        help="search for the largest micro-batch on any device (by default on CUDA only)")
     p.add_argument("--store", help="the run's folder, where the result is kept for fintts plan (default runs/<run_name>)")
     p.add_argument("--json", action="store_true", help="the report as JSON on stdout (progress on stderr)")
     p.set_defaults(func=cmd_bench)
