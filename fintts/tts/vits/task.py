@@ -151,6 +151,14 @@ class VitsBatch:
     wav: torch.Tensor
     speaker_ids: torch.Tensor | None
 
+    def pin_memory(self) -> "VitsBatch":
+        """The batch in page-locked memory. A DataLoader with ``pin_memory`` calls this on what it
+        cannot pin itself (a dataclass); the trainer's ``non_blocking`` copies to the GPU then run
+        asynchronously, and from pageable memory they would not."""
+        return dataclasses.replace(
+            self, **{f.name: value.pin_memory() for f in dataclasses.fields(self) if (value := getattr(self, f.name)) is not None}
+        )
+
 
 class _Clips(torch.utils.data.Dataset):
     """Encoded text and features per clip, computed into the cache on a clip's first read;
