@@ -315,8 +315,12 @@ def cmd_env(args) -> int:
     from fintts.train.environment import describe, format_text
 
     facts = describe(args.store, hub=not args.no_hub)
+    if args.gpus:
+        from fintts.train.collective_check import check_devices
+
+        facts["collectives"] = dataclasses.asdict(check_devices(args.num_processes))
     print(json.dumps(facts, indent=1) if args.json else format_text(facts))
-    return EXIT_OK
+    return EXIT_FAILED if not facts.get("collectives", {"ok": True})["ok"] else EXIT_OK
 
 
 def _kernel_settings(args):
@@ -525,6 +529,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("env", help="what a session runs on: platform, time left, GPUs, disk, Hub token and Hub")
     p.add_argument("--store", default="runs", help="where checkpoints go, for the free space (default runs)")
     p.add_argument("--no-hub", action="store_true", help="do not contact the Hub")
+    p.add_argument("--gpus", action="store_true",
+                   help="also check that the training processes can talk: one all-reduce and a barrier on NCCL "
+                        "(one process per GPU; gloo without GPUs), failing within a minute with the ways out")
+    p.add_argument("--num-processes", type=int, metavar="N", help="with --gpus: check N processes (default: one per GPU, 2 on a CPU)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_env)
 
