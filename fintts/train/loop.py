@@ -42,6 +42,7 @@ from fintts.train.platform import PLATFORM_LIMITS, detect_platform, device_label
 from fintts.train.precision import resolve_precision
 from fintts.train.progress import SessionBar
 from fintts.train.sampler import EpochPlan, MicroBatchSampler, padding_fraction
+from fintts.train.seeding import seed_process
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
 from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
@@ -331,6 +332,7 @@ class Trainer:
     def _begin(self) -> None:
         """A new run: its state records the data it starts on."""
         self.state.data = self._data_record()
+        seed_process(self.cfg.seed, self.accelerator.process_index)
         self._good: set[str] = set()
 
     def _data_record(self) -> dict[str, Any] | None:
