@@ -1,6 +1,6 @@
 """Monotonic alignment search: fintts's against the frame loop it replaced and against the peers' compiled CPU version.
 
-    PYTHONPATH=. python benchmarks/mas.py [--device cpu|cuda] [--batch 1 8 16] [--repeats 5] [--threads N]
+    python benchmarks/mas.py [--device cpu|cuda] [--batch 1 8 16] [--repeats 5] [--threads N]
 
 Three implementations of the same DP on the same score tables, each timed over ``repeats``
 calls after one untimed call (numba's compilation, CUDA's lazy initialisation):
