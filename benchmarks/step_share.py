@@ -40,7 +40,7 @@ from fintts.train import train
 from fintts.train.config import load_config, parse_duration
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stand_ins import make_corpus, make_init  # noqa: E402
+from stand_ins import make_corpus, make_init
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "mms-fin.yaml"
 FIXED_PHASES = ("before", "models", "data", "resume", "final")

@@ -151,7 +151,7 @@ class VitsBatch:
     wav: torch.Tensor
     speaker_ids: torch.Tensor | None
 
-    def pin_memory(self) -> "VitsBatch":
+    def pin_memory(self) -> VitsBatch:
         """The batch in page-locked memory. A DataLoader with ``pin_memory`` calls this on what it
         cannot pin itself (a dataclass); the trainer's ``non_blocking`` copies to the GPU then run
         asynchronously, and from pageable memory they would not."""
