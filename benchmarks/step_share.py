@@ -19,7 +19,9 @@ them a new best in a run that keeps improving, so each with the voice's export),
 ``checkpoint`` the final save's cost standing in for each periodic one. The share is
 ``n * step / T``. The projection holds for the device it was measured on: a GPU shortens the
 steps far more than the validations' CPU-bound parts (ONNX export, MCD), so only a run on the
-GPU (``--device cuda``, the config's own batch and cadence) says what a Kaggle session does.
+GPU (``--device cuda``, the config's own batch and cadence) says what a Kaggle session does. It
+trains in this one process (``fintts.train.train``) on the first GPU: the phases of one of a
+two-GPU session's processes, without the second GPU's share of the batch.
 
 On the CPU the defaults keep it to a few minutes: batch 4 (one micro-batch), 4 steps, 2
 validations, 24 clips. Prints one JSON object.

@@ -41,3 +41,11 @@ def test_the_launcher_starts_no_training_process_when_the_backend_fails(tmp_path
     assert "Unable to find address for: no-such-interface0" in result.stderr
     assert all(way in result.stderr for way in WAYS_OUT)
     assert not (tmp_path / "store" / "logs").exists(), "no training process should have started"
+
+
+def test_env_gpus_fails_with_the_ways_out_when_the_transport_does_not_open(tmp_path, monkeypatch):
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "no-such-interface0")
+    result = cli("env", "--gpus", "--no-hub", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "collective the check of gloo across 2 processes (one all-reduce and a barrier) failed" in result.stdout
+    assert all(way in result.stdout for way in WAYS_OUT)
