@@ -90,7 +90,7 @@ def cmd_bench(args) -> int:
 
     config = load_config(args.config, list(args.overrides) + ([f"store={args.store}"] if args.store else []))
     report = bench.bench(
-        config, compare=args.compare, steps=args.steps, warmup=args.warmup, search=not args.no_search,
+        config, compare=args.compare, steps=args.steps, warmup=args.warmup, search=args.search,
         log=(lambda message: print(message, file=sys.stderr)) if args.json else print,
     )
     if not PartialState().is_main_process:
@@ -322,8 +322,12 @@ def cmd_env(args) -> int:
     from fintts.train.environment import describe, format_text
 
     facts = describe(args.store, hub=not args.no_hub)
+    if args.gpus:
+        from fintts.train.collective_check import check_devices
+
+        facts["collectives"] = dataclasses.asdict(check_devices(args.num_processes))
     print(json.dumps(facts, indent=1) if args.json else format_text(facts))
-    return EXIT_OK
+    return EXIT_FAILED if not facts.get("collectives", {"ok": True})["ok"] else EXIT_OK
 
 
 def _kernel_settings(args):
@@ -430,7 +434,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compare", action="store_true", help="also each speed switch, one at a time, as one table")
     p.add_argument("--steps", type=int, default=3, help="timed optimizer steps per configuration (default 3)")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps first (default 1)")
-    p.add_argument("--no-search", action="store_true", help="on CUDA: skip the search for the largest micro-batch")
+    search = p.add_mutually_exclusive_group()
+    search.add_argument("--no-search", dest="search", action="store_false", default=None,
+                        help="on CUDA: skip the search for the largest micro-batch")
+    search.add_argument("--search", dest="search", action="store_true",
+                        help="search for the largest micro-batch on any device (by default on CUDA only)")
     p.add_argument("--store", help="the run's folder, where the result is kept for fintts plan (default runs/<run_name>)")
     p.add_argument("--json", action="store_true", help="the report as JSON on stdout (progress on stderr)")
     p.set_defaults(func=cmd_bench)
@@ -538,6 +546,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("env", help="what a session runs on: platform, time left, GPUs, disk, Hub token and Hub")
     p.add_argument("--store", default="runs", help="where checkpoints go, for the free space (default runs)")
     p.add_argument("--no-hub", action="store_true", help="do not contact the Hub")
+    p.add_argument("--gpus", action="store_true",
+                   help="also check that the training processes can talk: one all-reduce and a barrier on NCCL "
+                        "(one process per GPU; gloo without GPUs), failing within a minute with the ways out")
+    p.add_argument("--num-processes", type=int, metavar="N", help="with --gpus: check N processes (default: one per GPU, 2 on a CPU)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_env)
 

@@ -9,11 +9,18 @@ run) for ``fault_steps`` micro-batches (0: for ever):
 - ``spike``: the loss is 1000 times larger;
 - ``oom``: ``torch.OutOfMemoryError``, the exception CUDA raises (the trainer's handling is what is tested);
 - ``escape``: every validation returns a sample file named ``../../../escaped.json``.
+
+``oom_above`` (any ``fault``): every micro-batch of more than that many items raises
+``torch.OutOfMemoryError``, as a device with room for ``oom_above`` items would (0: never).
+``noise_dir``: each process writes the first random draw of its first step (what dropout and
+a VITS posterior would get) to ``noise_dir/rank-<rank>.json``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import torch
 
@@ -27,6 +34,8 @@ class FaultyConfig(ToyConfig):
     fault: str = free_setting("")
     fault_at: int = free_setting(1)
     fault_steps: int = free_setting(1)
+    oom_above: int = free_setting(0)
+    noise_dir: str = free_setting("")
 
 
 class FaultyToy(ToyTask):
@@ -38,6 +47,13 @@ class FaultyToy(ToyTask):
         return self._calls >= cfg.fault_at and (not cfg.fault_steps or self._calls < cfg.fault_at + cfg.fault_steps)
 
     def step(self, models, batch, group):
+        items = len(batch[0])
+        if self.config.noise_dir and not getattr(self, "_noise_written", False):
+            rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+            Path(self.config.noise_dir, f"rank-{rank}.json").write_text(json.dumps(torch.rand(8).tolist()))
+            self._noise_written = True
+        if self.config.oom_above and items > self.config.oom_above:
+            raise torch.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {items} items' activations (raised by the test task)")
         losses = super().step(models, batch, group)
         if group != "model" or self.config.fault not in ("nan", "nan-grad", "spike", "oom") or not self._faulting():
             return losses

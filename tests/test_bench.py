@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from trainer_helpers import cli, start_cli, stop, wait_for_step, write_config
+from trainer_helpers import FAULTY, cli, start_cli, stop, wait_for_step, write_config
 from vits_helpers import tiny_config
 
 
@@ -47,6 +47,34 @@ def test_bench_compare_times_each_switch_and_plan_uses_the_kept_bench(tmp_path):
     broken = cli("plan", config, "--samples", "2000", "--bench", "broken.json", cwd=tmp_path)
     assert broken.returncode == 2 and "--bench broken.json: not the JSON of fintts bench --json" in broken.stderr
 
+
+
+def test_micro_batch_search_takes_out_of_memory_as_too_big_and_the_bench_is_kept(tmp_path):
+    """A device with room for 20 items: the search doubles from the config's 16, bisects, and keeps every row."""
+    config = str(write_config(tmp_path, task=FAULTY, oom_above=20))
+    result = cli("bench", config, "--search", "--steps", "1", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["largest_micro_batch"] == 20 and report["search_note"] == ""
+    rows = {row["label"]: row for row in report["rows"]}
+    assert rows["config"]["seconds_per_step"] > 0 and rows["micro_batch_size=20"]["seconds_per_step"] > 0
+    for size in (32, 24, 22):
+        row = rows[f"micro_batch_size={size}"]
+        assert row["out_of_memory"] and row["error"].startswith("out of memory at step 1") and row["seconds_per_step"] is None
+    kept = json.loads((tmp_path / "runs" / "toy" / "bench.json").read_text())["entries"]
+    assert kept[0]["report"]["largest_micro_batch"] == 20
+    assert "largest micro-batch that fits in one device's memory: 20" in cli("bench", config, "--search", "--steps", "1", cwd=tmp_path).stdout
+
+
+def test_a_config_that_runs_out_of_memory_is_benched_kept_and_refused_by_plan(tmp_path):
+    config = str(write_config(tmp_path, task=FAULTY, oom_above=8))
+    result = cli("bench", config, "--search", "--steps", "1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^config +— .*out of memory at step 1", result.stdout, re.MULTILINE)
+    assert "largest micro-batch that fits in one device's memory: 8" in result.stdout
+    assert (tmp_path / "runs" / "toy" / "bench.json").is_file()
+    plan = cli("plan", config, "--samples", "2000", cwd=tmp_path)
+    assert plan.returncode == 2 and "has no step time (out of memory" in plan.stderr and "lower micro_batch_size" in plan.stderr
 
 def test_status_estimates_what_is_left_of_a_run_at_its_own_pace(tmp_path):
     config = str(write_config(tmp_path, max_steps=400, step_delay=0.05, checkpoint_every_steps=4))

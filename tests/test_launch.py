@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from fintts.train import checkpoint
-from trainer_helpers import cli, final_weights, start_cli, stop, wait_for_step, write_config
+from trainer_helpers import FAULTY, cli, final_weights, start_cli, stop, wait_for_step, write_config
 
 #: Same data, same effective batch, same math: two processes differ from one only in the order
 #: float32 sums are taken (two half-batch means averaged instead of one mean). Measured: after the
@@ -46,6 +46,20 @@ def test_two_processes_with_half_the_micro_batch_train_the_weights_of_one(tmp_pa
     assert "2×cpu" in status_of(two)["sessions"][0]["devices"]
     assert_close(final_weights(two), final_weights(one))
 
+
+
+def test_each_process_draws_its_own_noise_and_the_first_one_what_one_process_draws(tmp_path):
+    noise = tmp_path / "noise"
+    noise.mkdir()
+    config = write_config(tmp_path, task=FAULTY, noise_dir=str(noise), max_steps=2, eval_every=0, checkpoint_every_steps=0)
+    one = train_cli(config, tmp_path / "one", processes=1)
+    assert one.returncode == 0, one.stderr
+    first = json.loads((noise / "rank-0.json").read_text())
+    result = train_cli(config, tmp_path / "two")
+    assert result.returncode == 0, result.stderr
+    draws = [json.loads((noise / f"rank-{rank}.json").read_text()) for rank in (0, 1)]
+    assert draws[0] == first, "the first process draws what a one-process run draws"
+    assert draws[1] != draws[0], "the second process must not repeat the first one's noise"
 
 @pytest.mark.slow
 def test_a_budget_stops_both_processes_at_one_step_with_one_complete_checkpoint(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -95,3 +96,51 @@ def test_prior_log_likelihood_is_the_gaussian_log_density():
     normal = torch.distributions.Normal(m_p.unsqueeze(-1), torch.exp(logs_p).unsqueeze(-1))
     expected = normal.log_prob(z_p.unsqueeze(2)).sum(dim=1)  # [B, T_text, T_frames]
     torch.testing.assert_close(table, expected, rtol=1e-5, atol=1e-4)
+
+
+def _reference_alignment(scores, text_length: int, frame_length: int):
+    """The DP cell by cell over the whole table, in float32, as the frame-loop implementation before it did it.
+
+    Every cell of the valid rectangle, no band; ``advanced[j][i]``: the best path to token i
+    at frame j came from token i - 1 (strictly better, so ties stay). The backtrack starts at
+    the last token on the last frame; a frame past the item's end keeps the last token.
+    """
+    minus_inf = np.float32(-np.inf)
+    best = [minus_inf] * text_length
+    best[0] = np.float32(scores[0, 0])
+    advanced = [[False] * text_length for _ in range(frame_length)]
+    for frame in range(1, frame_length):
+        previous = list(best)
+        for token in range(text_length):
+            advance = previous[token - 1] if token > 0 else minus_inf
+            advanced[frame][token] = bool(advance > previous[token])
+            best[token] = np.float32(max(previous[token], advance) + np.float32(scores[token, frame]))
+    path = np.zeros(scores.shape, dtype=np.float32)
+    token = text_length - 1
+    for frame in range(frame_length - 1, -1, -1):
+        path[token, frame] = 1
+        token -= advanced[frame][token]
+    return path
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_alignment_matches_the_plain_dynamic_programme_on_random_mms_like_batches(seed):
+    """Different lengths in one batch, ties, and items with fewer frames than tokens."""
+    generator = torch.Generator().manual_seed(100 + seed)
+    batch, max_tokens, max_frames = 6, 24, 70
+    text_lengths = torch.randint(1, max_tokens + 1, (batch,), generator=generator)
+    frame_lengths = torch.randint(1, max_frames + 1, (batch,), generator=generator)
+    text_lengths[0], frame_lengths[0] = max_tokens, max_frames  # one item fills the padded table
+    frame_lengths[1] = max(1, int(text_lengths[1]) - 3)  # fewer frames than tokens: no path reaches the last token
+    scores = torch.randn(batch, max_tokens, max_frames, generator=generator) * 4 - 20
+    if seed % 2:
+        scores = scores.round()  # ties everywhere
+    text_mask = torch.arange(max_tokens)[None] < text_lengths[:, None]
+    frame_mask = torch.arange(max_frames)[None] < frame_lengths[:, None]
+
+    path = monotonic_alignment_search(scores, text_mask, frame_mask)
+
+    for b in range(batch):
+        n, m = int(text_lengths[b]), int(frame_lengths[b])
+        expected = _reference_alignment(scores[b].numpy(), n, m)
+        assert np.array_equal(path[b].numpy(), expected), f"item {b} ({n} tokens, {m} frames)"

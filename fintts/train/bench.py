@@ -17,7 +17,13 @@ taken from a second session, like every switch's, on an equal footing.
 (:attr:`fintts.train.task.Task.speed_switches`) — one at a time against the config, and
 makes one table of them. On CUDA with one process it also searches for the largest
 micro-batch that fits (doubling, then bisecting, each try one short session that may run
-out of memory). Switches that only act on CUDA are listed, not run, on a CPU.
+out of memory); asked for, it searches on any device (on a CPU only a task that raises
+out-of-memory itself ends the doubling: the OS kills a process that runs out of RAM).
+Switches that only act on CUDA are listed, not run, on a CPU.
+
+A try that runs out of memory is a row like any other, its error saying so: the trainer
+ends such a session cleanly (no timed steps to read), the search takes it as "too big",
+and the report keeps every row measured, so ``fintts bench`` always keeps what it learnt.
 
 Results are kept in ``<store>/bench.json`` under the device's name and the settings a step
 depends on (:func:`fintts.train.config.speed_settings`), where :mod:`fintts.train.plan`
@@ -41,8 +47,10 @@ from accelerate import PartialState
 
 from fintts.train import checkpoint
 from fintts.train.config import ConfigError, RunConfig, speed_settings
-from fintts.train.loop import resolve_precision, train
+from fintts.train.loop import OUT_OF_MEMORY, train
+from fintts.train.memory import is_out_of_memory
 from fintts.train.platform import device_label
+from fintts.train.precision import resolve_precision
 from fintts.train.stores.base import CACHE_DIR, STATUS
 
 BENCH_FILE = "bench.json"
@@ -87,6 +95,8 @@ class Measurement:
     checkpoint_bytes: int = 0
     note: str = ""
     error: str | None = None
+    #: the try needed more device memory than there is (``error`` says where).
+    out_of_memory: bool = False
 
     @property
     def ok(self) -> bool:
@@ -102,7 +112,7 @@ class BenchReport:
     #: the process's first session of the config: cold caches, one validation, a checkpoint.
     first: Measurement | None = None
     warmup: int = 1
-    #: CUDA, one process: the largest micro-batch that fit (``None``: not searched).
+    #: one process: the largest micro-batch that fit (``None``: not searched; 0: not even the first try).
     largest_micro_batch: int | None = None
     search_note: str = ""
 
@@ -149,21 +159,31 @@ def measure(
             "checkpoint_every_steps": 0, "session_limit": "none",
         }
         try:
-            train(run.with_overrides(session), progress=False, log=lambda message: None)
+            summary = train(run.with_overrides(session), progress=False, log=lambda message: None)
         finally:
             _release_memory()
-        if PartialState().is_main_process:
+        if summary.reason == OUT_OF_MEMORY:  # the trainer stopped the session cleanly: nothing timed to read
+            row.out_of_memory = True
+            row.error = next((w for w in summary.warnings if w.startswith("out of memory")), "out of memory")[:240]
+            log(f"  {label}: {row.error}")
+        elif PartialState().is_main_process:
             _read_session(row, store, warmup)
             log(f"  {label}: {row.seconds_per_step:.3f} s/step")
     return row
 
 
 def _try(config: RunConfig, label: str, overrides: dict[str, Any], **options: Any) -> Measurement:
-    """:func:`measure`, with a failure (out of memory, an operation without fp16 on this device) as the row's error."""
+    """:func:`measure`, with a failure (out of memory outside a step, an operation without fp16 on this device) as the row's error."""
     try:
         return measure(config, label, overrides, **options)
     except (RuntimeError, ValueError, NotImplementedError) as err:
-        row = Measurement(label=label, settings=overrides, error=f"{type(err).__name__}: {str(err).splitlines()[0][:160]}")
+        _release_memory()
+        first_line = (str(err).strip().splitlines() or [""])[0][:160]
+        oom = is_out_of_memory(err)
+        row = Measurement(
+            label=label, settings=overrides, out_of_memory=oom,
+            error=f"{'out of memory: ' if oom else ''}{type(err).__name__}: {first_line}",
+        )
         options["log"](f"  {label}: {row.error}")
         return row
 
@@ -218,33 +238,39 @@ def switches(config: RunConfig, device: torch.device) -> list[tuple[str, dict[st
 
 def largest_micro_batch(
     config: RunConfig, start: int, *, cache: Path, log: Callable[[str], None], limit: int = 256, tries: int = 8
-) -> int:
+) -> tuple[int, list[Measurement], str]:
     """The largest micro-batch of one process that trains without running out of device memory.
 
-    Doubling from ``start`` until a try fails, then bisecting, ``tries`` sessions at most; each
-    try is a one-step session at ``batch_size = micro_batch_size`` that either trains or raises
-    CUDA's out-of-memory error, after which the memory is released for the next.
+    Doubling from ``start`` until a try runs out of memory, then bisecting between the
+    largest that fit and the smallest that did not (down from ``start`` if even that one
+    did not fit), ``tries`` sessions at most; each try is a two-step session at ``batch_size
+    = micro_batch_size`` whose memory is released for the next. A try that fails for another
+    reason ends the search with what it found. Returns ``(largest that fit or 0, the tries'
+    rows, a note)``.
     """
     fits, fails = 0, None
-    size = start
+    size, rows, note = start, [], ""
     for _ in range(tries):
         if fails is None and size > limit:
+            note = f"micro-batch search stopped at the limit of {limit}: every size tried fitted"
             break
         row = _try(config, f"micro_batch_size={size}", {"micro_batch_size": size, "batch_size": size},
                    steps=1, warmup=1, validate=False, cache=cache, log=log)
+        rows.append(row)
         if row.ok:
             fits = size
-        elif "out of memory" in (row.error or "").lower():
+        elif row.out_of_memory:
             fails = size
         else:
-            raise RuntimeError(f"micro-batch search: micro_batch_size={size} failed for another reason: {row.error}")
+            note = f"micro-batch search stopped: micro_batch_size={size} failed for another reason ({row.error})"
+            break
         if fails is None:
             size *= 2
         elif fails - fits <= max(1, fits // 8):
             break
         else:
             size = (fits + fails) // 2
-    return fits
+    return fits, rows, note
 
 
 def bench(
@@ -253,10 +279,13 @@ def bench(
     compare: bool = False,
     steps: int = 3,
     warmup: int = 1,
-    search: bool = True,
+    search: bool | None = None,
     log: Callable[[str], None] = print,
 ) -> BenchReport:
-    """Measure ``config`` (and with ``compare`` each switch) on this machine's devices; see the module doc."""
+    """Measure ``config`` (and with ``compare`` each switch) on this machine's devices; see the module doc.
+
+    ``search``: the largest micro-batch that fits, ``None`` on CUDA only, ``True`` on any device, ``False`` never.
+    """
     state = PartialState()
     device, world = state.device, state.num_processes
     if not state.is_main_process:
@@ -277,9 +306,11 @@ def bench(
                 else:
                     report.rows.append(_try(config, name, overrides, validate=False, **options))
             _annotate(report)
-        if search and device.type == "cuda":
+        if search or (search is None and device.type == "cuda"):
             if world == 1:
-                report.largest_micro_batch = largest_micro_batch(config, report.base.micro_batch_size, cache=Path(cache), log=log)
+                start = report.base.micro_batch_size or config.train.micro_batch_size or config.train.batch_size
+                report.largest_micro_batch, tries, report.search_note = largest_micro_batch(config, start, cache=Path(cache), log=log)
+                report.rows += tries
             else:
                 report.search_note = "micro-batch search needs one process (an out-of-memory error on one rank stalls the others)"
     return report
@@ -339,12 +370,13 @@ def for_plan(
     the kept bench of this config on ``device`` (default: this machine), else one run now and kept."""
     if file:
         try:
-            return BenchReport.from_dict(json.loads(Path(file).read_text()))
+            given = BenchReport.from_dict(json.loads(Path(file).read_text()))
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise ConfigError(f"--bench {file}: not the JSON of fintts bench --json ({err})") from None
+        return _timed(given, f"--bench {file}")
     report = load(config, device)
     if report is not None:
-        return report
+        return _timed(report, f"the kept bench in {config.train.local_dir() / BENCH_FILE}")
     if device:
         raise ConfigError(
             f"no bench of this config on a device named like {device!r} in {config.train.local_dir() / BENCH_FILE}; "
@@ -353,6 +385,17 @@ def for_plan(
     log("no bench of this config on this machine yet: running one (fintts bench)")
     report = bench(config, log=log)
     save(config, report)
+    return _timed(report, "the bench just run")
+
+
+def _timed(report: BenchReport, source: str) -> BenchReport:
+    """``report``, if its config row has a step time a plan can use."""
+    if not report.base.ok:
+        raise ConfigError(
+            f"{source}: the config itself has no step time ({report.base.error}); "
+            + ("lower micro_batch_size (batch_size stays, by accumulation) and run fintts bench again"
+               if report.base.out_of_memory else "fix that and run fintts bench again, or pass --step-seconds")
+        )
     return report
 
 
@@ -382,23 +425,28 @@ def format_report(report: BenchReport) -> str:
         if not row.ok:
             lines.append(f"{row.label:<26} {'—':>8} {'':>6} {'':>9} {'':>8} {'':>34} {'':>7}  {row.error or row.note}")
             continue
-        speed = base.seconds_per_step / row.seconds_per_step
+        speed = f"{base.seconds_per_step / row.seconds_per_step:>5.2f}×" if base.ok else f"{'—':>6}"
         data = f"{row.data_seconds_per_second:.2f}" if row.data_seconds_per_second is not None else "—"
         padding = f"{row.padding:.0%}" if row.padding is not None else "—"
         peak = _short_memory(row.memory)
         lines.append(
-            f"{row.label:<26} {row.seconds_per_step:>8.3f} {speed:>5.2f}× {row.samples_per_second:>9.2f} {data:>8} {peak:>34} {padding:>7}  {row.note}"
+            f"{row.label:<26} {row.seconds_per_step:>8.3f} {speed} {row.samples_per_second:>9.2f} {data:>8} {peak:>34} {padding:>7}  {row.note}"
         )
     first = report.first
     phases = first.phases
-    lines += [
+    if not first.ok:
+        lines += ["", f"a fresh session (the first of this process): {first.error}"]
+    else:
+        lines += [
         "",
-        f"a fresh session (the first of this process, {first.seconds_per_step:.3f} s/step): models {phases.get('models', 0):.1f} s, "
-        f"data {phases.get('data', 0):.1f} s ({first.items} items, from an empty cache), one validation "
-        f"{phases.get('validation', 0):.1f} s, final checkpoint {phases.get('final', 0):.1f} s ({first.checkpoint_bytes / 1e6:.0f} MB)",
-    ]
-    if report.largest_micro_batch is not None:
+            f"a fresh session (the first of this process, {first.seconds_per_step:.3f} s/step): models {phases.get('models', 0):.1f} s, "
+            f"data {phases.get('data', 0):.1f} s ({first.items} items, from an empty cache), one validation "
+            f"{phases.get('validation', 0):.1f} s, final checkpoint {phases.get('final', 0):.1f} s ({first.checkpoint_bytes / 1e6:.0f} MB)",
+        ]
+    if report.largest_micro_batch:
         lines.append(f"largest micro-batch that fits in one device's memory: {report.largest_micro_batch}")
+    elif report.largest_micro_batch == 0:
+        lines.append("largest micro-batch that fits in one device's memory: none of the sizes tried")
     if report.search_note:
         lines.append(report.search_note)
     return "\n".join(lines)

@@ -3,7 +3,8 @@
 The facts a training session relies on, gathered in one place: the platform and its
 session clock (the same :mod:`fintts.train.platform` the trainer uses, so the time left is
 the trainer's), the GPUs and their memory, the free space where checkpoints are written,
-whether a Hugging Face token is there (never its value) and whether the Hub answers.
+whether a Hugging Face token is there (never its value) and whether the Hub answers; with
+``--gpus``, whether the training processes can talk (:mod:`fintts.train.collective_check`).
 
 On Kaggle, ``/kaggle/working`` is the only folder kept as the notebook version's output
 and is limited (20 GB, Kaggle's notebook documentation). With a Hub repo the local folder
@@ -146,4 +147,7 @@ def format_text(facts: dict[str, Any]) -> str:
             lines.append(f"Hub        {hub['endpoint']} answers, but: {hub['error']}")
         else:
             lines.append(f"Hub        does not answer: {hub['error']}")
+    collectives = facts.get("collectives")
+    if collectives is not None:
+        lines.append(f"collective {collectives['message']}")
     return "\n".join(lines)

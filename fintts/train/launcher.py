@@ -49,6 +49,7 @@ from typing import IO, Any, Callable, Iterator, Mapping
 
 import yaml
 
+from fintts.train.collective_check import check_collectives
 from fintts.train.config import ConfigError, RunConfig, as_run_config
 from fintts.train.summary import SessionSummary
 
@@ -121,6 +122,8 @@ def launch(
         return Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
     flags = [*(["--allow-config-change"] if allow_config_change else []), *(["--force"] if force else []),
              *([] if progress else ["--no-progress"])]
+    if not (check := check_collectives(count, cuda=gpus > 0)).ok:
+        raise LaunchFailed(check.message, 1)
     return _Processes(config, count, flags, out or sys.stdout, cpu=gpus == 0).run()
 
 

@@ -36,24 +36,18 @@ from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupte
 from fintts.train.collective import post_failure, posted_failures, vote
 from fintts.train.config import ConfigDrift, ConfigError, RunConfig, as_run_config, fingerprint, fingerprint_changes, parse_duration
 from fintts.train.guard import FP16_OVERFLOW, StepGuard, gradient_norm
+from fintts.train.memory import is_out_of_memory
 from fintts.train.plan import total_steps
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, device_label, host_name, library_versions, session_start
+from fintts.train.precision import resolve_precision
 from fintts.train.progress import SessionBar
 from fintts.train.sampler import EpochPlan, MicroBatchSampler, padding_fraction
+from fintts.train.seeding import seed_process
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
 from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
 from fintts.train.summary import SessionSummary, loss_plot_png
 from fintts.train.task import OptimizerGroup, Task, TaskContext, Weights
-
-
-def resolve_precision(requested: str, device: torch.device) -> str:
-    if requested != "auto":
-        return requested
-    if device.type == "cuda":
-        major, _ = torch.cuda.get_device_capability(device)
-        return "bf16" if major >= 8 else "fp16"  # T4 (sm75) has no fast bf16
-    return "fp32"
 
 
 AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}
@@ -73,11 +67,6 @@ def is_disk_full(err: BaseException | None) -> bool:
             return True
         err = err.__cause__ or err.__context__
     return False
-
-
-def is_out_of_memory(err: BaseException) -> bool:
-    """CUDA's out-of-memory error, or the generic "out of memory" RuntimeError of other backends and older torch."""
-    return isinstance(err, torch.OutOfMemoryError) or (isinstance(err, RuntimeError) and "out of memory" in str(err))
 
 
 @contextlib.contextmanager
@@ -343,6 +332,7 @@ class Trainer:
     def _begin(self) -> None:
         """A new run: its state records the data it starts on."""
         self.state.data = self._data_record()
+        seed_process(self.cfg.seed, self.accelerator.process_index)
         self._good: set[str] = set()
 
     def _data_record(self) -> dict[str, Any] | None:

@@ -8,6 +8,9 @@ processes of their own and are not counted.
 
 Peaks run from the session's start or the last :func:`reset_peaks`, so a benchmark can
 measure each configuration it tries in one process.
+
+:func:`is_out_of_memory` tells a step that needed more memory than the device has from other
+failures, in every spelling the CUDA libraries use for it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,14 @@ from typing import Any, Sequence
 import torch
 
 GIB = 2**30
+#: how the CUDA libraries say they could not allocate: cuBLAS (its handle or workspace), cuDNN, cuFFT (the STFT).
+ALLOCATION_FAILURES = (
+    "out of memory",
+    "CUBLAS_STATUS_ALLOC_FAILED",
+    "CUDNN_STATUS_ALLOC_FAILED",
+    "CUDNN_STATUS_NOT_ENOUGH_WORKSPACE",
+    "CUFFT_ALLOC_FAILED",
+)
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 
@@ -64,3 +75,11 @@ def describe(peaks: Sequence[dict[str, Any]]) -> str:
         return ", ".join(parts) + " peak allocated/reserved"
     parts = [f"{p['device']} {p['rss_gib']:.2f} GiB" if p.get("rss_gib") is not None else f"{p['device']} ?" for p in peaks]
     return ", ".join(parts) + " peak RSS"
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """CUDA's out-of-memory error, the generic "out of memory" RuntimeError of other backends and older
+    torch, or a CUDA library's allocation failure (a ``RuntimeError`` or ``torch.AcceleratorError``)."""
+    if isinstance(err, torch.OutOfMemoryError):
+        return True
+    return isinstance(err, RuntimeError) and any(text in str(err) for text in ALLOCATION_FAILURES)

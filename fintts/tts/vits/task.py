@@ -54,7 +54,7 @@ from fintts.tts.vits.generator import (
     CHECKPOINTABLE_BLOCKS, VitsTrainingForward, check_blocks, discriminator_loss_terms, generator_loss_terms,
 )
 from fintts.tts.vits.inference import TorchBackend
-from fintts.tts.vits.init import build_generator
+from fintts.tts.vits.init import build_generator, check_model_settings
 from fintts.tts.vits.lora import (
     ADAPTERS_DIR, LoraSettings, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model,
 )
@@ -148,6 +148,7 @@ class VitsTaskConfig:
 
     def __post_init__(self) -> None:
         check_blocks(self.checkpointing)  # a typo fails when the config loads, not after the corpus check
+        check_model_settings(self.model)
 
 
 @dataclasses.dataclass
@@ -158,6 +159,14 @@ class VitsBatch:
     spec_mask: torch.Tensor
     wav: torch.Tensor
     speaker_ids: torch.Tensor | None
+
+    def pin_memory(self) -> VitsBatch:
+        """The batch in page-locked memory. A DataLoader with ``pin_memory`` calls this on what it
+        cannot pin itself (a dataclass); the trainer's ``non_blocking`` copies to the GPU then run
+        asynchronously, and from pageable memory they would not."""
+        return dataclasses.replace(
+            self, **{f.name: value.pin_memory() for f in dataclasses.fields(self) if (value := getattr(self, f.name)) is not None}
+        )
 
 
 class _Clips(torch.utils.data.Dataset):
