@@ -1,0 +1,170 @@
+"""Nothing saved is lost on the Hub: a failing session's newest checkpoint, ``model/`` that only moves forward,
+a re-pushed checkpoint, bounded uploads, and the ceilings of the reserve and the lease. Real ``fintts train``
+processes and stores against the local Hub stand-in and its fault switches."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+
+from fintts.train import checkpoint
+from fintts.train.clock import MAX_RESERVE_SHARE, SessionClock
+from fintts.train.stores.hub import pull
+from hub_helpers import REPO, TOKEN, export_model, latest_on_hub, make_store, save
+from trainer_helpers import FAULTY, cli, start_cli, write_config
+
+BIG_COMMIT = 30_000
+
+
+def hub_status(hub) -> dict:
+    return json.loads(hub.files(REPO)["status.json"])
+
+
+# ---------------------------------------------------------------- a failing session
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"fault": "cuda", "fault_at": 11, "fault_steps": 0, "eval_every": 0},  # a device fault in step 11
+        {"fault": "eval-error", "fault_at": 10, "eval_every": 5},  # a bug in the task's evaluate at step 10
+    ],
+    ids=["cuda-error", "evaluate-bug"],
+)
+def test_a_failing_session_pushes_its_newest_checkpoint(hub_env, tmp_path, fault):
+    hub = hub_env
+    config = write_config(tmp_path, task=FAULTY, max_steps=100, checkpoint_every_steps=4, **fault)
+    store = tmp_path / "kaggle"
+    # push_every 1h: only the session's first checkpoint is due for a push; step 8 is on this disk only
+    result = cli("train", str(config), "--hub-repo", REPO, "--store", str(store), "--push-every", "1h", "--no-progress", cwd=tmp_path)
+    assert result.returncode != 0, result.stdout
+    assert checkpoint.read_latest(store) == "step-00000008"
+    assert latest_on_hub(hub) == "step-00000008", result.stdout + result.stderr
+    assert "step-00000008 is on hf://" in result.stdout, result.stdout
+    status = hub_status(hub)
+    assert status["state"] == "failed" and "lease.json" not in hub.files(REPO)
+    assert status["saved"]["hub"] == "step-00000008" and not status["saved"]["local_only"]
+    assert status["step"] > 8 and "newest checkpoint on the Hub is step-00000008" in status["saved"]["note"]
+
+
+def test_a_second_ctrl_c_still_pushes_the_newest_checkpoint(hub_env, tmp_path):
+    hub = hub_env
+    config = write_config(tmp_path, max_steps=1000, step_delay=0.3, eval_every=0, checkpoint_every_steps=4)
+    store = tmp_path / "kaggle"
+    process = start_cli("train", str(config), "--hub-repo", REPO, "--store", str(store), "--push-every", "1h", "--no-progress",
+                        cwd=tmp_path)
+    deadline = time.time() + 120
+    while checkpoint.read_latest(store) != "step-00000008" and time.time() < deadline:
+        assert process.poll() is None, process.stdout.read()
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    process.send_signal(signal.SIGINT)  # a person who means it: the session fails at once
+    out, _ = process.communicate(timeout=120)
+    assert process.returncode == 130, out
+    newest = checkpoint.read_latest(store)
+    assert checkpoint.step_of(newest) >= 8
+    assert latest_on_hub(hub) == newest, out
+    assert hub_status(hub)["state"] == "failed" and hub_status(hub)["saved"]["hub"] == newest
+
+
+def test_a_status_pushed_by_a_heartbeat_says_which_checkpoint_is_only_local(hub, tmp_path):
+    store = make_store(hub, tmp_path / "run", push_every=3600, lease_timeout=0.9)
+    store.acquire("session-1")
+    store.resume_point()
+    store.publish(save(store.root, 4))  # the session's first: pushed
+    assert store.wait(timeout=30)
+    store.publish(save(store.root, 8))  # within push_every: stays on this disk
+    (store.root / "status.json").write_text(json.dumps({"state": "running", "step": 9}))
+    deadline = time.time() + 30
+    while "saved" not in json.loads(hub.files(REPO).get("status.json", b"{}")) and time.time() < deadline:
+        time.sleep(0.1)  # the next heartbeat brings status.json
+    saved = hub_status(hub)["saved"]
+    assert saved["hub"] == "step-00000004" and saved["local"] == "step-00000008" and saved["local_only"]
+    assert "step-00000008 is only on" in saved["note"]
+    store.release()
+    store.close()
+
+
+# ---------------------------------------------------------------- model/ moves forward only
+
+
+def test_an_older_local_model_never_replaces_the_hubs(hub, tmp_path):
+    old = make_store(hub, tmp_path / "laptop")  # a disk that trained the run's beginning
+    old.acquire("session-1")
+    old.resume_point()
+    export_model(old.root, 4)
+    old.publish(save(old.root, 4), final=True)
+    assert old.wait(timeout=30)
+    old.release()
+    old.close()
+
+    kaggle = make_store(hub, tmp_path / "kaggle")  # the run goes on elsewhere, with a better model
+    kaggle.acquire("session-2")
+    kaggle.resume_point()
+    export_model(kaggle.root, 8)
+    kaggle.publish(save(kaggle.root, 8), final=True)
+    assert kaggle.wait(timeout=30)
+    kaggle.release()
+    kaggle.close()
+
+    back = make_store(hub, tmp_path / "laptop")  # the first disk again, its model/ still step 4's
+    back.acquire("session-3")
+    assert back.resume_point().name == "step-00000008"
+    back.publish(save(back.root, 12), final=True)  # no better validation: the trainer exports nothing new
+    assert back.wait(timeout=30)
+    back.release()
+    back.close()
+    assert json.loads(hub.files(REPO)["model/config.json"]) == {"step": 8}
+
+
+# ---------------------------------------------------------------- a checkpoint pushed again
+
+
+def test_a_checkpoint_pushed_again_replaces_its_folder_on_the_hub(hub, tmp_path):
+    store = make_store(hub, tmp_path / "run")
+
+    def first(folder):
+        (folder / "state.json").write_text('{"step": 4, "try": 1}')
+        (folder / "discriminator.safetensors").write_bytes(b"x" * 2048)
+
+    checkpoint.save(store.root, "step-00000004", first)
+    store.publish("step-00000004", final=True)
+    assert store.wait(timeout=30)
+    checkpoint.save(store.root, "step-00000004", lambda folder: (folder / "state.json").write_text('{"step": 4, "try": 2}'))
+    store.publish("step-00000004", final=True)  # saved again at the same step (e.g. latest was damaged)
+    assert store.wait(timeout=30)
+    store.close()
+    assert "checkpoints/step-00000004/discriminator.safetensors" not in hub.files(REPO)
+    pulled = pull(REPO, tmp_path / "elsewhere", checkpoint="step-4", endpoint=hub.endpoint, token=TOKEN)  # verifies
+    assert json.loads((pulled / "state.json").read_text())["try"] == 2
+
+
+# ---------------------------------------------------------------- ceilings
+
+
+def test_one_slow_push_takes_at_most_a_share_of_every_later_session():
+    twelve_hours = 12 * 3600.0
+    clock = SessionClock(start=time.time(), limit=twelve_hours, measured=[300.0, 3 * 3600.0])  # one 3-hour push
+    assert clock.reserve() == pytest.approx(MAX_RESERVE_SHARE * twelve_hours)
+    assert "capped at 25% of the session" in clock.ceiling_note()
+    calm = SessionClock(start=time.time(), limit=twelve_hours, measured=[300.0, 400.0])
+    assert calm.reserve() == 800.0 and calm.ceiling_note() is None
+
+
+def test_the_lease_timeout_of_a_run_with_slow_pushes_has_a_ceiling(hub, tmp_path):
+    writer = make_store(hub, tmp_path / "writer", lease_timeout=1)
+    writer.set_deadline(time.time() + 16)  # a 16 s session: the lease times out after at most 4 s
+    writer.acquire("session-writer")
+    hub.stall(2.5, path="/commit/", after_bytes=BIG_COMMIT, times=1)
+    writer.publish(save(writer.root, 1, size=64_000))  # 2.5 s: 3 x that would be 7.5 s
+    assert writer.wait(timeout=30)
+    time.sleep(1.0)  # a heartbeat with the new timeout
+    lease = json.loads(hub.files(REPO)["lease.json"])
+    assert lease["timeout"] <= 4.0 + 1e-6, lease
+    assert any("at most 25% of the session" in note for note in writer.notes())
+    writer.release()
+    writer.close()
