@@ -317,7 +317,7 @@ class HubStore(Store):
         """The newest complete checkpoint, downloading it from the Hub when the Hub's is newer than the local one.
 
         Downloads only ``latest``'s folder (falling back to older checkpoints on the Hub
-        when one fails its manifest), ``status.json`` and ``pushes.json``.
+        when one fails its manifest), ``model/``, ``status.json`` and ``pushes.json``.
         """
         local = ckpt.latest_complete(self.root, log)
         try:
@@ -344,6 +344,7 @@ class HubStore(Store):
                 break
             folder = self._fetch_checkpoint(name, head, files, log)
             if folder is not None:
+                self._fetch_model(head, files, log)
                 for extra in (STATUS, PUSHES):
                     if extra in files:
                         self._retrying(f"download {extra}", lambda extra=extra: self._client.download([extra], head, self.root))
@@ -356,6 +357,32 @@ class HubStore(Store):
                 "Inspect the repo, or start a new run in another repo."
             )
         return local
+
+    def _fetch_model(self, head: str, files: dict[str, Any], log: Callable[[str], None]) -> None:
+        """Replace the local ``model/`` with the Hub's: it belongs to an older checkpoint than the one just fetched.
+
+        ``model/`` on the Hub only moves forward: a local one left from an earlier session on
+        this disk would otherwise be mirrored over the Hub's newer one at the next push. When
+        the download fails, the local one is still removed (the Hub's stays as it is).
+        """
+        wanted = [p for p in files if p.startswith(MODEL_DIR + "/")]
+        incoming, stale = self.root / LOCAL_DIR / "incoming-model", self.root / LOCAL_DIR / "stale-model"
+        for leftover in (incoming, stale):
+            shutil.rmtree(leftover, ignore_errors=True)
+        try:
+            if wanted:
+                log(f"downloading {MODEL_DIR}/ from {self.url}")
+                self._retrying(f"download {MODEL_DIR}/", lambda: self._client.download(wanted, head, incoming))
+        except StoreError as err:
+            log(f"warning: {err}; the local {MODEL_DIR}/ (older than the checkpoint resumed from) is removed, the Hub's stays")
+            wanted = []
+        final = self.root / MODEL_DIR
+        if final.exists():
+            os.replace(final, stale)
+        if wanted:
+            os.replace(incoming / MODEL_DIR, final)
+        for leftover in (incoming, stale):
+            shutil.rmtree(leftover, ignore_errors=True)
 
     def _fetch_checkpoint(self, name: str, head: str, files: dict[str, Any], log: Callable[[str], None]) -> Path | None:
         prefix = f"{ckpt.CHECKPOINTS}/{name}/"
