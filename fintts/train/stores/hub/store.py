@@ -33,6 +33,12 @@ verified checkpoint in the time it has left.
 **Lease.** See :mod:`fintts.train.stores.hub.lease`. A session whose lease was taken stops
 pushing and says so in :meth:`HubStore.pending`.
 
+**Uploads never hold the repo.** A full push first uploads the checkpoint's large files
+(LFS or xet, outside any lock) within ``upload_timeout`` seconds overall, then makes its
+commit, which then carries only small files; the commit lock is held for that commit
+alone. Heartbeats (on their own thread, see :mod:`.publisher`) so keep the lease fresh
+while a checkpoint uploads, and a stalled upload is given up and retried, not waited on.
+
 **Bounded by the session.** :meth:`HubStore.set_deadline` gives every request and retry of
 this store the session's end as a deadline (see :mod:`.client`); :meth:`HubStore.release`
 and :meth:`HubStore.close` take a timeout, so a stalled Hub cannot hold a session past its
@@ -106,7 +112,8 @@ class HubStore(Store):
     ``storage_cap_gb``: warn before the repo outgrows this. ``host``: how the lease names
     this machine (default: :func:`~fintts.train.platform.host_name`). ``backoff``: retry waits.
     ``sync_attempts``: tries of the calls that block the caller (acquire, resume, release).
-    ``request_timeout``: seconds any one HTTP request may take.
+    ``request_timeout``: seconds any one HTTP request may take. ``upload_timeout``: seconds one
+    push's upload of its large files may take overall (never past the session's end).
     """
 
     def __init__(
@@ -124,6 +131,7 @@ class HubStore(Store):
         backoff: Backoff = Backoff(),
         sync_attempts: int = 5,
         request_timeout: float = 60.0,
+        upload_timeout: float = 1800.0,
     ):
         problem = repo_id_problem(repo_id)
         if problem:
@@ -138,6 +146,7 @@ class HubStore(Store):
         self.host = host or host_name()
         self.backoff = backoff
         self.sync_attempts = max(1, sync_attempts)
+        self.upload_timeout = upload_timeout
         self._client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout)
         self._folder_lock = LocalStore(self.root)  # the same one-process-per-folder lock as a local run's
         self._publisher = Publisher(
@@ -547,14 +556,18 @@ class HubStore(Store):
             log.error("%s: %s disappeared from %s before its push; skipping it", self.url, target.name, self.root)
             return
         started = time.monotonic()
+        if not self._repo_ready:
+            self._client.ensure_repo(self.private)
+            self._repo_ready = True
         with self._commit_lock:
-            if not self._repo_ready:
-                self._client.ensure_repo(self.private)
-                self._repo_ready = True
             head = self._check_lease(self._client.head())
-            files = self._client.files(head)
-            on_hub = checkpoint_names(files)
-            operations, size, deleted, added = self._full_operations(target, files, on_hub)
+        files = self._client.files(head)
+        on_hub = checkpoint_names(files)
+        operations, size, deleted, added = self._full_operations(target, files, on_hub)
+        self._client.upload(operations, self.upload_timeout)  # the bulk of the push, holding no lock
+        with self._commit_lock:
+            # only this session commits while it holds the lease (its heartbeats meanwhile touch no checkpoint)
+            head = self._check_lease(self._client.head())
             info = self._client.commit(operations, f"{target.name}" + (" (end of session)" if target.final else ""), parent=head)
             self._head = info.oid
         seconds = time.monotonic() - started
