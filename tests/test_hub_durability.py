@@ -99,8 +99,9 @@ def test_an_older_local_model_never_replaces_the_hubs(hub, tmp_path):
     old = make_store(hub, tmp_path / "laptop")  # a disk that trained the run's beginning
     old.acquire("session-1")
     old.resume_point()
+    name = save(old.root, 4)
     export_model(old.root, 4)
-    old.publish(save(old.root, 4), final=True)
+    old.publish(name, final=True)
     assert old.wait(timeout=30)
     old.release()
     old.close()
@@ -108,8 +109,9 @@ def test_an_older_local_model_never_replaces_the_hubs(hub, tmp_path):
     kaggle = make_store(hub, tmp_path / "kaggle")  # the run goes on elsewhere, with a better model
     kaggle.acquire("session-2")
     kaggle.resume_point()
+    name = save(kaggle.root, 8)
     export_model(kaggle.root, 8)
-    kaggle.publish(save(kaggle.root, 8), final=True)
+    kaggle.publish(name, final=True)
     assert kaggle.wait(timeout=30)
     kaggle.release()
     kaggle.close()
@@ -229,3 +231,17 @@ def test_a_stalled_upload_is_given_up_at_its_deadline_and_tried_again(lfs_hub, t
     hub.release()  # the abandoned first try's requests end too
     writer.release()
     writer.close()
+
+
+def test_a_stalled_upload_never_outlasts_the_session(lfs_hub, tmp_path):
+    hub = lfs_hub
+    writer = make_store(hub, tmp_path / "writer")
+    writer.set_deadline(time.time() + 6)  # the session ends in 6 s (several large files upload on threads of their own)
+    writer.acquire("session-writer")
+    hub.stall(None, path="/lfs-upload/", method="PUT", times=100)
+    writer.publish(save_two_large_files(writer.root, 1), final=True)
+    assert not writer.wait(timeout=10)
+    assert "did not finish within" in (writer.problem() or ""), writer.problem()
+    assert "fintts push" in writer.pending()  # the summary's advice: the checkpoint is on this disk
+    hub.release()
+    writer.close(timeout=1)

@@ -326,7 +326,8 @@ class HubStore(Store):
         """The newest complete checkpoint, downloading it from the Hub when the Hub's is newer than the local one.
 
         Downloads only ``latest``'s folder (falling back to older checkpoints on the Hub
-        when one fails its manifest), ``model/``, ``status.json`` and ``pushes.json``.
+        when one fails its manifest), ``status.json`` and ``pushes.json``, and ``model/`` when
+        this disk has an older one (see :meth:`_fetch_model`).
         """
         local = ckpt.latest_complete(self.root, log)
         try:
@@ -368,12 +369,16 @@ class HubStore(Store):
         return local
 
     def _fetch_model(self, head: str, files: dict[str, Any], log: Callable[[str], None]) -> None:
-        """Replace the local ``model/`` with the Hub's: it belongs to an older checkpoint than the one just fetched.
+        """Replace a local ``model/`` with the Hub's: it belongs to an older checkpoint than the one just fetched.
 
         ``model/`` on the Hub only moves forward: a local one left from an earlier session on
         this disk would otherwise be mirrored over the Hub's newer one at the next push. When
-        the download fails, the local one is still removed (the Hub's stays as it is).
+        the download fails, the local one is still removed (the Hub's stays as it is). A disk
+        without one (a fresh Kaggle session) downloads nothing: its pushes leave the Hub's
+        ``model/`` alone until the trainer exports a newer one.
         """
+        if not (self.root / MODEL_DIR).exists():
+            return
         wanted = [p for p in files if p.startswith(MODEL_DIR + "/")]
         incoming, stale = self.root / LOCAL_DIR / "incoming-model", self.root / LOCAL_DIR / "stale-model"
         for leftover in (incoming, stale):
@@ -484,7 +489,7 @@ class HubStore(Store):
             return f"{hub} is the newest checkpoint, and it is on {self.url}"
         if self._publisher.fatal is None:
             if newest.name not in self._publisher.busy():
-                self.publish(newest.name, final=True)
+                self.publish(newest.name, final=True)  # (a verified checkpoint: publish has nothing to refuse)
             log.warning("%s: pushing %s, the newest checkpoint, before this failed session ends (Ctrl-C stops waiting)",
                         self.url, newest.name)
             wait = SECURE_WAIT if deadline is None else deadline - time.time()
