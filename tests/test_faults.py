@@ -247,7 +247,7 @@ def test_a_feature_cache_on_a_full_disk_leaves_the_data_loader_running_with_one_
     script = textwrap.dedent(
         """
         mkdir "$DISK/cache"
-        python "$OUT/fill.py" "$DISK/ballast" 0
+        python "$OUT/fill.py" "$DISK/ballast" 12288
         python "$OUT/features.py" "$DISK/cache" "$OUT/clips" > "$OUT/out.txt" 2> "$OUT/err.txt"; echo $? > "$OUT/rc"
         """
     )

@@ -122,7 +122,7 @@ class FeatureCache:
             return
         try:
             self._write(entry, features)
-        except OSError as err:
+        except (OSError, SafetensorError) as err:  # safetensors reports a full disk as its own error
             with self._write_failed.get_lock():
                 first = not self._write_failed.value
                 self._write_failed.value = 1

@@ -202,7 +202,8 @@ class HubStore(Store):
     def _bind(self) -> None:
         """Record that ``root`` mirrors this repo, or refuse a folder that mirrors another."""
         record = self.root / LOCAL_DIR / BINDING
-        bound = (_read_json(record, {}) or {}).get("repo") if record.is_file() else None
+        data = _read_json(record, {})
+        bound = data.get("repo") if isinstance(data, dict) else None
         if bound and bound != self.repo_id:
             name = self.repo_id.rpartition("/")[2]
             raise StoreError(
@@ -286,7 +287,9 @@ class HubStore(Store):
         """The lease's timeout: ``lease_timeout``, longer when this run's pushes are slow.
 
         No heartbeat can land while a full push is committing, so a lease must outlast the
-        longest push or a live session would look dead to others during a slow upload.
+        longest push or a live session would look dead to others during a slow upload; but
+        never more than the ceiling (a share of the session, see :mod:`.lease`), which
+        :meth:`notes` reports when it cuts.
         """
         return max(self.lease_timeout, min(self._wanted_lease_timeout(), self._lease_ceiling()))
 
