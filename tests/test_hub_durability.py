@@ -9,11 +9,12 @@ import signal
 import time
 
 import pytest
-from huggingface_hub import constants
+from huggingface_hub import HfApi, constants
 
 from fintts.testing import HubServer
-from fintts.train import checkpoint
+from fintts.train import Trainer, checkpoint
 from fintts.train.clock import SessionClock
+from fintts.train.config import load_config
 from fintts.train.stores import LeaseConflict
 from fintts.train.stores.hub import pull
 from hub_helpers import REPO, TOKEN, export_model, latest_on_hub, make_store, save
@@ -245,3 +246,20 @@ def test_a_stalled_upload_never_outlasts_the_session(lfs_hub, tmp_path):
     assert "fintts push" in writer.pending()  # the summary's advice: the checkpoint is on this disk
     hub.release()
     writer.close(timeout=1)
+
+
+def test_the_summary_says_when_the_reserve_ceiling_bites(hub, tmp_path):
+    config = write_config(tmp_path, max_steps=8, eval_every=0, checkpoint_every_steps=4)
+
+    def session(disk: str, **settings):
+        trainer = Trainer(load_config(config, settings), store=make_store(hub, tmp_path / disk), progress=False, log=lambda m: None)
+        return trainer.run()
+
+    session("kaggle-1", max_steps=4)
+    pushes = [{"checkpoint": "step-00000004", "seconds": 100.0, "bytes": 1, "at": "2026-11-24T00:00:00Z"}]  # one slow push
+    HfApi(endpoint=hub.endpoint, token=TOKEN).upload_file(path_or_fileobj=json.dumps(pushes).encode(), path_in_repo="pushes.json",
+                                                         repo_id=REPO)
+    summary = session("kaggle-2", session_limit="120s")  # 2 x 100 s would be most of this session
+    assert summary.state == "finished"
+    assert any("capped at 25% of the session" in w for w in summary.warnings), summary.warnings
+    assert any("capped at 25%" in w for w in hub_status(hub)["warnings"])
