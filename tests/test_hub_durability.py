@@ -203,13 +203,14 @@ def test_a_stalled_upload_never_keeps_heartbeats_from_the_lease(lfs_hub, tmp_pat
     hub = lfs_hub
     writer = make_store(hub, tmp_path / "writer", lease_timeout=3)  # (the Hub's clock counts whole seconds)
     writer.acquire("session-writer")
-    hub.stall(None, path="/lfs-upload/", method="PUT", times=1)  # the checkpoint's upload hangs
+    hub.stall(None, path="/lfs-upload/", method="PUT", times=100)  # the checkpoint's upload hangs, try after try
     writer.publish(save(writer.root, 1, size=64_000))
     assert hub.wait_stalled(timeout=30)
     time.sleep(6.5)  # twice the lease's timeout, with the upload still hanging
     with pytest.raises(LeaseConflict, match="session-writer"):
         make_store(hub, tmp_path / "other").acquire("session-other")
     assert sum(c["summary"] == "heartbeat" for c in hub.commits(REPO)) >= 2
+    hub.clear_faults()
     hub.release()
     assert writer.wait(timeout=60)
     assert latest_on_hub(hub) == "step-00000001"
