@@ -414,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train one session of a run (resumes automatically)")
     p.add_argument("config", help="YAML config, e.g. configs/demo.yaml")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="override settings, e.g. max_steps=500 data=/kaggle/input/x")
-    p.add_argument("--store", help="the run's local folder (store=; default runs/<run_name>)")
+    p.add_argument("--store", help="the run's local folder (store=; default runs/<run_name>, with --hub-repo runs/<repo name>)")
     p.add_argument("--hub-repo", metavar="USER/NAME", help="keep the run in this Hugging Face Hub repo (hub_repo=)")
     p.add_argument("--max-steps", help="stop the run at this step (max_steps=)")
     p.add_argument("--budget", help="this session's length, e.g. 11h30m or 90s (session_limit=)")

@@ -8,7 +8,9 @@ run) for ``fault_steps`` micro-batches (0: for ever):
 - ``nan-grad``: the loss stays finite but its gradients are NaN (``sqrt`` at 0);
 - ``spike``: the loss is 1000 times larger;
 - ``oom``: ``torch.OutOfMemoryError``, the exception CUDA raises (the trainer's handling is what is tested);
-- ``escape``: every validation returns a sample file named ``../../../escaped.json``.
+- ``escape``: every validation returns a sample file named ``../../../escaped.json``;
+- ``cuda``: a ``RuntimeError`` as CUDA raises it for a device fault (not out of memory);
+- ``eval-error``: every validation from step ``fault_at`` on raises (a bug in the task's ``evaluate``).
 
 ``oom_above`` (any ``fault``): every micro-batch of more than that many items raises
 ``torch.OutOfMemoryError``, as a device with room for ``oom_above`` items would (0: never).
@@ -55,9 +57,11 @@ class FaultyToy(ToyTask):
         if self.config.oom_above and items > self.config.oom_above:
             raise torch.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {items} items' activations (raised by the test task)")
         losses = super().step(models, batch, group)
-        if group != "model" or self.config.fault not in ("nan", "nan-grad", "spike", "oom") or not self._faulting():
+        if group != "model" or self.config.fault not in ("nan", "nan-grad", "spike", "oom", "cuda") or not self._faulting():
             return losses
         loss = losses["loss"]
+        if self.config.fault == "cuda":
+            raise RuntimeError("CUDA error: an illegal memory access was encountered (raised by the test task)")
         if self.config.fault == "oom":
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (raised by the test task)")
         if self.config.fault == "nan":
@@ -70,6 +74,8 @@ class FaultyToy(ToyTask):
         return {**losses, "loss": loss}
 
     def evaluate(self, models, step) -> Evaluation:
+        if self.config.fault == "eval-error" and step >= self.config.fault_at:
+            raise ZeroDivisionError("division by zero in the task's evaluate (raised by the test task)")
         evaluation = super().evaluate(models, step)
         if self.config.fault == "escape":
             evaluation.files["../../../escaped.json"] = b'{"written": "outside the checkpoint"}'

@@ -209,6 +209,57 @@ def test_a_full_disk_stops_the_session_with_the_previous_checkpoint_intact(tmp_p
     assert "from step-00000004" in third and status_of(tmp_path / "final")["state"] == "finished"
 
 
+FEATURES_ON_A_FULL_DISK = textwrap.dedent(
+    """
+    import sys, warnings
+    from pathlib import Path
+    import numpy as np, soundfile as sf, torch
+    from fintts.tts.audio import SpectrogramConfig
+    from fintts.tts.features import FeatureCache
+
+    clips = []
+    for i in range(8):  # generated on the roomy disk; only the cache is on the full one
+        path = Path(sys.argv[2]) / f"clip{i}.wav"
+        sf.write(path, 0.1 * np.sin(np.arange(8000 + 800 * i) * (0.05 + 0.01 * i)), 16000)
+        clips.append(path)
+    cache = FeatureCache(Path(sys.argv[1]), SpectrogramConfig(16000, 1024, 256, 1024, 80))
+
+    class Clips(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(clips)
+
+        def __getitem__(self, index):
+            return cache.get(clips[index]).spec.shape[-1]
+
+    loader = torch.utils.data.DataLoader(Clips(), batch_size=2, num_workers=2, persistent_workers=True)
+    for epoch in range(2):
+        frames = [int(f) for batch in loader for f in batch]
+    print("frames", frames)
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_feature_cache_on_a_full_disk_leaves_the_data_loader_running_with_one_warning(tmp_path):
+    (tmp_path / "fill.py").write_text(FILL_LEAVING)
+    (tmp_path / "features.py").write_text(FEATURES_ON_A_FULL_DISK)
+    (tmp_path / "clips").mkdir()
+    script = textwrap.dedent(
+        """
+        mkdir "$DISK/cache"
+        python "$OUT/fill.py" "$DISK/ballast" 12288
+        python "$OUT/features.py" "$DISK/cache" "$OUT/clips" > "$OUT/out.txt" 2> "$OUT/err.txt"; echo $? > "$OUT/rc"
+        """
+    )
+    result = run_on_a_small_disk(tmp_path, script, size="1m")
+    assert result.returncode == 0, result.stderr
+    out, err = (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()
+    assert (tmp_path / "rc").read_text().strip() == "0", err
+    assert out.startswith("frames ") and len(out.split()[1:]) == 8, out  # every clip, computed in memory
+    assert err.count("cannot be written") == 1, err  # one warning, for both workers and both epochs
+    assert "No space left on device" in err
+
+
 # ---------------------------------------------------------------- names from outside
 
 

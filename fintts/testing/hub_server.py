@@ -16,10 +16,13 @@ What it models, because the store depends on it:
   counts towards ``usedStorage``; files of at least ``lfs_threshold`` bytes are "LFS
   objects" that only :meth:`permanently_delete_lfs_files` (which rewrites history, so
   commit ids change) frees.
-* **Regular uploads only.** ``preupload`` answers ``uploadMode: "regular"`` for every
-  file and no response carries ``X-Xet-*`` headers or ``xetHash``, so the client sends
-  file contents base64 in the commit and downloads with plain GETs, never through
-  ``hf_xet`` or LFS multipart (which would need real storage services).
+* **Regular uploads, or LFS ones.** ``preupload`` answers ``uploadMode: "regular"`` for
+  every file, so the client sends file contents base64 in the commit, unless
+  ``lfs_uploads`` is on: then files of at least ``lfs_threshold`` bytes are ``"lfs"`` and
+  the client uploads them before the commit through the LFS batch API (basic transfer: one
+  ``PUT /lfs-upload/...`` per file), as large files reach the real Hub. No response
+  carries ``X-Xet-*`` headers or ``xetHash``: a client with ``hf_xet`` installed needs
+  ``HF_HUB_DISABLE_XET`` for LFS uploads here. Downloads are plain GETs.
 
 Fault switches for tests: :meth:`fail` (status N for the next k requests, optionally with
 ``Retry-After``), :meth:`stall` (hold requests, optionally after part of the body),
@@ -63,6 +66,8 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(_REPO + r"/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?"), "tree"),
     ("GET", re.compile(_REPO + r"/lfs-files"), "lfs_files"),
     ("POST", re.compile(_REPO + r"/lfs-files/batch"), "lfs_delete"),
+    ("POST", re.compile(r"/(?P<ns>[^/]+)/(?P<name>[^/]+)\.git/info/lfs/objects/batch"), "lfs_batch"),
+    ("PUT", re.compile(r"/lfs-upload/(?P<ns>[^/]+)/(?P<name>[^/]+)/(?P<oid>[0-9a-f]{64})"), "lfs_upload"),
     ("GET", re.compile(_RESOLVE), "resolve"),
     ("HEAD", re.compile(_RESOLVE), "resolve"),
 ]
@@ -264,11 +269,14 @@ class HubServer:
         lfs_threshold: int = 1024,
         page_size: int = 1000,
         port: int = 0,
+        lfs_uploads: bool = False,
     ):
         self.root = Path(root)
         self.token = token
         self.user = user
         self.lfs_threshold = lfs_threshold
+        #: files of at least ``lfs_threshold`` bytes are uploaded through the LFS batch API before their commit.
+        self.lfs_uploads = lfs_uploads
         self.page_size = page_size
         self.port = port
         self._lock = threading.RLock()
@@ -487,7 +495,7 @@ class HubServer:
             files = [
                 {
                     "path": f["path"],
-                    "uploadMode": "regular",
+                    "uploadMode": "lfs" if self.lfs_uploads and int(f.get("size", 0)) >= self.lfs_threshold else "regular",
                     "shouldIgnore": False,
                     "oid": blobs[tree[f["path"]]]["git"] if f["path"] in tree else None,
                 }
@@ -495,6 +503,31 @@ class HubServer:
             ]
             head = repo.head
         return _json(200, {"files": files, "commitOid": head})
+
+    def _api_lfs_batch(self, ns: str, name: str, body: BinaryIO, **_: Any):
+        payload = json.loads(body.read())
+        if payload.get("operation") != "upload" or "basic" not in payload.get("transfers", ["basic"]):
+            raise _HttpError(400, "this test server only takes basic LFS uploads")
+        with self._lock:
+            blobs = self._repo(f"{ns}/{name}").state["blobs"]
+            objects = []
+            for item in payload["objects"]:
+                entry = {"oid": item["oid"], "size": int(item["size"]), "authenticated": True}
+                if item["oid"] not in blobs:
+                    entry["actions"] = {"upload": {"href": f"{self.endpoint}/lfs-upload/{ns}/{name}/{item['oid']}"}}
+                objects.append(entry)
+        return _json(200, {"transfer": "basic", "objects": objects, "hash_algo": "sha256"})
+
+    def _api_lfs_upload(self, ns: str, name: str, oid: str, body: BinaryIO, **_: Any):
+        data = body.read()
+        if hashlib.sha256(data).hexdigest() != oid:
+            raise _HttpError(400, f"the uploaded content does not match its oid {oid}")
+        with self._lock:
+            repo = self._repo(f"{ns}/{name}")
+            repo.store_blob(data)
+            repo.state["blobs"].setdefault(oid, {"size": len(data), "git": _git_sha1(data), "lfs": True, "filename": "", "pushedAt": _now()})
+            repo.save()
+        return 200, {}, b""
 
     def _api_commit(self, ns: str, name: str, rev: str, body: BinaryIO, **_: Any):
         if rev != "main":
@@ -536,6 +569,8 @@ class HubServer:
                 if kind == "add":
                     if sha not in repo.state["blobs"] and sha not in new_blobs:
                         raise _HttpError(400, f"LFS object {sha} of {path} was never uploaded")
+                    if sha in repo.state["blobs"] and not repo.state["blobs"][sha]["filename"]:
+                        repo.state["blobs"][sha]["filename"] = path  # uploaded through the LFS API: named by its first commit
                     tree[path] = sha  # type: ignore[assignment]
                 elif kind == "deletedFile":
                     if tree.pop(path, None) is None:
@@ -669,6 +704,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._handle("DELETE")
 
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
     def _handle(self, method: str) -> None:
         hub = self.server.hub
         headers = {k: v for k, v in self.headers.items() if k.lower() != "authorization"}
@@ -680,7 +718,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if fail is not None:
                 extra = {"Retry-After": str(fail.retry_after)} if fail.retry_after is not None else {}
                 raise _HttpError(fail.status, f"injected failure {fail.status}", headers=extra)
-            if entry.auth in ("missing", "invalid") and not self.path.startswith("/api/validate-yaml"):
+            # an LFS upload URL is pre-signed, as the real storage's are: it needs no token
+            if entry.auth in ("missing", "invalid") and not self.path.startswith(("/api/validate-yaml", "/lfs-upload/")):
                 raise _HttpError(401, INVALID_CREDENTIALS)
             status, out_headers, payload = hub._dispatch(method, self.path, body)
         except _Aborted:

@@ -4,7 +4,10 @@ The session starts when its container or process did (:mod:`fintts.train.platfor
 The *reserve* is the time the final checkpoint needs to be saved and uploaded. It is
 learned: ``reserve_factor`` × the longest of this run's recent measured save+upload
 times, kept in the trainer state so the next session starts with it. Until a run has
-measured one, ``initial_reserve`` (at most a quarter of the session) stands in.
+measured one, ``initial_reserve`` (at most a quarter of the session) stands in. The reserve
+never exceeds :data:`MAX_RESERVE_SHARE` of the session either: one slow push (a stalled Hub)
+would otherwise take the better part of every later session for itself. When the ceiling
+bites, :meth:`SessionClock.ceiling_note` says so for the session's summary.
 
 The session's *end* (its limit) is a hard one: on Kaggle the container is killed there. The
 last part of the session is planned backwards from it: the final wait for the store gives
@@ -31,6 +34,8 @@ from typing import Iterator
 
 #: Seconds before the end at which the final wait gives up at most (less for short sessions: half the margin).
 CLOSING = 30.0
+#: The reserve is at most this share of the session, however slow the run's pushes were.
+MAX_RESERVE_SHARE = 0.25
 
 
 @dataclass
@@ -73,11 +78,26 @@ class SessionClock:
         return max(0.0, self.end - slack_share * (self.end - self.closing_time()) - time.time())
 
     def reserve(self) -> float:
+        if self.limit is None:
+            return self._wanted_reserve()
+        return min(self._wanted_reserve(), MAX_RESERVE_SHARE * self.limit)
+
+    def _wanted_reserve(self) -> float:
         if self.measured:
             return self.reserve_factor * max(self.measured[-5:])
-        if self.limit is None:
-            return 0.0
-        return min(self.initial_reserve, 0.25 * self.limit)
+        return 0.0 if self.limit is None else self.initial_reserve
+
+    def ceiling_note(self) -> str | None:
+        """What the reserve's ceiling cut, for the session's summary; ``None`` when it did not bite."""
+        wanted = self._wanted_reserve()
+        if self.limit is None or not self.measured or wanted <= self.reserve():
+            return None
+        return (
+            f"the reserve for the final save and upload is capped at {MAX_RESERVE_SHARE:.0%} of the session "
+            f"({_minutes(self.reserve())} of {_minutes(self.limit)}); {self.reserve_factor:g} × the slowest recent one "
+            f"({_minutes(max(self.measured[-5:]))}) would be {_minutes(wanted)}. If the final upload is that slow again, its "
+            "checkpoint stays on this disk and the summary says how to push it"
+        )
 
     def record(self, seconds: float) -> None:
         self.measured = (self.measured + [round(seconds, 3)])[-10:]
@@ -92,6 +112,10 @@ class SessionClock:
         """Would one more step run into the reserve?"""
         left = self.remaining(now)
         return left is not None and left < next_step_seconds
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
 
 
 class SessionInterrupted(KeyboardInterrupt):

@@ -145,7 +145,8 @@ class TrainConfig:
     #: effect on a T4 or a CPU). ``false`` keeps them in full float32.
     tf32: bool = free_setting(True, speed=True)
     log_every: int = free_setting(10)
-    #: the run's local folder (``--store``); default ``runs/<run_name>``. With ``hub_repo`` it is the Hub's mirror.
+    #: the run's local folder (``--store``); default ``runs/<run_name>``. With ``hub_repo`` it is the Hub's mirror,
+    #: by default ``runs/<repo name>``, and bound to that repo (see :class:`fintts.train.stores.hub.HubStore`).
     store: str = free_setting("")
     #: keep the run in this Hugging Face Hub repo, ``user/name`` (``--hub-repo``); empty: the local folder only.
     hub_repo: str = free_setting("")
@@ -161,8 +162,10 @@ class TrainConfig:
     phases: list[Phase] = dataclasses.field(default_factory=list, metadata={"math": "per phase"})
 
     def local_dir(self) -> Path:
-        """The one rule for where a run lives on this machine, whatever its store."""
-        return Path(self.store or Path("runs") / self.run_name).expanduser()
+        """The one rule for where a run lives on this machine: ``store``; else ``runs/<repo name>`` for a Hub run
+        (one folder per repo, so two voices trained from one config never share a folder); else ``runs/<run_name>``."""
+        default = self.hub_repo.rpartition("/")[2] if self.hub_repo else self.run_name
+        return Path(self.store or Path("runs") / default).expanduser()
 
 
 @dataclasses.dataclass

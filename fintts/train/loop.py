@@ -913,8 +913,11 @@ class Trainer:
         self.session.reason = f"error: {type(err).__name__}" if not peers else f"error in process {min(peers)}"
         if self.session not in self.state.sessions:
             self.state.sessions.append(self.session)
+        seen = self.stop.received
         try:
             self._write_status("failed", reason="; ".join(f"process {r}: {m}" for r, m in sorted(peers.items())) or own)
+            # nothing saved is dropped: the newest verified checkpoint is pushed, or said to be on this disk only
+            self.log(self.store.secure_newest(self.clock.closing_time(), interrupted=lambda: self.stop.received > seen))
         finally:
             self.store.release(timeout=self.clock.left())
             self.store.close(timeout=0.0)
@@ -940,7 +943,7 @@ class Trainer:
             groups=[g.name for g in self.groups], monitor=self.monitor, monitor_mode=self.monitor_mode,
             root=root, store=self.store.url, about=self.task.describe(), memory=self.memory,
             data=self.data_facts, clock=self._clock_facts(),
-            warnings=self.session.warnings + [p for p in (self.store.problem(),) if p],
+            warnings=self.session.warnings + [p for p in (self.store.problem(), self.clock.ceiling_note(), *self.store.notes()) if p],
             phases=phases.describe(self.config.train.phases, self.state),
         )
         try:

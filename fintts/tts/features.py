@@ -13,6 +13,11 @@ Layout: ``<root>/stft-<config hash>/config.json`` (the settings, for people) and
 ``spec`` ``[n_fft//2+1, T//hop]``. Entries are written to a temporary file and renamed,
 so an interrupted session never leaves a half-written entry; an unreadable entry is
 recomputed.
+
+**A cache that cannot be written never stops training.** When a write fails (a full disk,
+a read-only folder), the features just computed are used as they are and the cache stops
+writing for the rest of the session, with one warning for all the data loader's worker
+processes together (they share the flag); features are then computed again each epoch.
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import multiprocessing
 import os
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -66,6 +73,8 @@ class FeatureCache:
         self._spectrogram = Spectrogram(cfg)
         # a long recording cut into many segments is hashed once (while its size and mtime stay the same)
         self._digests: dict[tuple[Path, int, int], str] = {}
+        # shared with the data loader's workers (inherited when they start), so one of them warns for all
+        self._write_failed = multiprocessing.Value("b", 0)
 
     def get(self, audio_path: Path, span: Span | None = None) -> Features:
         """Features of ``audio_path`` (its ``span`` only, when given), from the cache when its bytes were seen before."""
@@ -117,6 +126,23 @@ class FeatureCache:
             return None
 
     def _store(self, entry: Path, features: Features) -> None:
+        """Keep ``features`` in the cache if it can be written; a failure is warned once and never raised."""
+        if self._write_failed.value:
+            return
+        try:
+            self._write(entry, features)
+        except (OSError, SafetensorError) as err:  # safetensors reports a full disk as its own error
+            with self._write_failed.get_lock():
+                first = not self._write_failed.value
+                self._write_failed.value = 1
+            if first:
+                warnings.warn(
+                    f"the feature cache in {self.folder} cannot be written ({err}); training goes on with the features "
+                    "computed in memory, computing them again each epoch. Free space there to keep them.",
+                    RuntimeWarning, stacklevel=2,
+                )
+
+    def _write(self, entry: Path, features: Features) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         description = self.folder / "config.json"
         if not description.exists():

@@ -84,6 +84,12 @@ class Store(abc.ABC):
         """Block until everything published is durable; ``False`` if ``timeout`` ran out or ``interrupted()`` first."""
         return True
 
+    def secure_newest(self, deadline: float | None, interrupted: Callable[[], bool] = lambda: False) -> str:
+        """A failing session's last act: make the newest verified checkpoint durable before ``deadline`` (a
+        ``time.time()``) unless ``interrupted()``, and say which step is safe where. Here it already is."""
+        newest = checkpoint.latest_complete(self.root, lambda _: None)
+        return f"{newest.name} is safe in {newest}" if newest is not None else f"no complete checkpoint in {self.root}"
+
     def checkpoint_names(self) -> list[str]:
         """The run's checkpoints this store knows of (here: on this disk), oldest first."""
         return checkpoint.list_names(self.root)
@@ -103,6 +109,10 @@ class Store(abc.ABC):
     def problem(self) -> str | None:
         """Why checkpoints are not becoming durable right now (e.g. a failing push), for the run's status; ``None``: all well."""
         return None
+
+    def notes(self) -> list[str]:
+        """Limits this store applied that a person should know of (for the session's summary)."""
+        return []
 
     def write_status(self, status: dict[str, Any]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

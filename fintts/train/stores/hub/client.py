@@ -13,8 +13,11 @@ passed a request is not sent at all (:class:`~.errors.HubDeadline`). ``huggingfa
 offers no per-call timeout for these requests, so the bound is put on its shared HTTP client
 as a request hook that reads it from a context variable: it applies only inside a
 :class:`HubClient` call and leaves every other user of that client (model downloads) alone.
-Requests made on worker threads that ``huggingface_hub`` starts itself (large LFS uploads)
-do not see the bound; the trainer's own waits are bounded by the clock whatever they do.
+Requests made on worker threads that ``huggingface_hub`` starts itself (several LFS files
+at once) and ``hf_xet``'s own transfers do not see that bound, and a slow upload that keeps
+trickling never trips a per-request one: :meth:`HubClient.upload` therefore sends a
+commit's large files *before* the commit, on a thread of its own, and gives up on them
+after an overall deadline (:class:`~.errors.HubUnavailable`, retried like any outage).
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ import os
 import random
 import shutil
 import tempfile
+import threading
 import time
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
-from huggingface_hub import HfApi
+from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import RemoteEntryNotFoundError
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
@@ -229,6 +233,38 @@ class HubClient:
                 os.replace(staging / path, dest / path)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+    def upload(self, operations: list[Any], seconds: float) -> None:
+        """Upload the large files (LFS or xet) among ``operations`` ahead of their commit, within ``seconds`` overall.
+
+        Runs on a daemon thread that is left behind when the time is up (its next request is
+        then refused): the caller gets :class:`HubUnavailable` and retries later, the commit
+        is not made, and nothing on the Hub changed but unreferenced storage.
+        """
+        end = time.time() + max(0.0, seconds)
+        end = end if self.deadline is None else min(end, self.deadline)
+        additions = [op for op in operations if isinstance(op, CommitOperationAdd)]
+        outcome: list[BaseException | None] = []
+
+        def send() -> None:
+            _install_bound_hook()
+            _REQUEST_BOUND.set((self.timeout, end))  # this thread's own context: its requests stop at the end too
+            try:
+                self.api.preupload_lfs_files(self.repo_id, additions=additions, num_threads=2)
+                outcome.append(None)
+            except BaseException as err:  # handed to the caller's thread
+                outcome.append(err)
+
+        worker = threading.Thread(target=send, name=f"hub-upload-{self.repo_id}", daemon=True)
+        worker.start()
+        worker.join(max(0.0, end - time.time()))
+        if not outcome:
+            raise HubUnavailable(
+                f"the upload of {len(additions)} file(s) did not finish within {seconds:.0f} s (its overall deadline"
+                f"{', the session end' if self.deadline is not None and end == self.deadline else ''}); it is tried again"
+            )
+        if outcome[0] is not None:
+            raise outcome[0]
 
     def commit(self, operations: list[Any], message: str, parent: str) -> Any:
         return self._bounded(

@@ -17,7 +17,10 @@ not say, the lease counts as fresh. ``heartbeat_unix`` stays in the file, for pe
 
 **Slow pushes.** No heartbeat can land while a full push is committing, so the holder
 writes a ``timeout`` of at least :data:`LONG_PUSH_FACTOR` times its longest recent push:
-a live session is not taken over in the middle of a slow upload.
+a live session is not taken over in the middle of a slow upload. That timeout has a
+ceiling, :data:`MAX_LEASE_SHARE` of the session (:data:`MAX_LEASE_TIMEOUT` without a
+session limit): after one stalled push, a dead session's lease must not block the next
+sessions for hours. Uploads are bounded too (see :mod:`.store`), so a bounded one fits in it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ from typing import Any
 LEASE = "lease.json"
 #: A lease's timeout is at least this many times the holder's longest recent push.
 LONG_PUSH_FACTOR = 3.0
+#: ... but at most this share of the session it is written in,
+MAX_LEASE_SHARE = 0.25
+#: or this many seconds for a session without a limit.
+MAX_LEASE_TIMEOUT = 3 * 3600.0
 
 
 @dataclasses.dataclass(frozen=True)

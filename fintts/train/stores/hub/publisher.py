@@ -5,7 +5,8 @@ checkpoint of the session, then at most every ``push_every`` seconds, and always
 ``final=True``; publishes in between are skipped (the trainer keeps them locally, and the
 next due push takes the state of that moment). When nothing was committed for
 ``heartbeat_every`` seconds and heartbeats are on (the store holds the lease), a small
-heartbeat commit is made instead.
+heartbeat commit is made, on a thread of its own: a push that is uploading never keeps
+the lease from being refreshed (the store holds its commit lock only for commits).
 
 **Catch-up, newest first.** While a due push fails with a transient error, the worker retries
 with capped exponential backoff plus jitter, honouring ``Retry-After``; training goes on.
@@ -77,6 +78,8 @@ class Publisher:
         self.push_every, self.heartbeat_every, self.backoff, self.label = push_every, heartbeat_every, backoff, label
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._beat_thread: threading.Thread | None = None
+        self._beat_retry_at = 0.0
         self._stopping = False
         self._heartbeats = False
         self._target: Target | None = None  # the newest checkpoint due for a full push
@@ -140,7 +143,10 @@ class Publisher:
             self._heartbeats = on
             if on:
                 self._last_commit = time.monotonic()
-                self._ensure_thread()
+                if self._beat_thread is None or not self._beat_thread.is_alive():
+                    self._stopping = False
+                    self._beat_thread = threading.Thread(target=self._beat, name=f"hub-heartbeat-{self.label}", daemon=True)
+                    self._beat_thread.start()
             self._cond.notify_all()
 
     def committed(self) -> None:
@@ -162,9 +168,10 @@ class Publisher:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout=max(0.0, timeout))
+            threads = [t for t in (self._thread, self._beat_thread) if t is not None]
+        end = time.monotonic() + max(0.0, timeout)
+        for thread in threads:
+            thread.join(timeout=max(0.0, end - time.monotonic()))
 
     # -- the worker ----------------------------------------------------------------------
 
@@ -184,16 +191,11 @@ class Publisher:
                     job = self._next_job()
                 if self._stopping:
                     return
-                if isinstance(job, Target):
-                    self._inflight = job
+                self._inflight = job
             try:
-                if isinstance(job, Target):
-                    self._push(job)
-                    self.landed(job)
-                    self._after_push()
-                else:
-                    self._heartbeat()
-                    self.committed()
+                self._push(job)
+                self.landed(job)
+                self._after_push()
             except Exception as err:
                 failure = self._classify(err)
                 failures += 1
@@ -208,16 +210,51 @@ class Publisher:
             finally:
                 with self._cond:
                     self._inflight = None
-                    if isinstance(job, Target) and job is not self._target:
+                    if job is not self._target:
                         job.discard()  # pushed, or replaced by a newer target
                     self._cond.notify_all()
+
+    def _beat(self) -> None:
+        """The heartbeat thread: a small commit whenever nothing was committed for ``heartbeat_every`` seconds."""
+        failures = 0
+        while True:
+            with self._cond:
+                while not self._stopping and not self._beat_due():
+                    self._cond.wait(self._beat_sleep())
+                if self._stopping:
+                    return
+            try:
+                self._heartbeat()
+                self.committed()
+            except Exception as err:
+                failures += 1
+                failure = self._classify(err)
+                with self._cond:
+                    self._failed("heartbeat", failure, failures)
+            else:
+                failures = 0
+                with self._cond:
+                    self._beat_retry_at = 0.0
+
+    def _beat_due(self) -> bool:
+        now = time.monotonic()
+        return (
+            self._heartbeats and self.fatal is None and now >= self._beat_retry_at
+            and now - self._last_commit >= self.heartbeat_every
+        )
+
+    def _beat_sleep(self) -> float | None:
+        if not self._heartbeats or self.fatal is not None:
+            return None
+        now = time.monotonic()
+        return max(0.01, self._beat_retry_at - now, self._last_commit + self.heartbeat_every - now)
 
     def _failed(self, job: Target | str, failure: HubError, failures: int) -> None:
         """Account for a failed push or heartbeat (under the lock): retry later, and say so where a person looks."""
         what = "push" if isinstance(job, Target) else "heartbeat"
         if isinstance(failure, HubDeadline):  # the session is ending: keep the reason the push had not landed before
             self.last_error = self.last_error or f"{what} not sent: {failure}"
-            self._retry_at = time.monotonic() + 3600.0
+            self._retry_later(job, time.monotonic() + 3600.0)
             return
         self.last_error = f"{what} failed: {failure}"
         if isinstance(failure, LeaseLost):
@@ -242,23 +279,20 @@ class Publisher:
             )
         if loud:
             self._warned_at = now
-        self._retry_at = now + delay
+        self._retry_later(job, now + delay)
 
-    def _next_job(self) -> Target | str | None:
-        now = time.monotonic()
-        if self.fatal is not None or now < self._retry_at:
+    def _retry_later(self, job: Target | str, at: float) -> None:
+        """A failed heartbeat delays the next heartbeat only; a failed push, the next push."""
+        if isinstance(job, Target):
+            self._retry_at = at
+        else:
+            self._beat_retry_at = at
+
+    def _next_job(self) -> Target | None:
+        if self.fatal is not None or time.monotonic() < self._retry_at:
             return None
-        if self._target is not None:
-            return self._target
-        if self._heartbeats and now - self._last_commit >= self.heartbeat_every:
-            return "heartbeat"
-        return None
+        return self._target
 
     def _sleep_for(self) -> float | None:
         now = time.monotonic()
-        wakes = []
-        if self._retry_at > now:
-            wakes.append(self._retry_at - now)
-        if self._heartbeats and self.fatal is None:
-            wakes.append(self._last_commit + self.heartbeat_every - now)
-        return max(0.01, min(wakes)) if wakes else None
+        return max(0.01, self._retry_at - now) if self._retry_at > now else None

@@ -23,8 +23,21 @@ each push (``permanently_delete_lfs_files``, which rewrites history), so deleted
 stop counting towards the repo's storage. :meth:`HubStore.describe` reports the repo size and
 a warning is logged when the next push would cross ``storage_cap_gb``.
 
+**Where the newest checkpoint is.** Every ``status.json`` this store commits carries a
+``saved`` block: the Hub's ``latest`` after that commit (``hub``), the newest checkpoint on
+the writer's disk (``local``, with ``host`` and ``folder``) and ``local_only`` when the
+disk's is newer. A status whose ``step`` is past ``saved.hub`` so never claims more than the
+Hub holds. A failing session calls :meth:`HubStore.secure_newest` to push its newest
+verified checkpoint in the time it has left.
+
 **Lease.** See :mod:`fintts.train.stores.hub.lease`. A session whose lease was taken stops
 pushing and says so in :meth:`HubStore.pending`.
+
+**Uploads never hold the repo.** A full push first uploads the checkpoint's large files
+(LFS or xet, outside any lock) within ``upload_timeout`` seconds overall, then makes its
+commit, which then carries only small files; the commit lock is held for that commit
+alone. Heartbeats (on their own thread, see :mod:`.publisher`) so keep the lease fresh
+while a checkpoint uploads, and a stalled upload is given up and retried, not waited on.
 
 **Bounded by the session.** :meth:`HubStore.set_deadline` gives every request and retry of
 this store the session's end as a deadline (see :mod:`.client`); :meth:`HubStore.release`
@@ -35,8 +48,15 @@ limit: the checkpoint then stays on this disk and :meth:`HubStore.pending` says 
 lists; symbolic links in ``model/``, ``samples/`` or ``tb/`` are skipped with a warning, never
 followed (a link could point at a token).
 
+**One run per folder.** ``root`` mirrors one repo: :meth:`HubStore.acquire` records it in
+``root/.hub/repo.json`` the first time and refuses another repo later, naming both (a
+second voice trained into the first one's folder would resume, and push, the first one's
+checkpoints). It also takes the folder's session lock, as a
+:class:`~fintts.train.stores.local.LocalStore` does, before the Hub's lease: two processes
+on one machine never share a folder, ``--force`` or not.
+
 The local folder ``root/.hub/`` is this store's own (snapshots waiting for upload,
-downloads in progress); nothing in it is pushed.
+downloads in progress, the repo it mirrors); nothing in it is pushed.
 """
 
 from __future__ import annotations
@@ -58,13 +78,16 @@ from fintts.train.platform import host_name
 from fintts.train.stores.base import MODEL_DIR, STATUS, LeaseConflict, Store, StoreError, repo_id_problem
 from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.errors import HubRepoError, HubUnavailable, LeaseLost
-from fintts.train.stores.hub.lease import LEASE, LONG_PUSH_FACTOR, Lease, duration, iso
+from fintts.train.stores.hub.lease import LEASE, LONG_PUSH_FACTOR, MAX_LEASE_SHARE, MAX_LEASE_TIMEOUT, Lease, duration, iso
 from fintts.train.stores.hub.publisher import Publisher, Target
+from fintts.train.stores.local import LocalStore
 
 log = logging.getLogger(__name__)
 
 PUSHES = "pushes.json"
 LOCAL_DIR = ".hub"
+#: In ``LOCAL_DIR``: the repo this folder mirrors.
+BINDING = "repo.json"
 #: Pushed with every full push. ``model/`` is mirrored (files gone locally are deleted on
 #: the Hub); ``samples/`` and ``tb/`` only gain files, because a session on a fresh disk
 #: has only its own and must not delete the earlier sessions'.
@@ -74,6 +97,8 @@ EXTRA_FILES = (LOSS_PLOT, STATUS, CARD)
 RECENT_PUSHES = 10
 #: How long release() waits at most for an upload still holding the repo before leaving the lease to expire.
 RELEASE_WAIT = 30.0
+#: How long a failing session without a time limit waits at most for its newest checkpoint's push.
+SECURE_WAIT = 600.0
 
 
 class HubStore(Store):
@@ -87,7 +112,8 @@ class HubStore(Store):
     ``storage_cap_gb``: warn before the repo outgrows this. ``host``: how the lease names
     this machine (default: :func:`~fintts.train.platform.host_name`). ``backoff``: retry waits.
     ``sync_attempts``: tries of the calls that block the caller (acquire, resume, release).
-    ``request_timeout``: seconds any one HTTP request may take.
+    ``request_timeout``: seconds any one HTTP request may take. ``upload_timeout``: seconds one
+    push's upload of its large files may take overall (never past the session's end).
     """
 
     def __init__(
@@ -105,6 +131,7 @@ class HubStore(Store):
         backoff: Backoff = Backoff(),
         sync_attempts: int = 5,
         request_timeout: float = 60.0,
+        upload_timeout: float = 1800.0,
     ):
         problem = repo_id_problem(repo_id)
         if problem:
@@ -119,7 +146,9 @@ class HubStore(Store):
         self.host = host or host_name()
         self.backoff = backoff
         self.sync_attempts = max(1, sync_attempts)
+        self.upload_timeout = upload_timeout
         self._client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout)
+        self._folder_lock = LocalStore(self.root)  # the same one-process-per-folder lock as a local run's
         self._publisher = Publisher(
             push=self._push_full, heartbeat=self._push_heartbeat, after_push=self._tidy_storage,
             classify=self._client.failure, push_every=push_every, heartbeat_every=lease_timeout / 3,
@@ -129,6 +158,9 @@ class HubStore(Store):
         self._commit_lock = threading.Lock()
         self._head: str | None = None
         self._lease: Lease | None = None  # ours, while we hold the run
+        self._session_seconds: float | None = None  # the session's length as set_deadline saw it
+        self._hub_latest: str | None = None  # what the Hub's latest names, once _hub_latest_known
+        self._hub_latest_known = False
         self._repo_ready = False
         self._lock = threading.Lock()  # guards the fields below, shared with the publisher's thread
         self._on_hub: set[str] = set()
@@ -149,6 +181,7 @@ class HubStore(Store):
 
     def set_deadline(self, deadline: float | None) -> None:
         self._client.deadline = deadline
+        self._session_seconds = None if deadline is None else max(0.0, deadline - time.time())
 
     def problem(self) -> str | None:
         return self._publisher.fatal or self._publisher.last_error
@@ -156,7 +189,33 @@ class HubStore(Store):
     # -- lease ----------------------------------------------------------------------------
 
     def acquire(self, session_id: str, *, force: bool = False) -> None:
-        """Create the repo if needed and commit this session's lease, or raise :class:`LeaseConflict`."""
+        """Lock the local folder, check it mirrors this repo, create the repo if needed and commit this session's
+        lease; or raise :class:`StoreError` (another repo's folder) or :class:`LeaseConflict`."""
+        self._folder_lock.acquire(session_id)  # --force takes a dead session's lease, never a running process's folder
+        try:
+            self._bind()
+            self._take_lease(session_id, force)
+        except BaseException:
+            self._folder_lock.release()
+            raise
+
+    def _bind(self) -> None:
+        """Record that ``root`` mirrors this repo, or refuse a folder that mirrors another."""
+        record = self.root / LOCAL_DIR / BINDING
+        data = _read_json(record, {})
+        bound = data.get("repo") if isinstance(data, dict) else None
+        if bound and bound != self.repo_id:
+            name = self.repo_id.rpartition("/")[2]
+            raise StoreError(
+                f"{self.root} mirrors the Hub repo {bound}, not {self.repo_id}: one local folder keeps one run, and this "
+                f"one would resume (and push) {bound}'s checkpoints. Train {self.repo_id} in its own folder: leave out "
+                f"--store (the default is runs/{name}) or give a new one; to continue {bound}, use --hub-repo {bound}."
+            )
+        if not bound:
+            record.parent.mkdir(parents=True, exist_ok=True)
+            ckpt.write_atomic(record, json.dumps({"repo": self.repo_id}, indent=1).encode())
+
+    def _take_lease(self, session_id: str, force: bool) -> None:
         self._retrying("create the Hub repo", lambda: self._client.ensure_repo(self.private))
         self._repo_ready = True
         outbox = self.root / LOCAL_DIR / "outbox"
@@ -193,6 +252,12 @@ class HubStore(Store):
         An upload still holding the repo is waited for at most :data:`RELEASE_WAIT` (and
         ``timeout``); then the lease is left to expire, which the warning says.
         """
+        try:
+            self._release_lease(timeout)
+        finally:
+            self._folder_lock.release()
+
+    def _release_lease(self, timeout: float | None) -> None:
         if self._lease is None:
             return
         self._publisher.heartbeats(False)
@@ -207,7 +272,7 @@ class HubStore(Store):
         try:
             def commit() -> None:
                 head = self._check_lease(self._client.head())
-                operations = [CommitOperationDelete(LEASE)] + self._small_files(with_lease=False)
+                operations = [CommitOperationDelete(LEASE)] + self._small_files(head, with_lease=False)
                 info = self._client.commit(operations, f"release: session {self._lease.session} ended", parent=head)
                 self._head = info.oid
 
@@ -222,9 +287,28 @@ class HubStore(Store):
         """The lease's timeout: ``lease_timeout``, longer when this run's pushes are slow.
 
         No heartbeat can land while a full push is committing, so a lease must outlast the
-        longest push or a live session would look dead to others during a slow upload.
+        longest push or a live session would look dead to others during a slow upload; but
+        never more than the ceiling (a share of the session, see :mod:`.lease`), which
+        :meth:`notes` reports when it cuts.
         """
+        return max(self.lease_timeout, min(self._wanted_lease_timeout(), self._lease_ceiling()))
+
+    def _wanted_lease_timeout(self) -> float:
         return max([self.lease_timeout] + [LONG_PUSH_FACTOR * s for s in self.transfer_seconds()])
+
+    def _lease_ceiling(self) -> float:
+        return MAX_LEASE_TIMEOUT if self._session_seconds is None else MAX_LEASE_SHARE * self._session_seconds
+
+    def notes(self) -> list[str]:
+        """The lease's ceiling, when it cut the timeout this run's slow pushes asked for."""
+        wanted, used = self._wanted_lease_timeout(), self._lease_timeout()
+        if wanted <= used:
+            return []
+        return [
+            f"the lease on {self.url} times out after {duration(used)} (at most {MAX_LEASE_SHARE:.0%} of the session), "
+            f"not {LONG_PUSH_FACTOR:g} × this run's slowest recent push ({duration(wanted)}): if this session dies, the next "
+            f"one may take the run over {duration(used)} after its last commit"
+        ]
 
     def _check_lease(self, head: str) -> str:
         """``head``, after making sure the lease is still ours if the branch moved since we last looked."""
@@ -245,7 +329,8 @@ class HubStore(Store):
         """The newest complete checkpoint, downloading it from the Hub when the Hub's is newer than the local one.
 
         Downloads only ``latest``'s folder (falling back to older checkpoints on the Hub
-        when one fails its manifest), ``status.json`` and ``pushes.json``.
+        when one fails its manifest), ``status.json`` and ``pushes.json``, and ``model/`` when
+        this disk has an older one (see :meth:`_fetch_model`).
         """
         local = ckpt.latest_complete(self.root, log)
         try:
@@ -262,6 +347,8 @@ class HubStore(Store):
         names = checkpoint_names(files)
         with self._lock:
             self._on_hub = set(names)
+            self._hub_latest = pointed if ckpt.is_checkpoint_name(pointed) and pointed in names else None
+            self._hub_latest_known = True
         candidates = ckpt.resume_order(names, pointed or None)
         if local is not None and (not candidates or ckpt.step_of(local.name) >= ckpt.step_of(candidates[0])):
             return local
@@ -270,6 +357,7 @@ class HubStore(Store):
                 break
             folder = self._fetch_checkpoint(name, head, files, log)
             if folder is not None:
+                self._fetch_model(head, files, log)
                 for extra in (STATUS, PUSHES):
                     if extra in files:
                         self._retrying(f"download {extra}", lambda extra=extra: self._client.download([extra], head, self.root))
@@ -282,6 +370,36 @@ class HubStore(Store):
                 "Inspect the repo, or start a new run in another repo."
             )
         return local
+
+    def _fetch_model(self, head: str, files: dict[str, Any], log: Callable[[str], None]) -> None:
+        """Replace a local ``model/`` with the Hub's: it belongs to an older checkpoint than the one just fetched.
+
+        ``model/`` on the Hub only moves forward: a local one left from an earlier session on
+        this disk would otherwise be mirrored over the Hub's newer one at the next push. When
+        the download fails, the local one is still removed (the Hub's stays as it is). A disk
+        without one (a fresh Kaggle session) downloads nothing: its pushes leave the Hub's
+        ``model/`` alone until the trainer exports a newer one.
+        """
+        if not (self.root / MODEL_DIR).exists():
+            return
+        wanted = [p for p in files if p.startswith(MODEL_DIR + "/")]
+        incoming, stale = self.root / LOCAL_DIR / "incoming-model", self.root / LOCAL_DIR / "stale-model"
+        for leftover in (incoming, stale):
+            shutil.rmtree(leftover, ignore_errors=True)
+        try:
+            if wanted:
+                log(f"downloading {MODEL_DIR}/ from {self.url}")
+                self._retrying(f"download {MODEL_DIR}/", lambda: self._client.download(wanted, head, incoming))
+        except StoreError as err:
+            log(f"warning: {err}; the local {MODEL_DIR}/ (older than the checkpoint resumed from) is removed, the Hub's stays")
+            wanted = []
+        final = self.root / MODEL_DIR
+        if final.exists():
+            os.replace(final, stale)
+        if wanted:
+            os.replace(incoming / MODEL_DIR, final)
+        for leftover in (incoming, stale):
+            shutil.rmtree(leftover, ignore_errors=True)
 
     def _fetch_checkpoint(self, name: str, head: str, files: dict[str, Any], log: Callable[[str], None]) -> Path | None:
         prefix = f"{ckpt.CHECKPOINTS}/{name}/"
@@ -362,6 +480,26 @@ class HubStore(Store):
             ]
         )
 
+    def secure_newest(self, deadline: float | None, interrupted: Callable[[], bool] = lambda: False) -> str:
+        """Push the newest verified local checkpoint if the Hub's ``latest`` is older, waiting until ``deadline``
+        (``None``: at most :data:`SECURE_WAIT`) or ``interrupted()``; say which step is safe where."""
+        newest = ckpt.latest_complete(self.root, lambda message: log.warning("%s", message))
+        with self._lock:
+            hub = self._hub_latest
+        if newest is None:
+            return f"no complete checkpoint in {self.root}; the newest on {self.url} is {hub or 'none'}"
+        if hub is not None and ckpt.step_of(hub) >= ckpt.step_of(newest.name):
+            return f"{hub} is the newest checkpoint, and it is on {self.url}"
+        if self._publisher.fatal is None:
+            if newest.name not in self._publisher.busy():
+                self.publish(newest.name, final=True)  # (a verified checkpoint: publish has nothing to refuse)
+            log.warning("%s: pushing %s, the newest checkpoint, before this failed session ends (Ctrl-C stops waiting)",
+                        self.url, newest.name)
+            wait = SECURE_WAIT if deadline is None else deadline - time.time()
+            if self.wait(timeout=max(0.0, wait), interrupted=interrupted):
+                return f"{newest.name} is on {self.url} (pushed after the failure)"
+        return self.pending() or f"{newest.name} is only on this disk: {newest}"
+
     def prune(self, keep_last: int, protect: Iterable[str] = ()) -> list[str]:
         """Delete local checkpoints beyond the newest ``keep_last`` and ``protect``, never one being pushed.
 
@@ -426,19 +564,24 @@ class HubStore(Store):
             log.error("%s: %s disappeared from %s before its push; skipping it", self.url, target.name, self.root)
             return
         started = time.monotonic()
+        if not self._repo_ready:
+            self._client.ensure_repo(self.private)
+            self._repo_ready = True
         with self._commit_lock:
-            if not self._repo_ready:
-                self._client.ensure_repo(self.private)
-                self._repo_ready = True
             head = self._check_lease(self._client.head())
-            files = self._client.files(head)
-            on_hub = checkpoint_names(files)
-            operations, size, deleted, added = self._full_operations(target, files, on_hub)
+        files = self._client.files(head)
+        on_hub = checkpoint_names(files)
+        operations, size, deleted, added = self._full_operations(target, files, on_hub)
+        self._client.upload(operations, self.upload_timeout)  # the bulk of the push, holding no lock
+        with self._commit_lock:
+            # only this session commits while it holds the lease (its heartbeats meanwhile touch no checkpoint)
+            head = self._check_lease(self._client.head())
             info = self._client.commit(operations, f"{target.name}" + (" (end of session)" if target.final else ""), parent=head)
             self._head = info.oid
         seconds = time.monotonic() - started
         with self._lock:
             self._on_hub = (on_hub - deleted) | added
+            self._hub_latest, self._hub_latest_known = target.name, True
             self._last_commit_url = info.commit_url
             self._last_push_bytes = size
             record = {"checkpoint": target.name, "seconds": round(seconds, 3), "bytes": size, "at": iso(time.time())}
@@ -465,13 +608,19 @@ class HubStore(Store):
         size = 0
         for name in sorted(added, key=ckpt.step_of):
             folder = self.root / ckpt.CHECKPOINTS / name
-            for rel in sorted([*ckpt.read_manifest(folder), ckpt.MANIFEST]):  # what the manifest vouches for, nothing else
-                additions.append(CommitOperationAdd(f"{ckpt.CHECKPOINTS}/{name}/{rel}", folder / rel))
+            prefix = f"{ckpt.CHECKPOINTS}/{name}/"
+            rels = sorted([*ckpt.read_manifest(folder), ckpt.MANIFEST])  # what the manifest vouches for, nothing else
+            # a checkpoint pushed again (saved again at the same step) replaces its folder: files it no longer has go
+            deletions += [CommitOperationDelete(p) for p in sorted(files) if p.startswith(prefix) and p[len(prefix):] not in rels]
+            for rel in rels:
+                additions.append(CommitOperationAdd(prefix + rel, folder / rel))
                 size += (folder / rel).stat().st_size
         snapshot_files = _extra_files(target.snapshot)
         for rel in snapshot_files:
-            additions.append(CommitOperationAdd(rel, target.snapshot / rel))
-            size += (target.snapshot / rel).stat().st_size
+            source = target.snapshot / rel
+            content = self._status_for_hub(source.read_bytes(), target.name, target.name) if rel == STATUS else source
+            additions.append(CommitOperationAdd(rel, content))
+            size += source.stat().st_size
         for mirrored in MIRRORED_DIRS:
             ours = {rel for rel in snapshot_files if rel.startswith(mirrored + "/")}
             if ours:
@@ -482,13 +631,41 @@ class HubStore(Store):
     def _push_heartbeat(self) -> None:
         with self._commit_lock:
             head = self._check_lease(self._client.head())
-            info = self._client.commit(self._small_files(with_lease=True), "heartbeat", parent=head)
+            info = self._client.commit(self._small_files(head, with_lease=True), "heartbeat", parent=head)
             self._head = info.oid
 
-    def _small_files(self, *, with_lease: bool) -> list[Any]:
-        """``status.json`` and the card as they are now, with ``pushes.json`` (and the refreshed lease)."""
-        operations = [CommitOperationAdd(name, (self.root / name).read_bytes()) for name in (STATUS, CARD) if (self.root / name).is_file()]
+    def _small_files(self, head: str, *, with_lease: bool) -> list[Any]:
+        """``status.json`` (saying where the newest checkpoint is) and the card as they are now, with ``pushes.json``
+        (and the refreshed lease), for a commit on ``head``."""
+        operations = []
+        if (self.root / STATUS).is_file():
+            if not self._hub_latest_known:
+                name = (self._client.read(ckpt.LATEST, head) or b"").decode(errors="replace").strip()
+                self._hub_latest, self._hub_latest_known = (name if ckpt.is_checkpoint_name(name) else None), True
+            local = ckpt.read_latest(self.root)
+            operations.append(CommitOperationAdd(STATUS, self._status_for_hub((self.root / STATUS).read_bytes(), self._hub_latest, local)))
+        if (self.root / CARD).is_file():
+            operations.append(CommitOperationAdd(CARD, (self.root / CARD).read_bytes()))
         return operations + self._bookkeeping(with_lease=with_lease)
+
+    def _status_for_hub(self, data: bytes, hub: str | None, local: str | None) -> bytes:
+        """``status.json`` with its ``saved`` block: which checkpoint the Hub holds, which only this disk (see the module)."""
+        try:
+            status = json.loads(data)
+        except ValueError:
+            return data
+        if not isinstance(status, dict):
+            return data
+        local = local if ckpt.is_checkpoint_name(local) else None
+        local_only = local is not None and (hub is None or ckpt.step_of(local) > ckpt.step_of(hub))
+        saved: dict[str, Any] = {"hub": hub, "local": local, "local_only": local_only, "host": self.host, "folder": str(self.root)}
+        step = status.get("step")
+        if local_only or (isinstance(step, int) and step > (-1 if hub is None else ckpt.step_of(hub))):
+            saved["note"] = (
+                f"step {step} was reached; the newest checkpoint on the Hub is {hub or 'none yet'}"
+                + (f"; {local} is only on {self.host} in {self.root}" if local_only else "")
+            )
+        return json.dumps({**status, "saved": saved}, indent=1, sort_keys=True).encode()
 
     def _bookkeeping(self, *, with_lease: bool) -> list[Any]:
         with self._lock:
