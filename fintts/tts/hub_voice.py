@@ -15,21 +15,17 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from fintts.tts.voice import ONNX_FILE, VoiceError, _installed, is_vits_voice
+from huggingface_hub import HfApi, snapshot_download
+from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+from fintts.tts.voice_format import ONNX_FILE, VOICE_DIR, VoiceError, installed, is_vits_voice
 
 log = logging.getLogger(__name__)
-
-#: The voice's folder in a run (the trainer's ``MODEL_DIR``, named again here because
-#: importing the trainer would import torch).
-VOICE_DIR = "model"
 
 
 def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint: str | None = None,
                    token: str | None = None) -> Path:
     """``model/`` of the Hub run ``repo_id``: into ``out_dir``, or the Hugging Face cache; returns that folder."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
-
     try:
         root = snapshot_download(repo_id, allow_patterns=[f"{VOICE_DIR}/*"], local_dir=out_dir, endpoint=endpoint,
                                  token=token, library_name="fintts")
@@ -59,8 +55,8 @@ def pull_voice(repo_id: str, out_dir: str | Path, *, onnx: bool = True, endpoint
     """
     folder = download_voice(repo_id, out_dir, endpoint=endpoint, token=token)
     if onnx and is_vits_voice(folder) and not (folder / ONNX_FILE).is_file():
-        if _installed("torch") and _installed("onnx"):
-            from fintts.tts.vits.export import export_folder
+        if installed("torch") and installed("onnx"):
+            from fintts.tts.vits.export import export_folder  # needs torch, which the base install leaves out
 
             export_folder(folder)
         else:
@@ -71,9 +67,6 @@ def pull_voice(repo_id: str, out_dir: str | Path, *, onnx: bool = True, endpoint
 
 def is_public(repo_id: str, *, endpoint: str | None = None) -> bool:
     """Whether ``repo_id`` can be read without a token (so a notebook need not ask for one)."""
-    from huggingface_hub import HfApi
-    from huggingface_hub.errors import HfHubHTTPError
-
     try:
         HfApi(endpoint=endpoint, token=False).model_info(repo_id)
     except HfHubHTTPError as err:  # RepositoryNotFoundError and GatedRepoError are ones too

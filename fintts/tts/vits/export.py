@@ -37,7 +37,7 @@ from transformers import VitsModel
 from fintts.tts.onnx_backend import INPUTS, OUTPUTS
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.inference import VitsSynthesizer, fold_weight_norm
-from fintts.tts.voice import FRAMES_PER_TOKEN, ONNX_FILE, ONNX_INT8_FILE, SPEAKERS_FILE
+from fintts.tts.voice_format import FRAMES_PER_TOKEN, ONNX_FILE, ONNX_INT8_FILE, SPEAKERS_FILE
 
 #: Sentences whose activations set the int8 ranges: statements, a question, an
 #: exclamation, numbers and a date, long and short.

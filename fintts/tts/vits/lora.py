@@ -47,7 +47,7 @@ from transformers import VitsModel
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.export import save_voice
 from fintts.tts.vits.inference import fold_weight_norm
-from fintts.tts.voice import ADAPTERS_DIR, SPEAKERS_FILE, VoiceError
+from fintts.tts.voice_format import ADAPTERS_DIR, SPEAKERS_FILE, VoiceError
 
 DEFAULT_TARGETS = (
     r"text_encoder\.encoder\.layers\.\d+\.attention\.(q_proj|k_proj|v_proj|out_proj)",

@@ -53,7 +53,7 @@ from fintts.tts.vits.export import save_voice
 from fintts.tts.vits.generator import (
     CHECKPOINTABLE_BLOCKS, VitsTrainingForward, check_blocks, discriminator_loss_terms, generator_loss_terms,
 )
-from fintts.tts.vits.inference import TorchBackend
+from fintts.tts.vits.torch_backend import TorchBackend
 from fintts.tts.vits.init import build_generator
 from fintts.tts.vits.lora import (
     ADAPTERS_DIR, LoraSettings, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model,

@@ -15,6 +15,14 @@ from fintts.train.stores.base import LeaseConflict, StoreError
 
 _RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
 _NETWORK_MODULES = {"httpx", "httpx2", "httpcore", "requests", "urllib3"}
+_REDACTED = "<token>"
+
+
+def scrub(text: str, token: str | None) -> str:
+    """``text`` with every occurrence of ``token`` replaced, for messages built from client errors."""
+    if token:
+        text = text.replace(token, _REDACTED)
+    return text
 
 
 class HubError(StoreError):
@@ -73,8 +81,6 @@ class LeaseLost(HubError, LeaseConflict):
 
 def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: str) -> HubError:
     """Turn a client error into a :class:`HubError` whose message has no token and says what to do."""
-    from fintts.train.stores.hub.auth import scrub
-
     if isinstance(err, HubError):
         return err
     if isinstance(err, StoreError):
