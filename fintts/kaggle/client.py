@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import io
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from fintts.train.stores.base import StoreError
+from fintts.errors import StoreError
 
 _T = TypeVar("_T")
 

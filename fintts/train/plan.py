@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from fintts.train.config import ConfigError, RunConfig, TrainConfig, parse_duration
 
@@ -115,7 +116,7 @@ def estimate(steps: int, costs: SessionCosts, assumptions: Assumptions, limit: f
     else:
         capacity = limit - fixed - costs.resume.seconds - held_back
         if capacity <= 0:
-            raise ValueError(
+            raise ConfigError(
                 f"a session of {limit / HOUR:.1f} h has no time left to train after start-up and saving "
                 f"({(limit - capacity) / 60:.0f} min)"
             )
@@ -185,7 +186,7 @@ def plan_run(
     Without one only the step is known and the overheads count as zero, which the plan says.
     """
     if items < cfg.batch_size:
-        raise ValueError(f"{items} items are fewer than batch_size={cfg.batch_size}: not one optimizer step per epoch")
+        raise ConfigError(f"{items} items are fewer than batch_size={cfg.batch_size}: not one optimizer step per epoch")
     steps_per_epoch = items // cfg.batch_size
     steps = total_steps(cfg, steps_per_epoch)
     validations = steps // cfg.eval_every if cfg.eval_every else 0

@@ -26,11 +26,13 @@ import torch
 from scipy.signal import resample_poly
 from torch.nn import functional as F
 
+from fintts.errors import UsageError
+
 #: Extensions soundfile reads that corpora are expected to use.
 AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg")
 
 
-class AudioError(ValueError):
+class AudioError(UsageError):
     """An audio file that cannot be used; the message names the file and the remedy."""
 
     def __init__(self, path: Path, reason: str) -> None:

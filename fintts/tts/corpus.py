@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from fintts.errors import UsageError
 from fintts.tts.audio import AUDIO_EXTENSIONS, AudioError, read_audio
 from fintts.tts.text import FinnishText
 
@@ -55,7 +56,7 @@ TRANSCRIPT_EXTENSIONS = (".lab", ".txt")
 METADATA = "metadata.csv"
 
 
-class CorpusError(ValueError):
+class CorpusError(UsageError):
     """The folder is not a corpus fintts can read; the message says what was looked for."""
 
 

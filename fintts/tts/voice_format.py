@@ -2,7 +2,7 @@
 
 The loader (:mod:`fintts.tts.voice`), the Hub download (:mod:`fintts.tts.hub_voice`), the two
 backends and the exporters all read or write the same folder; its file names live here, in a
-module that imports nothing of fintts, so that none of them has to import another to learn them.
+module that imports nothing of fintts but its errors, so that none of them has to import another to learn them.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+
+from fintts.errors import UsageError
 
 #: The voice's folder in a run: the trainer's ``MODEL_DIR`` (:mod:`fintts.train.stores.base`), named
 #: again because the laptop voice imports nothing of the trainer (tests/test_voice.py checks it).
@@ -27,7 +29,7 @@ BACKENDS = ("onnx", "torch")
 FRAMES_PER_TOKEN = 6
 
 
-class VoiceError(ValueError):
+class VoiceError(UsageError):
     """A voice that cannot be loaded or used as asked; the message says what to do."""
 
 

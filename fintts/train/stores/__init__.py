@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fintts.train.stores.base import LeaseConflict, Store, StoreError
+from fintts.errors import LeaseConflict, StoreError
+from fintts.train.stores.base import Store
 from fintts.train.stores.local import LocalStore
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ def open_store(local_dir: str | Path, *, hub_repo: str = "", **hub_options: Any)
     return LocalStore(local_dir)
 
 
-def store_for(cfg: "TrainConfig") -> Store:
+def store_for(cfg: TrainConfig) -> Store:
     """The store a run's config describes."""
     from fintts.train.config import parse_duration
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RemoteEntryNotFoundError, RepositoryNotFoundError
 
-from fintts.train.stores.base import LeaseConflict, StoreError
+from fintts.errors import LeaseConflict, StoreError
 
 _RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
 _NETWORK_MODULES = {"httpx", "httpx2", "httpcore", "requests", "urllib3"}
@@ -34,7 +34,7 @@ class HubError(StoreError):
         super().__init__(message)
         self.retry_after = retry_after
 
-    def prefixed(self, context: str, advice: str = "") -> "HubError":
+    def prefixed(self, context: str, advice: str = "") -> HubError:
         """The same failure, its message saying what was being done and what to do."""
         return type(self)(f"{context}: {self}{advice}", retry_after=self.retry_after)
 
