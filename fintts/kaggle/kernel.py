@@ -30,7 +30,7 @@ from typing import Any
 from fintts.kaggle import parameters
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
 from fintts.train.config import ConfigError, parse_duration
-from fintts.train.stores.base import repo_id_problem
+from fintts.train.repo_id import repo_id_problem
 
 PROJECT = Path(__file__).resolve().parents[2]
 TEMPLATE = PROJECT / "kaggle-metadata.json"
@@ -87,7 +87,7 @@ class KernelSettings:
 
 def slug(title: str) -> str:
     """The slug Kaggle gives a kernel of this title (the ``kaggle`` client's own rule)."""
-    from slugify import slugify
+    from slugify import slugify  # python-slugify comes with kaggle ([train])
 
     return slugify(title)
 

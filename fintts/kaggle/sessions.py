@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
 from fintts.kaggle.kernel import TEMPLATE, KernelSettings, push, slug
+from fintts.train.clock import hms
 from fintts.train.stores.base import STATUS
 
 #: Kaggle's kernel states that end a session.
@@ -73,6 +74,7 @@ def kernel_state(api: Any, kernel: str) -> tuple[str, str] | None:
 
 def read_run(repo: str) -> dict[str, Any] | None:
     """The run's ``status.json`` on the Hub now (``None``: nothing trained there yet)."""
+    # the Hub store imports torch (1-2 s); only run and status read the run, push and wheels need not wait
     from fintts.train.stores.hub.client import HubClient, json_object
     from fintts.train.stores.hub.errors import HubRepoError
 
@@ -114,7 +116,7 @@ def follow(api: Any, kernel: str, session: Session, *, poll: float, out: IO[str]
             seen_running = now
         if seen_running is not None:
             session.running_seconds = now - seen_running
-        line = f"version {session.version}: {name.lower()} {_hms(now - session.started)}"
+        line = f"version {session.version}: {name.lower()} {hms(now - session.started)}"
         if live:
             out.write("\r" + line + " " * 8)
             out.flush()
@@ -214,12 +216,6 @@ def _problem(kernel_state_name: str, message: str, before: dict | None, after: d
 
 def _pull_hint(repo: str) -> str:
     return f"Pull the voice with: fintts pull {repo} --out voices/{repo.split('/')[-1]}"
-
-
-def _hms(seconds: float) -> str:
-    from fintts.train.summary import hms
-
-    return hms(seconds)
 
 
 def format_table(sessions: list[Session]) -> str:

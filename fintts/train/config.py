@@ -26,14 +26,13 @@ import importlib.metadata
 import re
 import types
 import typing
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
 
 from fintts.errors import ConfigDrift, ConfigError  # noqa: F401 (ConfigDrift: the trainer's modules import it from here)
-from fintts.train.stores.base import repo_id_problem
+from fintts.train.repo_id import repo_id_problem
 
 if TYPE_CHECKING:
     from fintts.train.task import Task
@@ -165,13 +164,13 @@ class RunConfig:
 
     train: TrainConfig
     task: Any
-    task_class: type[Task]
+    task_class: type["Task"]
     source: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self.train), **dataclasses.asdict(self.task)}
 
-    def phase(self, index: int, resolved: Mapping[str, Any] | None = None) -> RunConfig:
+    def phase(self, index: int, resolved: Mapping[str, Any] | None = None) -> "RunConfig":
         """The config phase ``index`` trains with: its settings over the run's, then what it ``resolved``.
 
         ``resolved`` are the values its task decided from the data when the phase began
@@ -182,7 +181,7 @@ class RunConfig:
             data = _merge(data, self.train.phases[index].settings)
         return split_config(_merge(data, dict(resolved or {})), source=self.source, default_name=self.train.run_name)
 
-    def with_overrides(self, overrides: list[str] | Mapping[str, Any]) -> RunConfig:
+    def with_overrides(self, overrides: list[str] | Mapping[str, Any]) -> "RunConfig":
         """A copy with ``overrides`` applied and validated as if they had been given at load time."""
         if not overrides:
             return self
@@ -408,9 +407,9 @@ def registered_tasks() -> dict[str, str]:
     return {ep.name: ep.value for ep in importlib.metadata.entry_points(group=TASK_ENTRY_POINTS)}
 
 
-def resolve_task(name: str) -> type[Task]:
+def resolve_task(name: str) -> type["Task"]:
     """A registered short name or ``package.module:Class`` → the Task subclass, with a clear error."""
-    from fintts.train.task import Task
+    from fintts.train.task import Task  # imports torch; the config is read where torch is not (the laptop, the CLI)
 
     registered = registered_tasks()
     known = ", ".join(sorted(registered)) or "none: is fintts installed (pip install -e .)?"

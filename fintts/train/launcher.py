@@ -48,9 +48,12 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+import torch
+import torch.distributed as dist
 import yaml
 
 from fintts.train.config import ConfigError, RunConfig, as_run_config
+from fintts.train.loop import Trainer
 from fintts.train.summary import SessionSummary
 
 #: Seconds the other processes get to end by themselves after one failed (they save nothing;
@@ -76,8 +79,6 @@ def visible_gpus() -> int:
     false), and the training processes are started fresh rather than forked, so nothing done in
     a notebook's process before :func:`launch` can break them.
     """
-    import torch
-
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
@@ -105,8 +106,6 @@ def launch(
     session's summary (already printed by the first process) otherwise. ``out``: where the
     first process's output goes (default ``sys.stdout``).
     """
-    from fintts.train.loop import Trainer
-
     config = as_run_config(config, overrides, settings)
     if in_launched_process():
         summary = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
@@ -241,8 +240,6 @@ def _leave_process_group() -> None:
     down ("terminate called without an active exception"), turning a clean session into a
     failed exit code. After an error the group is left as it is: the process exits anyway.
     """
-    import torch.distributed as dist
-
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
 

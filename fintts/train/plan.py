@@ -43,7 +43,7 @@ def count_items(config: RunConfig, samples: int | None = None) -> tuple[int, str
         return samples, "--samples"
     import torch  # the task's context names a device; counting never uses it
 
-    from fintts.train.task import TaskContext
+    from fintts.train.task import TaskContext  # the Task interface imports torch; a plan from --samples needs none
 
     context = TaskContext(config.train.seed, torch.device("cpu"), None, config.train.local_dir() / "cache", log=lambda _: None,
                           progress=False)

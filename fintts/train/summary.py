@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fintts.train import memory as memory_report
+from fintts.train.clock import hms
 from fintts.train.status import NOT_LOSSES
 
 REASONS = {
@@ -26,11 +27,6 @@ REASONS = {
     "out_of_memory": "the device ran out of memory (see the warning for what to change)",
     "disk_full": "the disk is full (see the warning)",
 }
-
-
-def hms(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 @dataclasses.dataclass
@@ -198,10 +194,10 @@ def loss_plot_png(history: list[dict[str, float]], evals: list[dict[str, float]]
     """Training losses (and validation metrics on a second axis) as a PNG, or ``None`` with no history."""
     if not history:
         return None
-    import matplotlib
+    import matplotlib  # slow to import (~0.5 s); only the loss plot needs it
 
     matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # after matplotlib.use: the headless backend
 
     figure = Figure(figsize=(7, 4), dpi=90)
     axis = figure.add_subplot(1, 1, 1)

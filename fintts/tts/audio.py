@@ -190,7 +190,7 @@ class Spectrogram:
 
     def _mel_bank(self, device: torch.device) -> torch.Tensor:
         if device not in self._mel_banks:
-            from transformers.audio_utils import mel_filter_bank
+            from transformers.audio_utils import mel_filter_bank  # transformers: 0.7 s to import; only mel needs it
 
             cfg = self.config
             bank = mel_filter_bank(

@@ -338,7 +338,7 @@ class FinnishText:
         split the text at every occurrence of that character (in MMS it is a real
         letter) and leave out the blanks around it.
         """
-        from transformers import VitsTokenizer
+        from transformers import VitsTokenizer  # [torch] only: the laptop's front end reads vocab.json without it
 
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -27,8 +27,8 @@ import copy
 import json
 import logging
 import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -117,7 +117,7 @@ def _feeds(vits: VitsModel, text: FinnishText, sentences: Sequence[str]) -> Iter
 
 
 def _quantize(graph: Path, out: Path, feeds: list[dict[str, np.ndarray]]) -> Path:
-    import onnx
+    import onnx  # and the quantizer: only an ONNX export needs them, not saving a voice
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     model = onnx.load(str(graph), load_external_data=False).graph

@@ -57,7 +57,8 @@ from fintts.errors import LeaseConflict, StoreError
 from fintts.train import checkpoint as ckpt
 from fintts.train.card import CARD, LOSS_PLOT
 from fintts.train.platform import host_name
-from fintts.train.stores.base import MODEL_DIR, STATUS, Store, repo_id_problem
+from fintts.train.repo_id import repo_id_problem
+from fintts.train.stores.base import MODEL_DIR, STATUS, Store
 from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.errors import HubRepoError, HubUnavailable, LeaseLost
 from fintts.train.stores.hub.lease import LEASE, LONG_PUSH_FACTOR, Lease, duration, iso
