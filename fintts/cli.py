@@ -10,6 +10,11 @@ Exit codes (stable, for scripts and notebooks):
 4   the store (or Kaggle) is unusable, or held by another session (see --force)
 130 interrupted twice with Ctrl-C, or by a signal before training began (the run is unchanged)
 ==  ==========================================================================
+
+Exit 2, 3 and 4 come from fintts's own error types (:mod:`fintts.errors`); any other
+exception is a bug and ends with its traceback. Each command imports the library modules it
+uses inside its function: the base install runs ``fintts say`` and ``fintts pull`` without
+torch, and they load nothing of the trainer.
 """
 
 from __future__ import annotations
@@ -25,9 +30,8 @@ from pathlib import Path
 from fintts.errors import ConfigDrift, ConfigError, StoreError, UsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DRIFT, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
-#: What the base install leaves out (pyproject's [torch] and [train] extras). The trainer's
-#: modules are imported by the commands that need them, never at the top: importing any of
-#: fintts.train imports torch, and `fintts say` must run without it.
+#: What the base install leaves out (pyproject's [torch] and [train] extras): a command that
+#: needs it says which extra to install instead of showing a traceback.
 TRAINING_STACK = {"torch", "transformers", "accelerate", "peft", "safetensors", "onnx", "scipy", "matplotlib", "tensorboard", "kaggle"}
 
 #: commands that take a config and ``key=value`` overrides anywhere among their options.
@@ -131,14 +135,10 @@ def cmd_status(args) -> int:
     from fintts.train.summary import format_status
 
     store = store_for(_store_settings(args))
-    status = store.read_status()
+    status = plan.run_status(store, plan.Assumptions(quota_hours=args.quota_hours))
     if status is None:
         print(f"no run in {store.url} (no status.json): nothing has been trained there yet", file=sys.stderr)
         return EXIT_STORE
-    status = {**status, "store_facts": store.describe()}
-    left = plan.estimate_from_status(status, plan.Assumptions(quota_hours=args.quota_hours))
-    if left is not None:
-        status["estimate"] = dataclasses.asdict(left[1])
     if args.json:
         print(json.dumps(status, indent=1, sort_keys=True))
         return EXIT_OK

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fintts.train.config import ConfigError, RunConfig, TrainConfig, parse_duration
+from fintts.train.stores.base import Store
 
 HOUR = 3600.0
 
@@ -236,6 +237,22 @@ def _costs_from_bench(
 
 
 # ---------------------------------------------------------------------- a run in progress: from its sessions
+
+
+def run_status(store: Store, assumptions: Assumptions) -> dict[str, Any] | None:
+    """The run as ``fintts status`` shows it (``None``: no run in ``store``).
+
+    Its ``status.json`` with the store's facts (``store_facts``) and, once its sessions have
+    measured their pace, the estimate of what is left (``estimate``).
+    """
+    status = store.read_status()
+    if status is None:
+        return None
+    status = {**status, "store_facts": store.describe()}
+    left = estimate_from_status(status, assumptions)
+    if left is not None:
+        status["estimate"] = dataclasses.asdict(left[1])
+    return status
 
 
 def estimate_from_status(status: Mapping[str, Any], assumptions: Assumptions) -> tuple[SessionCosts, Estimate] | None:
