@@ -49,9 +49,10 @@ def pull_voice(repo_id: str, out_dir: str | Path, *, onnx: bool = True, endpoint
                token: str | None = None) -> Path:
     """``fintts pull``: ``out_dir/model`` from the Hub, with ``model.onnx`` made here if the run did not ship one.
 
-    Any task's ``model/`` is pulled as it is; only a VITS voice gets ONNX. A voice exported by an older fintts (or with ``export_onnx: false``) has no ONNX
-    graph; with torch installed it is exported on this machine, without torch the voice
-    still speaks once torch is there, and the message says so.
+    Any task's ``model/`` is pulled as it is; only a VITS voice gets ONNX. A voice exported
+    by an older fintts (or with ``export_onnx: false``) has no ONNX graph; with torch
+    installed it is exported on this machine, without torch the voice still speaks once
+    torch is there, and the message says so.
     """
     folder = download_voice(repo_id, out_dir, endpoint=endpoint, token=token)
     if onnx and is_vits_voice(folder) and not (folder / ONNX_FILE).is_file():

@@ -26,8 +26,9 @@ import itertools
 import json
 import logging
 import math
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -35,7 +36,14 @@ from fintts.tts.hub_voice import download_voice
 from fintts.tts.onnx_backend import OnnxBackend
 from fintts.tts.text import FinnishText, split_sentences
 from fintts.tts.voice_format import (
-    ADAPTERS_DIR, BACKENDS, FRAMES_PER_TOKEN, ONNX_FILE, ONNX_INT8_FILE, SPEAKERS_FILE, VoiceError, installed,
+    ADAPTERS_DIR,
+    BACKENDS,
+    FRAMES_PER_TOKEN,
+    ONNX_FILE,
+    ONNX_INT8_FILE,
+    SPEAKERS_FILE,
+    VoiceError,
+    installed,
 )
 from fintts.tts.wav import WavWriter
 
@@ -140,7 +148,8 @@ class Voice:
         """Characters of ``text`` this voice cannot say (they are left out)."""
         return self.text.unknown_chars(text)
 
-    def stream(self, text: str, *, speaker: str | int | None = None, warn: Callable[[str], None] | None = log.warning) -> Iterator[np.ndarray]:
+    def stream(self, text: str, *, speaker: str | int | None = None,
+               warn: Callable[[str], None] | None = log.warning) -> Iterator[np.ndarray]:
         """Float32 audio one chunk at a time: each sentence followed by its pause.
 
         Sentences are synthesised only as the iteration asks for them, so the first
