@@ -38,13 +38,13 @@ import time
 from pathlib import Path
 
 import torch
-from stand_ins import make_corpus, make_init
 
 from fintts.train.config import load_config
 from fintts.train.stores.base import STATUS
 from fintts.train.task import TaskContext
 from fintts.tts.corpus import check_corpus
 from fintts_stand_ins import HubServer
+from stand_ins import make_corpus, make_init
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "hf_startup_benchmark"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from hub_helpers import TOKEN
 
 from fintts_stand_ins import HubServer
+from hub_helpers import TOKEN
 
 
 @pytest.fixture

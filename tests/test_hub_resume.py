@@ -7,11 +7,10 @@ import shutil
 import signal
 import time
 
-from hub_helpers import TOKEN
-from trainer_helpers import assert_bit_identical, cli, final_weights, start_cli, stop, write_config
-
 from fintts.train import checkpoint
 from fintts_stand_ins import HubServer
+from hub_helpers import TOKEN
+from trainer_helpers import assert_bit_identical, cli, final_weights, start_cli, stop, write_config
 
 REPO = "alice/finnish-voice"
 RUN = {"step_delay": 0.05, "checkpoint_every_steps": 4, "max_steps": 40, "keep_last": 2}

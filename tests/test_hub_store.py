@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
-from hub_helpers import FAST, REPO, TOKEN, export_model, latest_on_hub, make_store, save
 from huggingface_hub import HfApi, constants
 
 from fintts.train import checkpoint
 from fintts.train.stores import LeaseConflict, StoreError, open_store
 from fintts.train.stores.hub import HubAuthError, HubStore, pull, push
 from fintts_stand_ins import HubServer
+from hub_helpers import FAST, REPO, TOKEN, export_model, latest_on_hub, make_store, save
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

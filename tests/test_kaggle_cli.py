@@ -12,12 +12,12 @@ import time
 import zipfile
 
 import pytest
-from hub_helpers import TOKEN
 from huggingface_hub import HfApi
-from notebook_helpers import ROOT
 
 from fintts.kaggle.parameters import load, read_parameters
 from fintts_stand_ins.kaggle_server import KaggleServer
+from hub_helpers import TOKEN
+from notebook_helpers import ROOT
 
 USER, REPO = "alice", "alice/my-voice-run"
 KERNEL = "alice/fintts-train-a-finnish-voice"
