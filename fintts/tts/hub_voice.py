@@ -15,9 +15,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from huggingface_hub import HfApi, snapshot_download
-from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
-
 from fintts.tts.voice_format import ONNX_FILE, VOICE_DIR, VoiceError, installed, is_vits_voice
 
 log = logging.getLogger(__name__)
@@ -26,6 +23,10 @@ log = logging.getLogger(__name__)
 def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint: str | None = None,
                    token: str | None = None) -> Path:
     """``model/`` of the Hub run ``repo_id``: into ``out_dir``, or the Hugging Face cache; returns that folder."""
+    # huggingface_hub's client takes 0.15 s to import: `fintts say` with a local voice does without it
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
+
     try:
         root = snapshot_download(repo_id, allow_patterns=[f"{VOICE_DIR}/*"], local_dir=out_dir, endpoint=endpoint,
                                  token=token, library_name="fintts")
@@ -68,6 +69,9 @@ def pull_voice(repo_id: str, out_dir: str | Path, *, onnx: bool = True, endpoint
 
 def is_public(repo_id: str, *, endpoint: str | None = None) -> bool:
     """Whether ``repo_id`` can be read without a token (so a notebook need not ask for one)."""
+    from huggingface_hub import HfApi  # 0.15 s to import: only when asked (see download_voice)
+    from huggingface_hub.errors import HfHubHTTPError
+
     try:
         HfApi(endpoint=endpoint, token=False).model_info(repo_id)
     except HfHubHTTPError as err:  # RepositoryNotFoundError and GatedRepoError are ones too
