@@ -28,10 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fintts.examples.toy import ToyTask  # noqa: E402
 from fintts.train import Trainer, checkpoint  # noqa: E402
 from fintts.train.config import load_config  # noqa: E402
 from fintts.train.state import TrainerState  # noqa: E402
+from fintts_stand_ins.toy import ToyTask  # noqa: E402
 
 
 class TimedToyTask(ToyTask):
@@ -93,7 +93,8 @@ def main() -> None:
     for size, r in rows.items():
         print(
             f"{size:>6} {r['params']:>12,} {r['checkpoint_mb']:>8.0f} "
-            f"{r['stall_s_median']:>13.2f} / {r['stall_s_max']:<6.2f} {r['resume_to_first_step_s']:>9.2f} {r['fresh_to_first_step_s']:>8.2f}"
+            f"{r['stall_s_median']:>13.2f} / {r['stall_s_max']:<6.2f} "
+            f"{r['resume_to_first_step_s']:>9.2f} {r['fresh_to_first_step_s']:>8.2f}"
         )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

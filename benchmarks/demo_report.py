@@ -37,7 +37,8 @@ from fintts.tts.demo import data_root, make_corpus
 from fintts.tts.demo.run import DEMO_SENTENCE, speech_only
 from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.task import PUNCTUATION_MARKS, read_heldout_files, score_heldout, scratch_front_end
-from fintts.tts.voice import SPEAKERS_FILE, load_voice
+from fintts.tts.voice import load_voice
+from fintts.tts.voice_format import SPEAKERS_FILE
 
 METRICS = (("val/mcd", "`val/mcd` (dB)", "{:.2f}"), ("val/identified", "`val/identified`", "{:.2g}"),
            ("val/floor_db", "`val/floor_db` (dB)", "{:.1f}"))

@@ -1,7 +1,7 @@
 """How fast the Hub store pushes, and how long ``publish()`` stalls the trainer.
 
 Runs the real store and ``huggingface_hub`` client against the local
-:class:`~fintts.testing.HubServer` (127.0.0.1, files sent base64 in the commit), so the
+:class:`~fintts_stand_ins.HubServer` (127.0.0.1, files sent base64 in the commit), so the
 throughput is the store's and client's own overhead, not the network's: on the real Hub
 large files go through Xet and the link is the limit. What it does show faithfully is the
 training stall per checkpoint: ``publish()`` must cost no more than writing the
@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from fintts.testing import HubServer
 from fintts.train import checkpoint
 from fintts.train.stores.hub import HubStore
+from fintts_stand_ins import HubServer
 
 TOKEN = "hf_benchmark_token"
 MB = 1 << 20

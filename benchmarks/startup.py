@@ -8,7 +8,7 @@ from (:mod:`stand_ins`), then runs
 
 * ``new run``: an empty run folder, so every clip's features are computed;
 * ``local resume``: the same folder again, the feature cache kept;
-* ``Hub resume``: the run pushed to a local Hub stand-in (:class:`fintts.testing.HubServer`)
+* ``Hub resume``: the run pushed to a local Hub stand-in (:class:`fintts_stand_ins.HubServer`)
   and resumed into an empty folder, as a Kaggle session finds its disk: the checkpoint is
   downloaded and the features computed again.
 
@@ -39,11 +39,11 @@ from pathlib import Path
 
 import torch
 
-from fintts.testing import HubServer
 from fintts.train.config import load_config
 from fintts.train.stores.base import STATUS
 from fintts.train.task import TaskContext
 from fintts.tts.corpus import check_corpus
+from fintts_stand_ins import HubServer
 from stand_ins import make_corpus, make_init
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"corpus check alone: {check_seconds:.1f} s ({result['per_clip_ms']['corpus_check']:.1f} ms/clip)")
     for key, seconds in result[f"extrapolated_{args.extrapolate}_clips_seconds"].items():
         print(f"{key} × {args.extrapolate} clips: {seconds:.0f} s")
-    print(f"data loader, {args.num_workers} workers: {rates['cold']:.1f} clips/s computing features, {rates['warm']:.1f} clips/s from the cache")
+    print(f"data loader, {args.num_workers} workers: {rates['cold']:.1f} clips/s computing features, "
+          f"{rates['warm']:.1f} clips/s from the cache")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return result

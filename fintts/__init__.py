@@ -24,7 +24,7 @@ __all__ = ["Voice", "__version__", "load_voice"]
 
 def __getattr__(name: str) -> Any:
     if name in ("Voice", "load_voice"):
-        from fintts.tts import voice
+        from fintts.tts import voice  # on first use, so that `import fintts` loads no task code
 
         return getattr(voice, name)
     raise AttributeError(f"module 'fintts' has no attribute {name!r}")

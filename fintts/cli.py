@@ -10,6 +10,11 @@ Exit codes (stable, for scripts and notebooks):
 4   the store (or Kaggle) is unusable, or held by another session (see --force)
 130 interrupted twice with Ctrl-C, or by a signal before training began (the run is unchanged)
 ==  ==========================================================================
+
+Exit 2, 3 and 4 come from fintts's own error types (:mod:`fintts.errors`); any other
+exception is a bug and ends with its traceback. Each command imports the library modules it
+uses inside its function: the base install runs ``fintts say`` and ``fintts pull`` without
+torch, and they load nothing of the trainer.
 """
 
 from __future__ import annotations
@@ -18,15 +23,15 @@ import argparse
 import dataclasses
 import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
 
+from fintts.errors import ConfigDrift, ConfigError, StoreError, UsageError
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DRIFT, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
-#: What the base install leaves out (pyproject's [torch] and [train] extras). The trainer's
-#: modules are imported by the commands that need them, never at the top: importing any of
-#: fintts.train imports torch, and `fintts say` must run without it.
+#: What the base install leaves out (pyproject's [torch] and [train] extras): a command that
+#: needs it says which extra to install instead of showing a traceback.
 TRAINING_STACK = {"torch", "transformers", "accelerate", "peft", "safetensors", "onnx", "scipy", "matplotlib", "tensorboard", "kaggle"}
 
 #: commands that take a config and ``key=value`` overrides anywhere among their options.
@@ -42,7 +47,7 @@ TRAIN_OPTIONS = {
 
 def _store_settings(args):
     """``--store``/``--hub-repo`` of the commands without a config, checked as the same config keys."""
-    from fintts.train.config import ConfigError, TrainConfig, check_train_config
+    from fintts.train.config import TrainConfig, check_train_config
 
     if not (args.store or getattr(args, "hub_repo", None)):
         raise ConfigError(f"fintts {args.command} needs --store PATH or --hub-repo USER/NAME")
@@ -53,7 +58,7 @@ def _store_settings(args):
 
 
 def cmd_train(args) -> int:
-    from fintts.train.launcher import LaunchFailed, in_launched_process, launch, write_summary
+    from fintts.train.launcher import LaunchFailed, end_process, launch, write_summary
 
     options = [f"{key}={getattr(args, flag)}" for flag, key in TRAIN_OPTIONS.items() if getattr(args, flag) is not None]
     try:
@@ -70,16 +75,7 @@ def cmd_train(args) -> int:
         return err.exit_code
     if args.summary_json:
         write_summary(summary, args.summary_json)
-    code = EXIT_OK if summary.durable and summary.state != "failed" else EXIT_FAILED
-    if in_launched_process():
-        # One of several training processes, its session over and its process group left. Python's
-        # own shutdown can still abort it while gloo's threads are torn down (SIGABRT, "terminate
-        # called without an active exception": once in ~16 two-process runs here, pytorch/pytorch
-        # PR 179291 describes the cause), which would report a clean session as failed.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+    return end_process(EXIT_OK if summary.succeeded else EXIT_FAILED)
 
 
 def cmd_bench(args) -> int:
@@ -136,78 +132,18 @@ def cmd_plan(args) -> int:
 def cmd_status(args) -> int:
     from fintts.train import plan
     from fintts.train.stores import store_for
+    from fintts.train.summary import format_status
 
     store = store_for(_store_settings(args))
-    status = store.read_status()
+    status = plan.run_status(store, plan.Assumptions(quota_hours=args.quota_hours))
     if status is None:
         print(f"no run in {store.url} (no status.json): nothing has been trained there yet", file=sys.stderr)
         return EXIT_STORE
-    status = {**status, "store_facts": store.describe()}
-    left = plan.estimate_from_status(status, plan.Assumptions(quota_hours=args.quota_hours))
-    if left is not None:
-        status["estimate"] = dataclasses.asdict(left[1])
     if args.json:
         print(json.dumps(status, indent=1, sort_keys=True))
         return EXIT_OK
     print(format_status(status, args.quota_hours))
     return EXIT_OK
-
-
-def format_status(status: dict, quota_hours: float) -> str:
-    from fintts.train import memory
-    from fintts.train.status import NOT_LOSSES
-    from fintts.train.summary import hms
-
-    best = status.get("best")
-    lines = [
-        f"run         {status.get('run_name')}   ({status.get('task')})   store: {status.get('store')}",
-        f"state       {status.get('state')}" + (f"   ({status['reason']})" if status.get("reason") else ""),
-        f"step        {status.get('step')} of {status.get('max_steps')}   epoch {status.get('epoch')}",
-    ]
-    phase = status.get("phase")
-    if phase:
-        chosen = "".join(f", {k}: {v}" for k, v in phase["resolved"].items())
-        lines.append(f"phase       {phase['index'] + 1} of {phase['count']}: {phase['name']} since step {phase['start_step']}{chosen}")
-        for done in phase["finished"]:
-            its_best = f", best {done['best']['value']:.4g} at step {done['best']['step']}" if done.get("best") else ""
-            lines.append(f"            {done['name']}: steps {done['start_step']} → {done['end_step']} ({done['reason']}{its_best})")
-    lines += [f"warning     {warning}" for warning in status.get("warnings") or []]
-    if best:
-        lines.append(f"best        {status.get('monitor')} {best['value']:.4g} at step {best['step']}")
-    if status.get("loss"):
-        loss = {k: v for k, v in status["loss"].items() if k not in NOT_LOSSES}
-        lines.append("loss        " + ", ".join(f"{k} {v:.4g}" for k, v in loss.items()))
-    lines.append(f"checkpoint  {status.get('latest_checkpoint')}")
-    if status.get("memory"):
-        lines.append(f"memory      {memory.describe(status['memory'])}   (the newest session's peak)")
-    lines.append(f"time used   {hms(status.get('time_used_seconds') or 0)} in {len(status.get('sessions', []))} session(s)")
-    estimate = status.get("estimate")
-    if estimate and status.get("state") != "finished":
-        limit = (status.get("clock") or {}).get("limit")
-        lines.append(
-            f"estimate    {estimate['steps']} steps left: {estimate['sessions']} more session(s)"
-            + (f" of {limit / 3600:g} h" if limit else "")
-            + f", {estimate['gpu_hours']:.1f} GPU h, {estimate['weeks']:.2f} weeks at {quota_hours:g} GPU h/week"
-            " (at the pace this run's sessions measured)"
-        )
-    facts = {k: v for k, v in status.get("store_facts", {}).items() if k != "store"}
-    for key, value in facts.items():
-        lines.append(f"{key:<11} {value}")
-    lines.append("sessions    started              host                 devices          steps          training  reason")
-    for s in status.get("sessions", []):
-        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(s["started"]))
-        lines.append(
-            f"            {started:<20} {s['host'][:20]:<20} {s['devices'][:16]:<16} "
-            f"{s['start_step']:>6} → {s['end_step']:<6} {_training_share(s):>8}  {s['reason']}"
-        )
-    return "\n".join(lines)
-
-
-def _training_share(session: dict) -> str:
-    """The share of a session's time, from its true start, spent in optimizer steps."""
-    phases = session.get("phases") or {}
-    whole = session["seconds"] + phases.get("before", 0.0)
-    return f"{phases['steps'] / whole:.1%}" if phases.get("steps") and whole else "—"
 
 
 def cmd_push(args) -> int:
@@ -261,23 +197,9 @@ def cmd_speakers(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from fintts.train import checkpoint
-    from fintts.train.config import ConfigError, load_config
-    from fintts.tts.vits.task import evaluate_voice
+    from fintts.tts.vits.task import evaluate_run
 
-    overrides = [f"data={args.data}"] if args.data else []
-    if args.store:
-        folder = checkpoint.latest_complete(Path(args.store), log=lambda _: None)
-        if folder is None:
-            raise ConfigError(f"--store {args.store} holds no complete checkpoint to take the run's settings from")
-        config = load_config(folder / "config.yaml", overrides, registered_only=True)  # a pulled run's file
-        model = Path(args.model or Path(args.store) / "model")
-    else:
-        if not args.model:
-            raise ConfigError("fintts eval needs --store PATH (a run) or --model DIR with --config/--data")
-        config = load_config(args.config, overrides)
-        model = Path(args.model)
-    result = evaluate_voice(model, config.task)
+    result = evaluate_run(store=args.store, model=args.model, config=args.config, data=args.data)
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -286,7 +208,7 @@ def cmd_eval(args) -> int:
             said = "said" if clip["identified"] else "NOT identified"
             print(f"{clip['mcd_db']:7.2f} dB  {clip['floor_db']:5.1f} ({clip['floor_ref_db']:5.1f}) dB  "
                   f"{said} (among {clip['candidates']})  {clip['id']}")
-        print(f"mean MCD {result['mcd_mean_db']:.2f} dB over {len(result['clips'])} held-out clips ({model})")
+        print(f"mean MCD {result['mcd_mean_db']:.2f} dB over {len(result['clips'])} held-out clips ({result['model']})")
         print(f"sentence identified by its nearest recording: {result['identified']} of {len(result['clips'])} "
               f"(chance: {result['chance']:.1f})")
         print(f"noise floor (loudest vs quietest tenth of 20 ms frames): {result['floor_mean_db']:.1f} dB, "
@@ -346,7 +268,7 @@ def cmd_kaggle_wheels(args) -> int:
 
     if args.dry_run:
         if not args.out:
-            raise ValueError("fintts kaggle wheels --dry-run needs --out DIR (the folder to build the dataset in)")
+            raise UsageError("fintts kaggle wheels --dry-run needs --out DIR (the folder to build the dataset in)")
         wheels.prepare(Path(args.out), offline=args.offline, python=args.python_version)
         print(f"dataset folder ready in {args.out} (kaggle datasets create -p {args.out} would upload it)")
         return EXIT_OK
@@ -363,7 +285,7 @@ def cmd_kaggle_push(args) -> int:
     settings = _kernel_settings(args)
     if args.dry_run:
         if not args.out:
-            raise ValueError("fintts kaggle push --dry-run needs --out DIR (the folder to stage the notebook in)")
+            raise UsageError("fintts kaggle push --dry-run needs --out DIR (the folder to stage the notebook in)")
         from fintts.kaggle.client import connect, user_of
 
         kernel.stage(Path(args.out), user_of(connect()), settings)
@@ -603,11 +525,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _loaded(module: str, name: str) -> type[BaseException] | tuple[()]:
-    """A trainer error type to catch, or nothing when no command loaded the trainer (it imports torch; say does not)."""
-    return getattr(sys.modules[module], name) if module in sys.modules else ()
-
-
 def main(argv: list[str] | None = None) -> int:
     # fintts's own lines; of the libraries' only warnings (whatever their loggers are named: no request logs)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -622,13 +539,13 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = list(args.overrides) + extra
     try:
         return args.func(args)
-    except _loaded("fintts.train.config", "ConfigDrift") as err:
+    except ConfigDrift as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_DRIFT
-    except (FileNotFoundError, ValueError) as err:  # ConfigError and VoiceError are ValueErrors
+    except (FileNotFoundError, UsageError) as err:  # a file named on the command line or in a config is missing
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    except _loaded("fintts.train.stores.base", "StoreError") as err:
+    except StoreError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_STORE
     except ModuleNotFoundError as err:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fintts.testing import HubServer
+from fintts_stand_ins import HubServer
 from hub_helpers import TOKEN
 
 

@@ -11,7 +11,7 @@ import time
 import pytest
 from huggingface_hub import HfApi, constants
 
-from fintts.testing import HubServer
+from fintts_stand_ins import HubServer
 from fintts.train import Trainer, checkpoint
 from fintts.train.clock import SessionClock
 from fintts.train.config import load_config

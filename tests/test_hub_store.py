@@ -1,6 +1,6 @@
 """The Hub store against a real HTTP server on 127.0.0.1, through the real ``HfApi``.
 
-Only the Hub is a stand-in (:class:`fintts.testing.HubServer`); the store, the
+Only the Hub is a stand-in (:class:`fintts_stand_ins.HubServer`); the store, the
 ``huggingface_hub`` client, the network stack and the checkpoint format are the real ones.
 Faults (outage, 5xx, 429, stalls, a killed process) are injected at the server.
 """
@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from huggingface_hub import HfApi, constants
 
-from fintts.testing import HubServer
 from fintts.train import checkpoint
-from hub_helpers import FAST, REPO, TOKEN, export_model, latest_on_hub, make_store, save
 from fintts.train.stores import LeaseConflict, StoreError, open_store
 from fintts.train.stores.hub import HubAuthError, HubStore, pull, push
+from fintts_stand_ins import HubServer
+from hub_helpers import FAST, REPO, TOKEN, export_model, latest_on_hub, make_store, save
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,7 +16,7 @@ from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
 from fintts.kaggle.parameters import load, read_parameters
-from fintts.testing.kaggle_server import KaggleServer
+from fintts_stand_ins.kaggle_server import KaggleServer
 from fintts.train.stores.base import LeaseConflict
 from fintts.train.stores.hub.lease import LEASE, Lease, iso
 from hub_helpers import TOKEN, make_store

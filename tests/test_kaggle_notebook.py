@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from fintts.tts.vits.task import DEMO_CORPUS
+from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from notebook_helpers import ROOT, output_types, run_notebook, text_output
 
 NOTEBOOK = ROOT / "notebooks" / "kaggle_train.ipynb"

@@ -1,14 +1,189 @@
-"""The two layers stay apart: the session trainer knows nothing of the task it trains."""
+"""How fintts is built, kept so: its import graph, read from the source.
+
+The graph is every ``import`` statement in ``fintts/``, read with :mod:`ast` (nothing is
+imported to build it), those inside functions included and those under ``if TYPE_CHECKING``
+left out (they never run). It must have no circle; the session trainer must not reach the
+task; what the laptop voice imports when it loads must not import torch or the trainer; and
+an import inside a function must say on its line why it is there.
+"""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
+import tokenize
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAINER = ROOT / "fintts" / "train"
+PACKAGE = ROOT / "fintts"
+TRAINER = PACKAGE / "train"
+#: What the base install leaves out: the laptop voice must load without any of it.
+TRAINING_STACK = {"torch", "transformers", "accelerate", "peft", "safetensors", "onnx", "scipy", "matplotlib", "tensorboard", "kaggle"}
+#: The laptop's entry points: `import fintts`, `fintts.load_voice`, `fintts say`, `fintts pull`.
+LAPTOP = ("fintts", "fintts.tts.voice", "fintts.tts.say", "fintts.tts.hub_voice")
+#: The command line imports the library inside each command (its docstring says why), so that
+#: `fintts say` loads neither torch nor the trainer; its imports need no reason line by line.
+SHELL = "fintts.cli"
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # the importing module
+    target: str  # the imported module, ours or the top-level name of another package
+    line: int
+    in_function: bool
+    has_reason: bool  # a comment on the statement's lines or the line above, or one for the import right above
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports_of(module: str, source: str) -> list[Import]:
+    tree = ast.parse(source)
+    commented = {token.start[0] for token in tokenize.generate_tokens(iter(source.splitlines(keepends=True)).__next__)
+                 if token.type == tokenize.COMMENT}
+    functions = [(n.lineno, n.end_lineno) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    never_run = [(n.lineno, n.end_lineno) for n in ast.walk(tree) if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)]
+    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    reasoned_until = -1  # the last line of a commented import: the one right under it shares its reason
+    for node in sorted((n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))), key=lambda n: n.lineno):
+        if any(a <= node.lineno <= b for a, b in never_run):
+            continue
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            base = node.module or ""
+            if node.level:  # relative: from the package of this module, up level - 1
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        in_function = any(a <= node.lineno <= b for a, b in functions)
+        has_reason = bool(commented & set(range(node.lineno - 1, node.end_lineno + 1))) or reasoned_until == node.lineno - 1
+        reasoned_until = node.end_lineno if has_reason else -1
+        for target in dict.fromkeys(targets):
+            ours = target in MODULES or target.split(".")[0] == "fintts"
+            found.append(Import(module, target if ours else target.split(".")[0], node.lineno, in_function, has_reason))
+    return found
+
+
+def import_graph(modules: dict[str, Path] = MODULES) -> list[Import]:
+    return [imp for module, path in modules.items() for imp in imports_of(module, path.read_text(encoding="utf-8"))]
+
+
+def circles(imports: list[Import]) -> list[list[str]]:
+    """Every strongly connected group of our modules (Tarjan), each as one circle through it."""
+    edges: dict[str, set[str]] = {}
+    for imp in imports:
+        if imp.target in MODULES and imp.target != imp.module:
+            edges.setdefault(imp.module, set()).add(imp.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(_one_circle(sorted(group), edges))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def _one_circle(group: list[str], edges: dict[str, set[str]]) -> list[str]:
+    """A path from the group's first module back to it, inside the group: what to show a person."""
+    start, members = group[0], set(group)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        node = frontier.pop(0)
+        for nxt in sorted(edges.get(node, set()) & members):
+            if nxt == start:
+                return paths[node] + [start]
+            if nxt not in paths:
+                paths[nxt] = paths[node] + [nxt]
+                frontier.append(nxt)
+    return group
+
+
+def reachable(start: tuple[str, ...], imports: list[Import], *, loading_only: bool) -> dict[str, list[str]]:
+    """Module (or other package) → the chain of imports that reaches it from ``start``."""
+    by_module: dict[str, list[Import]] = {}
+    for imp in imports:
+        if not (loading_only and imp.in_function):
+            by_module.setdefault(imp.module, []).append(imp)
+    chains = {name: [name] for name in start}
+    frontier = list(start)
+    while frontier:
+        node = frontier.pop(0)
+        for imp in by_module.get(node, []):
+            if imp.target not in chains:
+                chains[imp.target] = chains[node] + [f"{imp.target} (line {imp.line})"]
+                frontier.append(imp.target)
+    return chains
+
+
+def test_the_package_has_no_import_circle():
+    found = circles(import_graph())
+    assert not found, "import circles:\n" + "\n".join(" -> ".join(circle) for circle in found)
+
+
+def test_the_graph_sees_a_circle_made_inside_a_function(tmp_path):
+    # the check itself: two modules importing each other, one of them lazily, are a circle
+    a, b = tmp_path / "fintts" / "a.py", tmp_path / "fintts" / "b.py"
+    a.parent.mkdir()
+    a.write_text("import fintts.b\n")
+    b.write_text("def f():\n    from fintts import a  # a reason does not make it right\n")
+    modules = {"fintts.a": a, "fintts.b": b}
+    MODULES.update(modules)
+    try:
+        assert circles(import_graph(modules)) == [["fintts.a", "fintts.b", "fintts.a"]]
+    finally:
+        for name in modules:
+            MODULES.pop(name)
+
+
+def test_the_session_trainer_never_reaches_the_task():
+    chains = reachable(tuple(m for m in MODULES if m.startswith("fintts.train")), import_graph(), loading_only=False)
+    task = ("fintts.tts", "fintts_stand_ins")
+    leaks = [" -> ".join(chain) for name, chain in chains.items() if name.startswith(task) and not chain[-2].startswith(task)]
+    assert not leaks, "the trainer imports the task:\n" + "\n".join(leaks)
+
+
+def test_the_laptop_voice_loads_without_torch_or_the_trainer():
+    chains = reachable(LAPTOP, import_graph(), loading_only=True)
+    leaks = [" -> ".join(chain) for name, chain in chains.items() if name in TRAINING_STACK or name.startswith("fintts.train")]
+    assert not leaks, "loading the laptop voice imports:\n" + "\n".join(leaks)
+
+
+def test_every_import_inside_a_function_says_why():
+    silent = [f"{MODULES[imp.module].relative_to(ROOT)}:{imp.line}: {imp.target}"
+              for imp in import_graph() if imp.in_function and not imp.has_reason and imp.module != SHELL]
+    assert not silent, "imports inside functions without a reason (a comment on the line):\n" + "\n".join(sorted(set(silent)))
 
 
 def test_the_session_trainer_names_no_speech_task():
@@ -25,7 +200,7 @@ def test_the_session_trainer_names_no_speech_task():
 def test_importing_the_trainer_and_its_stores_imports_no_task():
     code = (
         "import sys, fintts.train, fintts.train.stores.hub, fintts.cli\n"
-        "loaded = sorted(m for m in sys.modules if m.startswith(('fintts.tts', 'fintts.examples')))\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(('fintts.tts', 'fintts_stand_ins')))\n"
         "assert not loaded, loaded\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

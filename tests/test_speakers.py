@@ -11,8 +11,8 @@ import soundfile as sf
 
 from fintts.train import train
 from fintts.tts.corpus import check_corpus
+from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts.tts.speakers import analyse_speakers
-from fintts.tts.vits.task import DEMO_CORPUS
 from trainer_helpers import QUIET, cli
 from vits_helpers import tiny_config
 

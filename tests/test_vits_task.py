@@ -14,11 +14,13 @@ from transformers import VitsModel, VitsTokenizer, pipeline
 from fintts.train import ConfigDrift, TaskContext, checkpoint, train
 from fintts.train.card import render
 from fintts.tts.audio import load_audio
+from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts.tts.eval import noise_floor_db
-from fintts.tts.vits.task import DEMO_CORPUS, VitsTask, VitsTaskConfig
+from fintts.tts.vits.task import VitsTask, VitsTaskConfig
 from fintts.tts.voice import load_voice
 from trainer_helpers import QUIET, assert_bit_identical, cli, final_weights
 from vits_helpers import tiny_config
+
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):

@@ -17,8 +17,8 @@ from fintts.train import checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = {"progress": False, "log": lambda message: None}
-#: the toy task with faults on demand (tests/faulty_task.py)
-FAULTY = "faulty_task:FaultyToy"
+#: the toy task with faults on demand (tests/stand_ins/fintts_stand_ins/faulty.py), a registered task
+FAULTY = "faulty-toy"
 
 TOY = {
     "task": "toy",
@@ -71,8 +71,9 @@ def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("KAGGLE_KERNEL_RUN_TYPE", None)
     env["PYTHONUNBUFFERED"] = "1"
-    # the checkout under test first, then the tests' own tasks (faulty_task); sys.path[0] is not inherited
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH")]))
+    # the checkout under test and its stand-ins first, then the tests' helpers; sys.path[0] is not inherited
+    paths = [str(ROOT), str(ROOT / "tests" / "stand_ins"), str(ROOT / "tests"), env.get("PYTHONPATH")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     return env
 
 

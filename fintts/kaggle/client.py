@@ -10,7 +10,7 @@ prints or writes them.
 
 Where the client sends its requests is the client's own business: ``KAGGLE_API_ENVIRONMENT``
 and the usual proxy variables are honoured as the ``kaggle`` command honours them, which is
-how :class:`fintts.testing.KaggleServer` stands in for Kaggle in tests.
+how :class:`fintts_stand_ins.KaggleServer` stands in for Kaggle in tests.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import contextlib
 import io
 import threading
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from fintts.train.stores.base import StoreError
+from fintts.errors import StoreError
 from fintts.train.stores.hub.client import Backoff
 
 _T = TypeVar("_T")
@@ -57,7 +58,7 @@ def connect() -> Any:
     """An authenticated ``kaggle.api.kaggle_api_extended.KaggleApi``, or :class:`KaggleError`."""
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
-            from kaggle.api.kaggle_api_extended import KaggleApi
+            from kaggle.api.kaggle_api_extended import KaggleApi  # [train] only; it reads the credentials when imported
         except ImportError as err:
             raise KaggleError(f"the kaggle package cannot be imported ({err}); pip install kaggle six") from None
         api = KaggleApi()
@@ -102,7 +103,7 @@ def calling(what: str, call: Callable[[], _T], *, attempts: int = 1, backoff: Ba
 
 
 def _call_once(what: str, call: Callable[[], _T]) -> _T:
-    import requests
+    import requests  # comes with kaggle ([train]), which connect() has imported by now
 
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # the client prints progress and hints of its own

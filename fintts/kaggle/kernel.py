@@ -30,7 +30,7 @@ from typing import Any
 from fintts.kaggle import parameters
 from fintts.kaggle.client import NOT_ACTED_ON, KaggleError, calling, connect, user_of
 from fintts.train.config import ConfigError, load_config, parse_duration
-from fintts.train.stores.base import repo_id_problem
+from fintts.train.repo_id import repo_id_problem
 from fintts.train.stores.hub.client import Backoff
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -102,7 +102,7 @@ class KernelSettings:
 
 def slug(title: str) -> str:
     """The slug Kaggle gives a kernel of this title (the ``kaggle`` client's own rule)."""
-    from slugify import slugify
+    from slugify import slugify  # python-slugify comes with kaggle ([train])
 
     return slugify(title)
 

@@ -31,7 +31,7 @@ def next_steps(summary: SessionSummary) -> str:
 
 def show_session(summary: SessionSummary) -> None:
     """Print the summary, show the loss plot and the newest samples, and say what to do next (in a notebook)."""
-    from IPython.display import Audio, Image, display
+    from IPython.display import Audio, Image, display  # there only in a notebook
 
     print(summary.format())
     folder = Path(summary.latest_checkpoint) if summary.latest_checkpoint else None

@@ -51,8 +51,10 @@ from huggingface_hub import CommitOperationDelete
 
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
 from fintts.kaggle.kernel import TEMPLATE, KernelSettings, push, slug
+from fintts.errors import StoreError
 from fintts.train.checkpoint import CHECKPOINTS, LATEST
-from fintts.train.stores.base import MODEL_DIR, STATUS, StoreError
+from fintts.train.clock import hms
+from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import Backoff, HubClient, json_object
 from fintts.train.stores.hub.errors import HubRepoError
 from fintts.train.stores.hub.lease import LEASE, Lease
@@ -218,7 +220,7 @@ def follow(api: Any, kernel: str, session: Session, *, poll: float, out: IO[str]
             seen_running = now
         if seen_running is not None:
             session.running_seconds = now - seen_running
-        line = f"version {session.version}: {name.lower()} {_hms(now - session.started)}"
+        line = f"version {session.version}: {name.lower()} {hms(now - session.started)}"
         if live:
             out.write("\r" + line + " " * 8)
             out.flush()
@@ -342,12 +344,6 @@ def _problem(kernel_state_name: str, message: str, before: HubRun | None, after:
 
 def _pull_hint(repo: str) -> str:
     return f"Pull the voice with: fintts pull {repo} --out voices/{repo.split('/')[-1]}"
-
-
-def _hms(seconds: float) -> str:
-    from fintts.train.summary import hms
-
-    return hms(seconds)
 
 
 def format_table(sessions: list[Session]) -> str:

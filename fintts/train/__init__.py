@@ -14,7 +14,7 @@ import importlib
 from typing import Any
 
 _WHERE = {
-    "ConfigDrift": "fintts.train.config",
+    "ConfigDrift": "fintts.errors",
     "LaunchFailed": "fintts.train.launcher", "launch": "fintts.train.launcher",
     "Trainer": "fintts.train.loop", "train": "fintts.train.loop",
     "SessionSummary": "fintts.train.summary",

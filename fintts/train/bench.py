@@ -39,12 +39,14 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from accelerate import PartialState
 
+from fintts.errors import UsageError
 from fintts.train import checkpoint
 from fintts.train.config import ConfigError, RunConfig, speed_settings
 from fintts.train.loop import OUT_OF_MEMORY, train
@@ -124,7 +126,7 @@ class BenchReport:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "BenchReport":
+    def from_dict(cls, data: dict[str, Any]) -> BenchReport:
         rows = [Measurement(**row) for row in data["rows"]]
         first = Measurement(**data["first"]) if data.get("first") else None
         return cls(**{**data, "rows": rows, "first": first})
@@ -405,7 +407,7 @@ def _entries(path: Path) -> list[dict[str, Any]]:
     except FileNotFoundError:
         return []
     except (ValueError, KeyError) as err:
-        raise ValueError(f"{path} is not a fintts bench file ({err}); delete it and run fintts bench again") from None
+        raise UsageError(f"{path} is not a fintts bench file ({err}); delete it and run fintts bench again") from None
 
 
 # ---------------------------------------------------------------------- for people
@@ -430,7 +432,8 @@ def format_report(report: BenchReport) -> str:
         padding = f"{row.padding:.0%}" if row.padding is not None else "—"
         peak = _short_memory(row.memory)
         lines.append(
-            f"{row.label:<26} {row.seconds_per_step:>8.3f} {speed} {row.samples_per_second:>9.2f} {data:>8} {peak:>34} {padding:>7}  {row.note}"
+            f"{row.label:<26} {row.seconds_per_step:>8.3f} {speed} {row.samples_per_second:>9.2f} {data:>8} "
+            f"{peak:>34} {padding:>7}  {row.note}"
         )
     first = report.first
     phases = first.phases

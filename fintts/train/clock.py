@@ -28,14 +28,20 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
 
 #: Seconds before the end at which the final wait gives up at most (less for short sessions: half the margin).
 CLOSING = 30.0
 #: The reserve is at most this share of the session, however slow the run's pushes were.
 MAX_RESERVE_SHARE = 0.25
+
+
+def hms(seconds: float) -> str:
+    """``seconds`` as ``h:mm:ss``, how fintts shows a duration to a person."""
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 @dataclass
@@ -161,7 +167,7 @@ class StopRequest:
             self.signal_name = self.signal_name or name
 
     @contextmanager
-    def installed(self) -> Iterator["StopRequest"]:
+    def installed(self) -> Iterator[StopRequest]:
         if threading.current_thread() is not threading.main_thread():
             yield self
             return

@@ -19,14 +19,13 @@ reads what its peers posted when it fails in turn, so the status says
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 
 _KEY = "fintts/failure/{rank}"
 
 
 def vote(flags: list[bool], device: torch.device) -> list[bool]:
     """For each flag: did any process raise it? One all-reduce for all of them."""
-    import torch.distributed as dist
-
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return list(flags)
     counts = torch.tensor([1.0 if f else 0.0 for f in flags], device=device)
@@ -35,11 +34,9 @@ def vote(flags: list[bool], device: torch.device) -> list[bool]:
 
 
 def _store():
-    import torch.distributed as dist
-
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return None
-    from torch.distributed.distributed_c10d import _get_default_store
+    from torch.distributed.distributed_c10d import _get_default_store  # importable only where dist.is_available()
 
     return _get_default_store()
 
@@ -57,8 +54,6 @@ def post_failure(rank: int, message: str) -> None:
 
 def posted_failures(rank: int) -> dict[int, str]:
     """What the *other* processes posted with :func:`post_failure`, by rank."""
-    import torch.distributed as dist
-
     store = _store()
     if store is None:
         return {}

@@ -31,21 +31,14 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
 
-from fintts.train.stores.base import repo_id_problem
+from fintts.errors import ConfigDrift, ConfigError  # noqa: F401 (ConfigDrift: the trainer's modules import it from here)
+from fintts.train.repo_id import repo_id_problem
 
 if TYPE_CHECKING:
     from fintts.train.task import Task
 
 #: The entry-point group in which packages register their tasks under short names.
 TASK_ENTRY_POINTS = "fintts.tasks"
-
-
-class ConfigError(ValueError):
-    """A config file or override is invalid; the message names the key and the fix."""
-
-
-class ConfigDrift(ConfigError):
-    """Resuming with settings that change the math; the message lists them and the override."""
 
 
 def free_setting(default: Any = dataclasses.MISSING, *, speed: bool = False, **kwargs) -> Any:
@@ -428,7 +421,7 @@ def resolve_task(name: str, *, registered_only: bool = False) -> type["Task"]:
     ``registered_only``: the name came from outside (a pulled checkpoint's config), and only the
     installed packages' ``fintts.tasks`` entry points are imported, never a module it names.
     """
-    from fintts.train.task import Task
+    from fintts.train.task import Task  # imports torch; the config is read where torch is not (the laptop, the CLI)
 
     registered = registered_tasks()
     known = ", ".join(sorted(registered)) or "none: is fintts installed (pip install -e .)?"

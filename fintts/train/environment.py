@@ -21,7 +21,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+from huggingface_hub import constants
+from huggingface_hub.utils import get_session
+
+from fintts.train.clock import hms
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, session_start
+from fintts.train.stores.hub.auth import find_token
+from fintts.train.stores.hub.errors import HubAuthError
 
 #: Seconds to wait for the Hub before saying it does not answer.
 HUB_TIMEOUT = 10.0
@@ -63,12 +70,6 @@ def hub_check(endpoint: str | None = None) -> dict[str, Any]:
     One request to ``/api/whoami-v2``, with the token when there is one: any HTTP answer
     means the Hub is reachable; 401 with a token means the token is not accepted.
     """
-    from huggingface_hub import constants
-    from huggingface_hub.utils import get_session
-
-    from fintts.train.stores.hub.auth import find_token
-    from fintts.train.stores.hub.errors import HubAuthError
-
     try:
         token: str | None = find_token()
     except HubAuthError:
@@ -91,8 +92,6 @@ def hub_check(endpoint: str | None = None) -> dict[str, Any]:
 
 def describe(store: str | Path = "runs", *, hub: bool = True) -> dict[str, Any]:
     """Everything ``fintts env`` reports, as a dict (``fintts env --json``)."""
-    import torch
-
     platform = detect_platform()
     started, how = session_start(platform)
     limit = PLATFORM_LIMITS.get(platform)
@@ -116,8 +115,6 @@ def _gb(n: float) -> str:
 
 
 def format_text(facts: dict[str, Any]) -> str:
-    from fintts.train.summary import hms
-
     session = facts["session"]
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(session["started"]))
     limit = "no time limit" if session["limit_seconds"] is None else (

@@ -44,13 +44,17 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Mapping
+from typing import IO, Any
 
+import torch
+import torch.distributed as dist
 import yaml
 
 from fintts.train.collective_check import check_collectives
 from fintts.train.config import ConfigError, RunConfig, as_run_config
+from fintts.train.loop import Trainer
 from fintts.train.summary import SessionSummary
 
 #: Seconds the other processes get to end by themselves after one failed (they save nothing;
@@ -76,8 +80,6 @@ def visible_gpus() -> int:
     false), and the training processes are started fresh rather than forked, so nothing done in
     a notebook's process before :func:`launch` can break them.
     """
-    import torch
-
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
@@ -105,8 +107,6 @@ def launch(
     session's summary (already printed by the first process) otherwise. ``out``: where the
     first process's output goes (default ``sys.stdout``).
     """
-    from fintts.train.loop import Trainer
-
     config = as_run_config(config, overrides, settings)
     if in_launched_process():
         summary = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
@@ -243,8 +243,6 @@ def _leave_process_group() -> None:
     down ("terminate called without an active exception"), turning a clean session into a
     failed exit code. After an error the group is left as it is: the process exits anyway.
     """
-    import torch.distributed as dist
-
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
 
@@ -259,9 +257,25 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def end_process(code: int) -> int:
+    """``code``, for the caller to exit with; in one of several launched processes, the exit itself.
+
+    Such a process has its session over and its process group left, yet Python's own
+    shutdown can still abort it while gloo's threads are torn down (SIGABRT, "terminate
+    called without an active exception": once in ~16 two-process runs, pytorch/pytorch PR
+    179291 describes the cause), which would report a clean session as failed. So it
+    flushes its output and leaves at once, skipping that shutdown.
+    """
+    if in_launched_process():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
 def write_summary(summary: SessionSummary, path: str | Path) -> None:
     """The session's summary as JSON: how the first process hands it to :func:`launch` (``fintts train --summary-json``)."""
     Path(path).write_text(json.dumps(dataclasses.asdict(summary), indent=1))
 
 
-__all__ = ["LaunchFailed", "in_launched_process", "launch", "visible_gpus", "write_summary"]
+__all__ = ["LaunchFailed", "end_process", "in_launched_process", "launch", "visible_gpus", "write_summary"]

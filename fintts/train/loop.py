@@ -673,7 +673,7 @@ class Trainer:
     def _tensorboard(self) -> _Board:
         if not self.main:
             return _Board(None, self._warn)
-        from torch.utils.tensorboard import SummaryWriter
+        from torch.utils.tensorboard import SummaryWriter  # imports tensorboard (seconds); only the main process logs
 
         try:
             return _Board(SummaryWriter(str(self.store.root / "tb")), self._warn)

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from fintts.train.config import ConfigError, RunConfig, TrainConfig, parse_duration
+from fintts.train.stores.base import Store
 
 HOUR = 3600.0
 
@@ -42,7 +44,7 @@ def count_items(config: RunConfig, samples: int | None = None) -> tuple[int, str
         return samples, "--samples"
     import torch  # the task's context names a device; counting never uses it
 
-    from fintts.train.task import TaskContext
+    from fintts.train.task import TaskContext  # the Task interface imports torch; a plan from --samples needs none
 
     context = TaskContext(config.train.seed, torch.device("cpu"), None, config.train.local_dir() / "cache", log=lambda _: None,
                           progress=False)
@@ -115,7 +117,7 @@ def estimate(steps: int, costs: SessionCosts, assumptions: Assumptions, limit: f
     else:
         capacity = limit - fixed - costs.resume.seconds - held_back
         if capacity <= 0:
-            raise ValueError(
+            raise ConfigError(
                 f"a session of {limit / HOUR:.1f} h has no time left to train after start-up and saving "
                 f"({(limit - capacity) / 60:.0f} min)"
             )
@@ -185,7 +187,7 @@ def plan_run(
     Without one only the step is known and the overheads count as zero, which the plan says.
     """
     if items < cfg.batch_size:
-        raise ValueError(f"{items} items are fewer than batch_size={cfg.batch_size}: not one optimizer step per epoch")
+        raise ConfigError(f"{items} items are fewer than batch_size={cfg.batch_size}: not one optimizer step per epoch")
     steps_per_epoch = items // cfg.batch_size
     steps = total_steps(cfg, steps_per_epoch)
     validations = steps // cfg.eval_every if cfg.eval_every else 0
@@ -235,6 +237,22 @@ def _costs_from_bench(
 
 
 # ---------------------------------------------------------------------- a run in progress: from its sessions
+
+
+def run_status(store: Store, assumptions: Assumptions) -> dict[str, Any] | None:
+    """The run as ``fintts status`` shows it (``None``: no run in ``store``).
+
+    Its ``status.json`` with the store's facts (``store_facts``) and, once its sessions have
+    measured their pace, the estimate of what is left (``estimate``).
+    """
+    status = store.read_status()
+    if status is None:
+        return None
+    status = {**status, "store_facts": store.describe()}
+    left = estimate_from_status(status, assumptions)
+    if left is not None:
+        status["estimate"] = dataclasses.asdict(left[1])
+    return status
 
 
 def estimate_from_status(status: Mapping[str, Any], assumptions: Assumptions) -> tuple[SessionCosts, Estimate] | None:

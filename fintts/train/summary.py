@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import io
-from typing import Any, Mapping
+import time
+from collections.abc import Mapping
+from typing import Any
 
 from fintts.train import memory as memory_report
+from fintts.train.clock import hms
 from fintts.train.status import NOT_LOSSES
 
 REASONS = {
@@ -24,11 +27,6 @@ REASONS = {
     "out_of_memory": "the device ran out of memory (see the warning for what to change)",
     "disk_full": "the disk is full (see the warning)",
 }
-
-
-def hms(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 @dataclasses.dataclass
@@ -57,13 +55,18 @@ class SessionSummary:
     memory: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
+    def succeeded(self) -> bool:
+        """The session ended cleanly (paused or finished) and its final checkpoint is safe in the store."""
+        return self.durable and self.state != "failed"
+
+    @property
     def steps(self) -> int:
         return self.end_step - self.start_step
 
     @classmethod
     def from_status(
         cls, status: Mapping[str, Any], *, resumed_from: str | None, durable: bool, pending: str | None, clock_origin: str
-    ) -> "SessionSummary":
+    ) -> SessionSummary:
         """The summary of the session that wrote ``status`` (its newest entry of ``sessions``)."""
         session = status["sessions"][-1]
         loss = status.get("loss") or {}
@@ -133,14 +136,68 @@ class SessionSummary:
         return "\n".join(lines)
 
 
+def format_status(status: dict, quota_hours: float) -> str:
+    """``fintts status``: the run's status dict (with ``store_facts`` and ``estimate`` added) as text."""
+    best = status.get("best")
+    lines = [
+        f"run         {status.get('run_name')}   ({status.get('task')})   store: {status.get('store')}",
+        f"state       {status.get('state')}" + (f"   ({status['reason']})" if status.get("reason") else ""),
+        f"step        {status.get('step')} of {status.get('max_steps')}   epoch {status.get('epoch')}",
+    ]
+    phase = status.get("phase")
+    if phase:
+        chosen = "".join(f", {k}: {v}" for k, v in phase["resolved"].items())
+        lines.append(f"phase       {phase['index'] + 1} of {phase['count']}: {phase['name']} since step {phase['start_step']}{chosen}")
+        for done in phase["finished"]:
+            its_best = f", best {done['best']['value']:.4g} at step {done['best']['step']}" if done.get("best") else ""
+            lines.append(f"            {done['name']}: steps {done['start_step']} → {done['end_step']} ({done['reason']}{its_best})")
+    lines += [f"warning     {warning}" for warning in status.get("warnings") or []]
+    if best:
+        lines.append(f"best        {status.get('monitor')} {best['value']:.4g} at step {best['step']}")
+    if status.get("loss"):
+        loss = {k: v for k, v in status["loss"].items() if k not in NOT_LOSSES}
+        lines.append("loss        " + ", ".join(f"{k} {v:.4g}" for k, v in loss.items()))
+    lines.append(f"checkpoint  {status.get('latest_checkpoint')}")
+    if status.get("memory"):
+        lines.append(f"memory      {memory_report.describe(status['memory'])}   (the newest session's peak)")
+    lines.append(f"time used   {hms(status.get('time_used_seconds') or 0)} in {len(status.get('sessions', []))} session(s)")
+    estimate = status.get("estimate")
+    if estimate and status.get("state") != "finished":
+        limit = (status.get("clock") or {}).get("limit")
+        lines.append(
+            f"estimate    {estimate['steps']} steps left: {estimate['sessions']} more session(s)"
+            + (f" of {limit / 3600:g} h" if limit else "")
+            + f", {estimate['gpu_hours']:.1f} GPU h, {estimate['weeks']:.2f} weeks at {quota_hours:g} GPU h/week"
+            " (at the pace this run's sessions measured)"
+        )
+    facts = {k: v for k, v in status.get("store_facts", {}).items() if k != "store"}
+    for key, value in facts.items():
+        lines.append(f"{key:<11} {value}")
+    lines.append("sessions    started              host                 devices          steps          training  reason")
+    for s in status.get("sessions", []):
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(s["started"]))
+        lines.append(
+            f"            {started:<20} {s['host'][:20]:<20} {s['devices'][:16]:<16} "
+            f"{s['start_step']:>6} → {s['end_step']:<6} {_training_share(s):>8}  {s['reason']}"
+        )
+    return "\n".join(lines)
+
+
+def _training_share(session: dict) -> str:
+    """The share of a session's time, from its true start, spent in optimizer steps."""
+    phases = session.get("phases") or {}
+    whole = session["seconds"] + phases.get("before", 0.0)
+    return f"{phases['steps'] / whole:.1%}" if phases.get("steps") and whole else "—"
+
+
 def loss_plot_png(history: list[dict[str, float]], evals: list[dict[str, float]]) -> bytes | None:
     """Training losses (and validation metrics on a second axis) as a PNG, or ``None`` with no history."""
     if not history:
         return None
-    import matplotlib
+    import matplotlib  # slow to import (~0.5 s); only the loss plot needs it
 
     matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # after matplotlib.use: the headless backend
 
     figure = Figure(figsize=(7, 4), dpi=90)
     axis = figure.add_subplot(1, 1, 1)

@@ -26,6 +26,8 @@ import torch
 from scipy.signal import resample_poly
 from torch.nn import functional as F
 
+from fintts.errors import UsageError
+
 #: Extensions soundfile reads that corpora are expected to use (mp3 and Opus need libsndfile >= 1.1,
 #: which the soundfile wheels bundle).
 AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".opus", ".mp3")
@@ -34,7 +36,7 @@ Span = tuple[float, float]
 _REEXPORT = "re-export it as WAV, FLAC, OGG or MP3, or remove it from the corpus"
 
 
-class AudioError(ValueError):
+class AudioError(UsageError):
     """An audio file that cannot be used; the message names the file and the remedy."""
 
     def __init__(self, path: Path, reason: str) -> None:
@@ -212,7 +214,7 @@ class Spectrogram:
 
     def _mel_bank(self, device: torch.device) -> torch.Tensor:
         if device not in self._mel_banks:
-            from transformers.audio_utils import mel_filter_bank
+            from transformers.audio_utils import mel_filter_bank  # transformers: 0.7 s to import; only mel needs it
 
             cfg = self.config
             bank = mel_filter_bank(

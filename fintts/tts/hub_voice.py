@@ -19,13 +19,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from fintts.tts.voice import ONNX_FILE, VoiceError, _installed, is_vits_voice
+from fintts.tts.voice_format import ONNX_FILE, VOICE_DIR, VoiceError, installed, is_vits_voice
 
 log = logging.getLogger(__name__)
 
-#: The voice's folder in a run (the trainer's ``MODEL_DIR``, named again here because
-#: importing the trainer would import torch).
-VOICE_DIR = "model"
 #: The voice's weights, the only form they are taken from the Hub in.
 WEIGHTS_FILE = "model.safetensors"
 #: Pickled files (PyTorch's own formats among them): never downloaded.
@@ -35,6 +32,7 @@ PICKLED = ("*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle", "*.ckpt")
 def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint: str | None = None,
                    token: str | None = None) -> Path:
     """``model/`` of the Hub run ``repo_id``: into ``out_dir``, or the Hugging Face cache; returns that folder."""
+    # huggingface_hub's client takes 0.15 s to import: `fintts say` with a local voice does without it
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
 
@@ -65,14 +63,15 @@ def pull_voice(repo_id: str, out_dir: str | Path, *, onnx: bool = True, endpoint
                token: str | None = None) -> Path:
     """``fintts pull``: ``out_dir/model`` from the Hub, with ``model.onnx`` made here if the run did not ship one.
 
-    Any task's ``model/`` is pulled as it is; only a VITS voice gets ONNX. A voice exported by an older fintts (or with ``export_onnx: false``) has no ONNX
-    graph; with torch installed it is exported on this machine, without torch the voice
-    still speaks once torch is there, and the message says so.
+    Any task's ``model/`` is pulled as it is; only a VITS voice gets ONNX. A voice exported
+    by an older fintts (or with ``export_onnx: false``) has no ONNX graph; with torch
+    installed it is exported on this machine, without torch the voice still speaks once
+    torch is there, and the message says so.
     """
     folder = download_voice(repo_id, out_dir, endpoint=endpoint, token=token)
     if onnx and is_vits_voice(folder) and not (folder / ONNX_FILE).is_file():
-        if _installed("torch") and _installed("onnx"):
-            from fintts.tts.vits.export import export_folder
+        if installed("torch") and installed("onnx"):
+            from fintts.tts.vits.export import export_folder  # needs torch, which the base install leaves out
 
             export_folder(folder)
         else:
@@ -83,7 +82,7 @@ def pull_voice(repo_id: str, out_dir: str | Path, *, onnx: bool = True, endpoint
 
 def is_public(repo_id: str, *, endpoint: str | None = None) -> bool:
     """Whether ``repo_id`` can be read without a token (so a notebook need not ask for one)."""
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi  # 0.15 s to import: only when asked (see download_voice)
     from huggingface_hub.errors import HfHubHTTPError
 
     try:

@@ -52,10 +52,13 @@ import json
 import re
 import tempfile
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from num2words import num2words
+
+from fintts.tts.voice_format import VoiceError
 
 #: Character vocabulary used when no MMS tokenizer is at hand.
 #:
@@ -247,13 +250,13 @@ class FinnishText:
 
     def __init__(self, vocab: dict[str, int], add_blank: bool = True) -> None:
         if not vocab:
-            raise ValueError("the vocabulary is empty; pass the vocab.json mapping of a VitsTokenizer")
+            raise VoiceError("the vocabulary is empty; pass the vocab.json mapping of a VitsTokenizer")
         if 0 not in vocab.values():
-            raise ValueError("the vocabulary has no id 0; VITS uses id 0 as the blank between characters")
+            raise VoiceError("the vocabulary has no id 0; VITS uses id 0 as the blank between characters")
         if len(set(vocab.values())) != len(vocab):
-            raise ValueError("the vocabulary maps two symbols to the same id; check its vocab.json")
+            raise VoiceError("the vocabulary maps two symbols to the same id; check its vocab.json")
         if " " not in vocab:
-            raise ValueError("the vocabulary has no space character; it cannot separate words")
+            raise VoiceError("the vocabulary has no space character; it cannot separate words")
         self.vocab = dict(vocab)
         self.add_blank = add_blank
         self._chars = frozenset(symbol for symbol in vocab if len(symbol) == 1)
@@ -272,7 +275,7 @@ class FinnishText:
         table and are left out.
         """
         if getattr(tokenizer, "phonemize", False):
-            raise ValueError(
+            raise VoiceError(
                 "this tokenizer phonemizes its input (an English VITS checkpoint); fintts needs an MMS "
                 "character tokenizer such as facebook/mms-tts-fin's"
             )
@@ -294,7 +297,7 @@ class FinnishText:
         vocab = _read_json(vocab_file)
         config = _read_json(config_file) if config_file.is_file() else {}
         if config.get("phonemize"):
-            raise ValueError(f"{config_file}: this tokenizer phonemizes its input (an English VITS checkpoint); "
+            raise VoiceError(f"{config_file}: this tokenizer phonemizes its input (an English VITS checkpoint); "
                              "fintts needs an MMS character tokenizer such as facebook/mms-tts-fin's")
         return cls(vocab, add_blank=bool(config.get("add_blank", True)))
 
@@ -335,7 +338,7 @@ class FinnishText:
         split the text at every occurrence of that character (in MMS it is a real
         letter) and leave out the blanks around it.
         """
-        from transformers import VitsTokenizer
+        from transformers import VitsTokenizer  # [torch] only: the laptop's front end reads vocab.json without it
 
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -409,7 +412,7 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except ValueError as err:
-        raise ValueError(f"{path} is not valid JSON ({err}); export or pull the voice again") from None
+        raise VoiceError(f"{path} is not valid JSON ({err}); export or pull the voice again") from None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,8 +8,10 @@ same folder also works with plain ``transformers.VitsModel`` and
 abbreviations) and speaks long text sentence by sentence.
 
 Two backends run the network. ``onnx`` (onnxruntime; no torch anywhere) is the laptop
-default; ``torch`` runs the transformers model. This module imports neither: each is
-imported when a voice asks for it, so ``import fintts`` and an ONNX voice stay light.
+default; ``torch`` runs the transformers model. This module imports neither: onnxruntime
+is imported when an ONNX voice opens, torch only for a torch voice, so ``import fintts``
+and an ONNX voice stay light. File names and :class:`VoiceError` live in
+:mod:`fintts.tts.voice_format`, shared with the download, the backends and the exporters.
 
 Randomness: VITS samples durations and the latent prior. The noise is drawn here, with
 numpy, and handed to the backend, so a ``seed`` makes a voice repeat itself and gives the
@@ -20,37 +22,35 @@ call's, so a sentence sounds the same whatever the sentences around it are.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import itertools
 import json
 import logging
 import math
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from fintts.tts.hub_voice import download_voice
+from fintts.tts.onnx_backend import OnnxBackend
 from fintts.tts.text import FinnishText, split_sentences
+from fintts.tts.voice_format import (
+    ADAPTERS_DIR,
+    BACKENDS,
+    FRAMES_PER_TOKEN,
+    ONNX_FILE,
+    ONNX_INT8_FILE,
+    SPEAKERS_FILE,
+    VoiceError,
+    installed,
+)
+from fintts.tts.wav import WavWriter
 
 log = logging.getLogger(__name__)
 
-SPEAKERS_FILE = "speakers.json"
-#: A voice's LoRA adapters, one folder per speaker in peft's layout: ``adapters/<speaker>/``.
-ADAPTERS_DIR = "adapters"
-#: The float32 graph, the reference the torch model is tested against.
-ONNX_FILE = "model.onnx"
-#: The same graph with the decoder's residual-block convolutions in int8 (calibrated at export).
-ONNX_INT8_FILE = "model.int8.onnx"
-BACKENDS = ("onnx", "torch")
 #: Silence after a chunk, in seconds at speed 1, by what ended it (see :class:`~fintts.tts.text.Chunk`).
 PAUSES = {"sentence": 0.4, "paragraph": 0.8, "clause": 0.2, "end": 0.0}
-#: Prior-noise columns drawn per token before the graph says how many frames it needs
-#: (MMS says ~3 frames per token at speed 1); a sentence that needs more is run again.
-FRAMES_PER_TOKEN = 6
-
-
-class VoiceError(ValueError):
-    """A voice that cannot be loaded or used as asked; the message says what to do."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +148,8 @@ class Voice:
         """Characters of ``text`` this voice cannot say (they are left out)."""
         return self.text.unknown_chars(text)
 
-    def stream(self, text: str, *, speaker: str | int | None = None, warn: Callable[[str], None] | None = log.warning) -> Iterator[np.ndarray]:
+    def stream(self, text: str, *, speaker: str | int | None = None,
+               warn: Callable[[str], None] | None = log.warning) -> Iterator[np.ndarray]:
         """Float32 audio one chunk at a time: each sentence followed by its pause.
 
         Sentences are synthesised only as the iteration asks for them, so the first
@@ -181,8 +182,6 @@ class Voice:
         The file is created once the first sentence is ready, so text with nothing to say
         leaves no empty WAV behind.
         """
-        from fintts.tts.wav import WavWriter
-
         chunks = self.stream(text, speaker=speaker, warn=warn)
         first = next(chunks)
         with WavWriter(path, self.sample_rate) as wav:
@@ -237,12 +236,6 @@ def load_voice(
     return Voice(engine, config, text, speakers, speaker=speaker, speed=speed, noise=noise, noise_duration=noise_duration, seed=seed)
 
 
-def is_vits_voice(folder: Path) -> bool:
-    """Whether ``folder`` holds a VITS ``config.json`` (a trainer's ``model/`` may hold another task's export)."""
-    try:
-        return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type") == "vits"
-    except (OSError, ValueError):
-        return False
 
 
 def voice_folder(path_or_repo: str | Path) -> Path:
@@ -255,8 +248,6 @@ def voice_folder(path_or_repo: str | Path) -> Path:
         raise VoiceError(f"{path} is not a voice: no config.json in it or in {path / 'model'} "
                          "(give the run folder, its model/ folder, or a Hub repo user/name)")
     if _looks_like_repo(str(path_or_repo)):
-        from fintts.tts.hub_voice import download_voice
-
         try:
             folder = download_voice(str(path_or_repo))
         except VoiceError as err:  # a mistyped folder looks like a repo id too: say both
@@ -272,12 +263,6 @@ def _looks_like_repo(name: str) -> bool:
     return len(parts) == 2 and all(parts) and not name.startswith((".", "~"))
 
 
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
 
 def _backend(folder: Path, backend: str | None, int8: bool | None, threads: int | None, adapter: Path | None = None) -> Backend:
     if backend not in (None, *BACKENDS):
@@ -286,20 +271,18 @@ def _backend(folder: Path, backend: str | None, int8: bool | None, threads: int 
     if int8 and not (folder / ONNX_INT8_FILE).is_file():
         raise VoiceError(f"{folder} has no {ONNX_INT8_FILE}; export it with `fintts export --onnx --voice {folder}`")
     if backend is None:
-        backend = "onnx" if graph.is_file() and _installed("onnxruntime") else "torch"
+        backend = "onnx" if graph.is_file() and installed("onnxruntime") else "torch"
     if backend == "onnx":
         if not graph.is_file():
             raise VoiceError(f"{folder} has no {ONNX_FILE}; make it with `fintts export --onnx --voice {folder}` "
                              "(needs fintts[torch]) or speak with backend torch")
-        if not _installed("onnxruntime"):
+        if not installed("onnxruntime"):
             raise VoiceError("onnxruntime is not installed: pip install onnxruntime (or use backend torch)")
-        from fintts.tts.onnx_backend import OnnxBackend
-
         return OnnxBackend(graph, threads=threads)
-    if not (_installed("torch") and _installed("transformers")):
+    if not (installed("torch") and installed("transformers")):
         reason = "backend torch needs torch" if graph.is_file() else f"{folder} has no {ONNX_FILE} and this needs torch"
         raise VoiceError(f"{reason}, which the base install leaves out: pip install 'fintts[torch]'"
                          + ("" if graph.is_file() else ", or export the voice's ONNX graphs where torch is"))
-    from fintts.tts.vits.inference import TorchBackend
+    from fintts.tts.vits.torch_backend import TorchBackend  # needs torch, which the base install leaves out
 
     return TorchBackend.load(folder, adapter)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from fintts.train.stores.base import LeaseConflict, Store, StoreError
+from fintts.errors import LeaseConflict, StoreError
+from fintts.train.config import TrainConfig, parse_duration
+from fintts.train.stores.base import Store
 from fintts.train.stores.local import LocalStore
-
-if TYPE_CHECKING:
-    from fintts.train.config import TrainConfig
 
 __all__ = ["LeaseConflict", "LocalStore", "Store", "StoreError", "open_store", "store_for"]
 
@@ -17,16 +16,14 @@ __all__ = ["LeaseConflict", "LocalStore", "Store", "StoreError", "open_store", "
 def open_store(local_dir: str | Path, *, hub_repo: str = "", **hub_options: Any) -> Store:
     """The run in ``local_dir``; with ``hub_repo`` (``user/name``) the Hub store, ``local_dir`` being its mirror."""
     if hub_repo:
-        from fintts.train.stores.hub import HubStore
+        from fintts.train.stores.hub import HubStore  # imports torch (the trainer's state); a local store needs none
 
         return HubStore(hub_repo, root=local_dir, **hub_options)
     return LocalStore(local_dir)
 
 
-def store_for(cfg: "TrainConfig") -> Store:
+def store_for(cfg: TrainConfig) -> Store:
     """The store a run's config describes."""
-    from fintts.train.config import parse_duration
-
     if not cfg.hub_repo:
         return open_store(cfg.local_dir())
     return open_store(

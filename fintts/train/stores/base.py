@@ -20,34 +20,15 @@ from __future__ import annotations
 
 import abc
 import json
-import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from fintts.train import checkpoint
 
 STATUS = "status.json"
 MODEL_DIR = "model"
 CACHE_DIR = "cache"
-
-
-_REPO_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-def repo_id_problem(repo_id: str) -> str | None:
-    """Why ``repo_id`` cannot name a Hub repo (``None`` if it can), for the caller's own error."""
-    parts = repo_id.split("/")
-    if len(parts) == 2 and all(_REPO_PART.fullmatch(p) for p in parts):
-        return None
-    return f"{repo_id!r} is not a Hub repo id; write USER/NAME (e.g. alice/my-model)"
-
-
-class StoreError(Exception):
-    """A store cannot be used as asked (unreachable, held by another session, misconfigured)."""
-
-
-class LeaseConflict(StoreError):
-    """Another session holds the run; the message says who and how to take over."""
 
 
 class Store(abc.ABC):

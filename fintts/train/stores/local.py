@@ -8,7 +8,8 @@ import os
 import socket
 from pathlib import Path
 
-from fintts.train.stores.base import LeaseConflict, Store
+from fintts.errors import LeaseConflict
+from fintts.train.stores.base import Store
 
 LOCK = "writer.lock"
 

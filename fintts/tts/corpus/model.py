@@ -8,11 +8,13 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from fintts.errors import UsageError
+
 #: Where a Hub dataset is named in ``data:``: ``hf://datasets/USER/NAME``.
 HUB_PREFIX = "hf://datasets/"
 
 
-class CorpusError(ValueError):
+class CorpusError(UsageError):
     """The folder is not a corpus fintts can read; the message says what was looked for."""
 
 

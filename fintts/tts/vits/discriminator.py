@@ -18,6 +18,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.parametrizations import weight_norm
 
+from fintts.errors import UsageError
+
 #: Leaky-ReLU slope of every discriminator layer (HiFi-GAN, VITS ``modules.LRELU_SLOPE``).
 LEAKY_RELU_SLOPE = 0.1
 
@@ -149,7 +151,7 @@ def load_mms_discriminator(path: Path | str, config: DiscriminatorConfig | None 
     path = Path(path)
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("model"), dict):
-        raise ValueError(f"{path}: not a VITS discriminator checkpoint (expected a dict with a 'model' state dict)")
+        raise UsageError(f"{path}: not a VITS discriminator checkpoint (expected a dict with a 'model' state dict)")
     discriminator = VitsDiscriminator(config)
     expected = discriminator.state_dict()
 
@@ -168,14 +170,14 @@ def load_mms_discriminator(path: Path | str, config: DiscriminatorConfig | None 
     missing = sorted(set(expected) - set(converted))
     unexpected = sorted(set(converted) - set(expected))
     if missing or unexpected:
-        raise ValueError(
+        raise UsageError(
             f"{path}: does not match a VITS discriminator with {discriminator.config}; "
             f"missing keys: {_preview(missing)}; unexpected keys: {_preview(unexpected)}"
         )
     wrong_shapes = [k for k, v in converted.items() if v.shape != expected[k].shape]
     if wrong_shapes:
         details = ", ".join(f"{k} {tuple(converted[k].shape)} != {tuple(expected[k].shape)}" for k in wrong_shapes[:5])
-        raise ValueError(f"{path}: tensor shapes differ from {discriminator.config}: {details}")
+        raise UsageError(f"{path}: tensor shapes differ from {discriminator.config}: {details}")
     discriminator.load_state_dict(converted)
     return discriminator
 

@@ -27,8 +27,8 @@ import copy
 import json
 import logging
 import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ from transformers import VitsModel
 from fintts.tts.onnx_backend import INPUTS, OUTPUTS
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.inference import VitsSynthesizer, fold_weight_norm
-from fintts.tts.voice import FRAMES_PER_TOKEN, ONNX_FILE, ONNX_INT8_FILE, SPEAKERS_FILE
+from fintts.tts.voice_format import FRAMES_PER_TOKEN, ONNX_FILE, ONNX_INT8_FILE, SPEAKERS_FILE
 
 #: Sentences whose activations set the int8 ranges: statements, a question, an
 #: exclamation, numbers and a date, long and short.
@@ -117,7 +117,7 @@ def _feeds(vits: VitsModel, text: FinnishText, sentences: Sequence[str]) -> Iter
 
 
 def _quantize(graph: Path, out: Path, feeds: list[dict[str, np.ndarray]]) -> Path:
-    import onnx
+    import onnx  # and the quantizer: only an ONNX export needs them, not saving a voice
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     model = onnx.load(str(graph), load_external_data=False).graph

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Collection
+from collections.abc import Callable, Collection
 
 import torch
 import torch.utils.checkpoint
@@ -27,6 +27,7 @@ from torch import Tensor, nn
 from transformers import VitsModel
 from transformers.models.vits.modeling_vits import VitsStochasticDurationPredictor
 
+from fintts.errors import ConfigError
 from fintts.tts.vits.alignment import monotonic_alignment_search, prior_log_likelihood
 from fintts.tts.vits.losses import (
     LossWeights,
@@ -39,7 +40,6 @@ from fintts.tts.vits.losses import (
     stochastic_duration_loss,
 )
 
-
 #: The blocks whose activations :func:`train_forward` can recompute in the backward pass
 #: instead of storing them (gradient checkpointing): less memory for one more forward of each.
 CHECKPOINTABLE_BLOCKS = ("text_encoder", "posterior_encoder", "flow", "decoder")
@@ -49,7 +49,7 @@ def check_blocks(blocks: Collection[str]) -> frozenset[str]:
     """``blocks`` as a set, or a ValueError naming the unknown ones and the valid ones."""
     unknown = sorted(set(blocks) - set(CHECKPOINTABLE_BLOCKS))
     if unknown:
-        raise ValueError(f"checkpointing: unknown block(s) {', '.join(unknown)}; choose from {', '.join(CHECKPOINTABLE_BLOCKS)}")
+        raise ConfigError(f"checkpointing: unknown block(s) {', '.join(unknown)}; choose from {', '.join(CHECKPOINTABLE_BLOCKS)}")
     return frozenset(blocks)
 
 

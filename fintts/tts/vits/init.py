@@ -19,6 +19,8 @@ from torch.nn.utils import parametrize
 from transformers import VitsConfig, VitsModel, VitsTokenizer
 from transformers.models.vits.modeling_vits import VitsAttention, VitsConvFlow, VitsResidualCouplingLayer
 
+from fintts.errors import ConfigError
+
 #: Settings applied under the caller's ``config_overrides`` for training. transformers'
 #: text encoder adds LayerDrop (default 0.1), which the original VITS never used; the
 #: MMS voices were trained without it, so fine-tuning with it would randomly drop layers
@@ -130,7 +132,7 @@ def build_generator(
 
     if num_speakers != model.config.num_speakers:
         if model.config.num_speakers != 1:
-            raise ValueError(
+            raise ConfigError(
                 f"init: {str(init)!r} has {model.config.num_speakers} speakers but {num_speakers} were asked for; "
                 "only a single-speaker checkpoint can be given new speakers"
             )
@@ -238,6 +240,6 @@ def add_speakers(model: VitsModel, num_speakers: int, speaker_embedding_size: in
 def _apply_overrides(config: VitsConfig, overrides: dict[str, Any]) -> None:
     unknown = sorted(key for key in overrides if not hasattr(config, key))
     if unknown:
-        raise ValueError(f"config_overrides: unknown VitsConfig fields {unknown}")
+        raise ConfigError(f"config_overrides: unknown VitsConfig fields {unknown}")
     for key, value in overrides.items():
         setattr(config, key, value)

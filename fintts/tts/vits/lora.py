@@ -36,8 +36,8 @@ import dataclasses
 import json
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
@@ -47,10 +47,11 @@ from torch import Tensor, nn
 from torch.nn.utils import parametrizations, parametrize
 from transformers import VitsModel
 
+from fintts.errors import ConfigError
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.export import save_voice
 from fintts.tts.vits.inference import fold_weight_norm
-from fintts.tts.voice import ADAPTERS_DIR, SPEAKERS_FILE, VoiceError
+from fintts.tts.voice_format import ADAPTERS_DIR, SPEAKERS_FILE, VoiceError
 
 DEFAULT_TARGETS = (
     r"text_encoder\.encoder\.layers\.\d+\.attention\.(q_proj|k_proj|v_proj|out_proj)",
@@ -72,12 +73,12 @@ class LoraSettings:
 
     def __post_init__(self) -> None:
         if self.r < 0:
-            raise ValueError(f"r must be 0 (no adapter) or positive, not {self.r}")
+            raise ConfigError(f"r must be 0 (no adapter) or positive, not {self.r}")
         for target in self.targets:
             try:
                 re.compile(target)
             except re.error as err:
-                raise ValueError(f"targets: {target!r} is not a regular expression ({err})") from None
+                raise ConfigError(f"targets: {target!r} is not a regular expression ({err})") from None
 
     def peft_config(self, names: list[str]) -> LoraConfig:
         """peft's settings for adapting the modules ``names`` (those :func:`target_names` found for :attr:`targets`)."""
@@ -93,12 +94,12 @@ def target_names(vits: nn.Module, targets: list[str]) -> list[str]:
     pattern = re.compile(_pattern(targets))
     names = [name for name, module in vits.named_modules() if name and pattern.fullmatch(name)]
     if not names:
-        raise ValueError(f"lora.targets: {targets} match no module of the model (names look like "
+        raise ConfigError(f"lora.targets: {targets} match no module of the model (names look like "
                          "'text_encoder.encoder.layers.0.attention.q_proj' or 'decoder.resblocks.0.convs1.0')")
     modules = dict(vits.named_modules())
     for name in names:
         if not isinstance(modules[name], _ADAPTABLE) or getattr(modules[name], "groups", 1) != 1:
-            raise ValueError(f"lora.targets: {name} is a {type(modules[name]).__name__}"
+            raise ConfigError(f"lora.targets: {name} is a {type(modules[name]).__name__}"
                              f"{' with groups' if isinstance(modules[name], _ADAPTABLE) else ''}, which peft cannot adapt "
                              "(Linear and ungrouped Conv1d only); narrow the pattern that matches it")
     return names
@@ -194,7 +195,7 @@ def merged_voice(base: VitsModel, folder: Path, speakers: list[str]) -> tuple[Vi
     if merged.config.num_speakers <= 1:
         return standard_model(merged.config, merged.state_dict()), speakers
     if speaker not in speakers:
-        raise ValueError(f"the adapter {folder} is named for speaker {speaker!r}, which the base voice does not have "
+        raise VoiceError(f"the adapter {folder} is named for speaker {speaker!r}, which the base voice does not have "
                          f"({', '.join(speakers)})")
     return speaker_voice(merged, speakers.index(speaker), speakers)
 

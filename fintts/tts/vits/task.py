@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 from safetensors import safe_open
@@ -36,13 +37,13 @@ from safetensors.torch import load_model
 from torch import nn
 from tqdm.auto import tqdm
 
-from fintts.train.config import free_setting
 from fintts.train import checkpoint
+from fintts.train.config import ConfigError, free_setting, load_config
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Span, Spectrogram, SpectrogramConfig, load_audio, resampled_length
 from fintts.tts.corpus import Item, ReadOptions, check_corpus, read_table
-from fintts.tts.demo import CORPUS as DEMO_CORPUS, data_root
+from fintts.tts.demo import data_root
 from fintts.tts.eval import nearest_reference, noise_floor_db
 from fintts.tts.features import FeatureCache
 from fintts.tts.speakers import BEST, analyse_speakers
@@ -51,14 +52,25 @@ from fintts.tts.vits.card import is_mms, run_card
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
 from fintts.tts.vits.export import save_voice
 from fintts.tts.vits.generator import (
-    CHECKPOINTABLE_BLOCKS, VitsTrainingForward, check_blocks, discriminator_loss_terms, generator_loss_terms,
+    CHECKPOINTABLE_BLOCKS,
+    VitsTrainingForward,
+    check_blocks,
+    discriminator_loss_terms,
+    generator_loss_terms,
 )
-from fintts.tts.vits.inference import TorchBackend
 from fintts.tts.vits.init import build_generator, check_model_settings
 from fintts.tts.vits.lora import (
-    ADAPTERS_DIR, LoraSettings, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model,
+    ADAPTERS_DIR,
+    LoraSettings,
+    adapter_files,
+    adapter_size,
+    add_adapter,
+    base_weights,
+    is_adapted,
+    standard_model,
 )
 from fintts.tts.vits.losses import LossWeights
+from fintts.tts.vits.torch_backend import TorchBackend
 from fintts.tts.voice import Voice, VoiceConfig, load_voice
 from fintts.tts.wav import wav_bytes
 
@@ -237,7 +249,7 @@ def scratch_front_end(punctuation: str = "") -> FinnishText:
     vocab = dict(FALLBACK_VOCAB)
     for mark in punctuation:
         if mark not in PUNCTUATION_MARKS:
-            raise ValueError(f"punctuation_tokens: {mark!r} is not one of the marks that can become a token ({PUNCTUATION_MARKS})")
+            raise ConfigError(f"punctuation_tokens: {mark!r} is not one of the marks that can become a token ({PUNCTUATION_MARKS})")
         vocab.setdefault(mark, len(vocab))
     return FinnishText(vocab)
 
@@ -263,7 +275,7 @@ def resolve_init(init: str) -> tuple[str, Path | None]:
         checkpoint.verify(path)
         architecture = path.parent.parent / MODEL_DIR
         if not (architecture / "config.json").is_file():
-            raise ValueError(f"init: {path} is a checkpoint, but its run has no {architecture} to read the architecture from")
+            raise ConfigError(f"init: {path} is a checkpoint, but its run has no {architecture} to read the architecture from")
         return str(architecture), path
     if (path / MODEL_DIR / "config.json").is_file():
         return str(path / MODEL_DIR), None
@@ -308,17 +320,17 @@ def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True, cach
     if cfg.speakers:
         missing = sorted(set(cfg.speakers) - {i.speaker for i in items})
         if missing:
-            raise ValueError(f"speakers: {', '.join(missing)} not in {root} (it has: {', '.join(sorted(report.speakers))})")
+            raise ConfigError(f"speakers: {', '.join(missing)} not in {root} (it has: {', '.join(sorted(report.speakers))})")
         items = [i for i in items if i.speaker in cfg.speakers]
     if not items:
-        raise ValueError(f"data: {root} has no usable clips (run `fintts check {cfg.data}`)")
+        raise ConfigError(f"data: {root} has no usable clips (run `fintts check {cfg.data}`)")
     speakers = sorted({i.speaker for i in items})
     speaker = None
     if cfg.speaker:
         speaker = analyse_speakers(report, among=speakers).best if cfg.speaker == BEST else cfg.speaker
         if speaker not in speakers:
-            raise ValueError(f"speaker: {cfg.speaker!r} is not one of the model's speakers in {root}: {', '.join(speakers)} "
-                             f"(`fintts speakers {cfg.data}` lists them)")
+            raise ConfigError(f"speaker: {cfg.speaker!r} is not one of the model's speakers in {root}: {', '.join(speakers)} "
+                              f"(`fintts speakers {cfg.data}` lists them)")
         items = [i for i in items if i.speaker == speaker]
     trained = [speaker] if speaker else speakers
     heldout = [i for i in read_heldout_files(root) if i.speaker in trained]
@@ -401,7 +413,7 @@ class VitsTask(Task):
     def check_phases(cls, configs) -> None:
         for index, before in enumerate(configs[:-1], 1):
             if before.lora.r:
-                raise ValueError(f"phases[{index}] follows an adapter phase; a run ends with its adapter phase: to adapt "
+                raise ConfigError(f"phases[{index}] follows an adapter phase; a run ends with its adapter phase: to adapt "
                                  "another speaker on the same base, start a run with init: the checkpoint that ended "
                                  "the full phase (it is kept), or merge the adapter (fintts merge) and init from that")
 
@@ -418,12 +430,12 @@ class VitsTask(Task):
         self.text = FinnishText.from_tokenizer(tokenizer) if tokenizer is not None else scratch_text
         missing = sorted(set(cfg.punctuation_tokens) - set(self.text.vocab))
         if missing:
-            raise ValueError(
+            raise ConfigError(
                 f"punctuation_tokens: the vocabulary of init {cfg.init!r} has no {' '.join(missing)}; a pretrained "
                 "voice's characters are fixed by its tokenizer, so remove them from punctuation_tokens"
             )
         if self.text.vocab_size > vits.config.vocab_size:
-            raise ValueError(
+            raise ConfigError(
                 f"init: {cfg.init!r} has vocab_size {vits.config.vocab_size} but the text front end needs "
                 f"{self.text.vocab_size}; set model.vocab_size or use a matching tokenizer"
             )
@@ -438,7 +450,7 @@ class VitsTask(Task):
         if weights is not None:
             with safe_open(str(weights / "model.safetensors"), "pt") as saved:
                 if is_adapted(dict.fromkeys(saved.keys())):
-                    raise ValueError(f"init: {weights} is a checkpoint of an adapter phase; init from the checkpoint that "
+                    raise ConfigError(f"init: {weights} is a checkpoint of an adapter phase; init from the checkpoint that "
                                      "ended the full phase, or from a voice folder (its run's model/, or fintts merge's)")
             load_model(generator, str(weights / "model.safetensors"), strict=True)
             if (weights / "discriminator.safetensors").is_file() and not cfg.discriminator:
@@ -453,7 +465,7 @@ class VitsTask(Task):
 
     def _add_adapter(self, vits) -> None:
         if not self.speaker and len(self.speakers) > 1:
-            raise ValueError(f"lora: an adapter is one speaker's voice; set speaker: NAME or best (the model has "
+            raise ConfigError(f"lora: an adapter is one speaker's voice; set speaker: NAME or best (the model has "
                              f"{', '.join(self.speakers)})")
         self.adapter_name = self.speaker or self.speakers[0]
         self.adapter = add_adapter(vits, self.config.lora, self.adapter_name)
@@ -617,7 +629,10 @@ class VitsTask(Task):
         )
 
     def memory_advice(self) -> list[str]:
-        """Gradient checkpointing of every block, when some are not yet: the one retry after an out-of-memory stop should fit, at a cost in time only."""
+        """Gradient checkpointing of every block, when some are not yet.
+
+        The one retry after an out-of-memory stop should fit then, at a cost in time only.
+        """
         if set(CHECKPOINTABLE_BLOCKS) <= set(self.config.checkpointing):
             return []
         every = ",".join(CHECKPOINTABLE_BLOCKS)
@@ -638,12 +653,35 @@ def _data_size(item: Item) -> int:
     return round((item.span[1] - item.span[0]) * 1000)
 
 
+def evaluate_run(*, store: str | Path | None = None, model: str | Path | None = None, config: str | Path | None = None,
+                 data: str | None = None) -> dict[str, Any]:
+    """``fintts eval``: a run's voice scored with the run's own settings, or any voice with a config's.
+
+    With ``store`` (a run folder) the settings are those its newest complete checkpoint was
+    trained with, and the voice its ``model/`` unless ``model`` names another; without it,
+    ``model`` and ``config`` are both needed. ``data`` points the held-out clips elsewhere.
+    """
+    overrides = [f"data={data}"] if data else []
+    if store:
+        folder = checkpoint.latest_complete(Path(store), log=lambda _: None)
+        if folder is None:
+            raise ConfigError(f"--store {store} holds no complete checkpoint to take the run's settings from")
+        run = load_config(folder / "config.yaml", overrides, registered_only=True)  # a pulled checkpoint names no module to import
+        model_dir = Path(model or Path(store) / MODEL_DIR)
+    else:
+        if not model:
+            raise ConfigError("fintts eval needs --store PATH (a run) or --model DIR with --config/--data")
+        run = load_config(config, overrides)
+        model_dir = Path(model)
+    return evaluate_voice(model_dir, run.task)
+
+
 def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[str, Any]:
     """Score an exported voice on its run's held-out clips (what ``fintts eval`` prints)."""
     voice = load_voice(model_dir, backend="torch", seed=0)
     heldout = select_corpus(cfg, log=log, progress=False).heldout
     if not heldout:
-        raise ValueError(f"data: {cfg.data} has no held-out clips to score (add heldout.csv or more clips per speaker)")
+        raise ConfigError(f"data: {cfg.data} has no held-out clips to score (add heldout.csv or more clips per speaker)")
     scores = score_heldout(voice, heldout)
     return {
         "model": str(model_dir),

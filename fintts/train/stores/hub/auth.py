@@ -3,18 +3,19 @@
 A Kaggle notebook has no ``huggingface-cli login``: the token arrives as the ``HF_TOKEN``
 environment variable or as a Kaggle *secret* named ``HF_TOKEN``; on a laptop it is the
 cached login. The token is a write credential to the person's account, so it must never
-reach a log line, an exception message or a file of the run: :func:`scrub` is applied to
-every message built from a client error.
+reach a log line, an exception message or a file of the run: :func:`~.errors.scrub` is
+applied to every message built from a client error.
 """
 
 from __future__ import annotations
 
 import os
 
+from huggingface_hub import get_token
+
 from fintts.train.stores.hub.errors import HubAuthError
 
 SECRET_NAME = "HF_TOKEN"
-_REDACTED = "<token>"
 
 
 def find_token(explicit: str | None = None) -> str:
@@ -42,16 +43,8 @@ def _kaggle_secret() -> str | None:
 
 
 def _cached_login() -> str | None:
-    from huggingface_hub import get_token
-
     try:
         return get_token()
     except Exception:  # e.g. a failing OIDC exchange; a missing token is reported by find_token
         return None
 
-
-def scrub(text: str, token: str | None) -> str:
-    """``text`` with every occurrence of ``token`` replaced, for messages built from client errors."""
-    if token:
-        text = text.replace(token, _REDACTED)
-    return text

@@ -31,18 +31,20 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 
 from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import RemoteEntryNotFoundError
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
+from fintts.errors import StoreError
 from fintts.train import checkpoint as ckpt
 from fintts.train.card import LOSS_PLOT
-from fintts.train.stores.base import MODEL_DIR, StoreError
+from fintts.train.stores.base import MODEL_DIR
 from fintts.train.stores.hub.auth import find_token
 from fintts.train.stores.hub.errors import HubAuthError, HubDeadline, HubError, HubUnavailable, classify
 
@@ -131,7 +133,7 @@ class HubClient:
     def connect(
         cls, repo_id: str, *, endpoint: str | None = None, token: str | None = None, timeout: float = 60.0,
         anonymous_ok: bool = False,
-    ) -> "HubClient":
+    ) -> HubClient:
         """A client for ``repo_id`` with the token from :func:`find_token`; ``anonymous_ok`` allows none (public repos)."""
         try:
             resolved: str | bool = find_token(token)

@@ -11,10 +11,18 @@ from __future__ import annotations
 
 from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RemoteEntryNotFoundError, RepositoryNotFoundError
 
-from fintts.train.stores.base import LeaseConflict, StoreError
+from fintts.errors import LeaseConflict, StoreError
 
 _RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
 _NETWORK_MODULES = {"httpx", "httpx2", "httpcore", "requests", "urllib3"}
+_REDACTED = "<token>"
+
+
+def scrub(text: str, token: str | None) -> str:
+    """``text`` with every occurrence of ``token`` replaced, for messages built from client errors."""
+    if token:
+        text = text.replace(token, _REDACTED)
+    return text
 
 
 class HubError(StoreError):
@@ -26,7 +34,7 @@ class HubError(StoreError):
         super().__init__(message)
         self.retry_after = retry_after
 
-    def prefixed(self, context: str, advice: str = "") -> "HubError":
+    def prefixed(self, context: str, advice: str = "") -> HubError:
         """The same failure, its message saying what was being done and what to do."""
         return type(self)(f"{context}: {self}{advice}", retry_after=self.retry_after)
 
@@ -73,8 +81,6 @@ class LeaseLost(HubError, LeaseConflict):
 
 def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: str) -> HubError:
     """Turn a client error into a :class:`HubError` whose message has no token and says what to do."""
-    from fintts.train.stores.hub.auth import scrub
-
     if isinstance(err, HubError):
         return err
     if isinstance(err, StoreError):

@@ -67,15 +67,18 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
+from fintts.errors import LeaseConflict, StoreError
 from fintts.train import checkpoint as ckpt
 from fintts.train.card import CARD, LOSS_PLOT
 from fintts.train.platform import host_name
-from fintts.train.stores.base import MODEL_DIR, STATUS, LeaseConflict, Store, StoreError, repo_id_problem
+from fintts.train.repo_id import repo_id_problem
+from fintts.train.stores.base import MODEL_DIR, STATUS, Store
 from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.errors import HubRepoError, HubUnavailable, LeaseLost
 from fintts.train.stores.hub.lease import LEASE, LONG_PUSH_FACTOR, MAX_LEASE_SHARE, MAX_LEASE_TIMEOUT, Lease, duration, iso
@@ -686,7 +689,8 @@ class HubStore(Store):
                 log.info("%s: freed %.1f MB of deleted checkpoints", self.url, freed / 1e6)
             self._used_storage = self._client.used_storage()
         except Exception as err:
-            log.warning("%s: could not free old checkpoints' storage (%s); will retry after the next push", self.url, self._client.failure(err))
+            log.warning("%s: could not free old checkpoints' storage (%s); will retry after the next push",
+                        self.url, self._client.failure(err))
             return
         if self.storage_cap_gb is not None and self._used_storage is not None:
             cap = self.storage_cap_gb * 1e9

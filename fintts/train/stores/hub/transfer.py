@@ -13,8 +13,9 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from fintts.errors import StoreError
 from fintts.train import checkpoint as ckpt
-from fintts.train.stores.base import MODEL_DIR, STATUS, StoreError
+from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.lease import LEASE
 from fintts.train.stores.hub.store import HubStore

@@ -13,8 +13,8 @@ import dataclasses
 import json
 import math
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import torch
 from safetensors.torch import save_file

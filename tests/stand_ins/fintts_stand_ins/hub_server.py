@@ -44,8 +44,9 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
@@ -132,7 +133,7 @@ class _Repo:
         self.state = state
 
     @classmethod
-    def create(cls, folder: Path, repo_id: str, private: bool) -> "_Repo":
+    def create(cls, folder: Path, repo_id: str, private: bool) -> _Repo:
         (folder / "objects").mkdir(parents=True, exist_ok=True)
         repo = cls(folder, {"id": repo_id, "private": private, "created": _now(), "history": [], "commits": {}, "blobs": {}})
         sha = repo.store_blob(GITATTRIBUTES)
@@ -141,7 +142,7 @@ class _Repo:
         return repo
 
     @classmethod
-    def load(cls, folder: Path) -> "_Repo":
+    def load(cls, folder: Path) -> _Repo:
         return cls(folder, json.loads((folder / "state.json").read_text()))
 
     def save(self) -> None:
@@ -236,7 +237,7 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
     block_on_close = False
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], hub: "HubServer"):
+    def __init__(self, address: tuple[str, int], hub: HubServer):
         self.hub = hub
         self.connections: set[socket.socket] = set()
         super().__init__(address, _Handler)
@@ -297,7 +298,7 @@ class HubServer:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "HubServer":
+    def start(self) -> HubServer:
         """Listen (again, on the same port after :meth:`stop`)."""
         if self._httpd is not None:
             return self
@@ -330,7 +331,7 @@ class HubServer:
     def running(self) -> bool:
         return self._httpd is not None
 
-    def __enter__(self) -> "HubServer":
+    def __enter__(self) -> HubServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -656,7 +657,7 @@ def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> tuple
 class _Body:
     """The request body as a file, read from the socket up front (spooled to disk)."""
 
-    def __init__(self, handler: "_Handler", length: int, stall: _Fault | None, hub: HubServer):
+    def __init__(self, handler: _Handler, length: int, stall: _Fault | None, hub: HubServer):
         self.file = tempfile.SpooledTemporaryFile(max_size=8 * _CHUNK)
         self.excerpt = b""
         remaining, done = length, 0

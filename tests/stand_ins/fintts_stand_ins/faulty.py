@@ -26,9 +26,9 @@ from pathlib import Path
 
 import torch
 
-from fintts.examples.toy import ToyConfig, ToyTask
 from fintts.train.config import free_setting
 from fintts.train.task import Evaluation
+from fintts_stand_ins.toy import ToyConfig, ToyTask
 
 
 @dataclasses.dataclass

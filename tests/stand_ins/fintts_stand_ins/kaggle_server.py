@@ -6,7 +6,7 @@ answers, and how it uploads files are part of what is being tested. The client t
 over HTTP (``POST /api/v1/<service>/<method>``) to an endpoint it picks from
 ``KAGGLE_API_ENVIRONMENT``; with ``LOCALHOST`` that is ``http://localhost``, and this server
 receives those requests as the HTTP proxy named by ``HTTP_PROXY`` (``NO_PROXY`` keeps
-``127.0.0.1``, where a :class:`~fintts.testing.HubServer` listens, out of it). :meth:`env`
+``127.0.0.1``, where a :class:`~fintts_stand_ins.HubServer` listens, out of it). :meth:`env`
 returns those variables and credentials; a process started with them is the real client
 pointed here, exactly as the ``kaggle`` command line would be.
 
@@ -44,7 +44,8 @@ import json
 import re
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 #: ``session(push, version) -> (ok, log)``: what a pushed version does while Kaggle "runs" it.
@@ -60,7 +61,7 @@ def _slugify(title: str) -> str:
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    server: "_HTTPServer"
+    server: _HTTPServer
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -112,7 +113,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class _HTTPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, kaggle: "KaggleServer"):
+    def __init__(self, kaggle: KaggleServer):
         self.kaggle = kaggle
         super().__init__(("127.0.0.1", 0), _Handler)
 
@@ -148,7 +149,7 @@ class KaggleServer:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    def __enter__(self) -> "KaggleServer":
+    def __enter__(self) -> KaggleServer:
         self._httpd = _HTTPServer(self)
         threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
