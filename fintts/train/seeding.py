@@ -2,7 +2,7 @@
 
 Every process seeds the config's ``seed`` before it builds the models, so their initial
 weights agree (DDP would broadcast the first process's anyway). The draws that follow —
-dropout masks, VITS's posterior noise and segment choice — must not agree: with the same
+dropout masks, a model's sampling noise, random crops — must not agree: with the same
 stream on both GPUs each batch's second half gets the noise of its first, correlated
 draws that waste half of what the noise is for. ``torch.manual_seed`` seeds the CPU and
 every CUDA device, so one call per process covers both.

@@ -17,6 +17,9 @@ import os
 import re
 from pathlib import Path
 
+from huggingface_hub import HfApi, constants, hf_hub_download
+from huggingface_hub.errors import HfHubHTTPError
+
 from fintts.tts.audio import AUDIO_EXTENSIONS
 from fintts.tts.corpus.model import HUB_PREFIX, CorpusError, Item, Problem, ReadOptions, speaker_name_problem
 
@@ -63,9 +66,6 @@ def _unpack(target: Path, data: bytes) -> None:
 
 def download(source: str, options: ReadOptions) -> tuple[Path, list[Path], str, str]:
     """The split's parquet files, downloaded: ``(audio folder, files, repo@commit, split)``."""
-    from huggingface_hub import HfApi, hf_hub_download
-    from huggingface_hub.errors import HfHubHTTPError
-
     repo, revision = parse(source)
     split = options.split or DEFAULT_SPLIT
     hub_cache = options.cache_dir / "hub" if options.cache_dir else None
@@ -81,8 +81,6 @@ def download(source: str, options: ReadOptions) -> tuple[Path, list[Path], str, 
     except HfHubHTTPError as error:
         raise CorpusError(f"{source}: cannot download it from the Hub ({error}); check the name, your token "
                           "(HF_TOKEN) for a private dataset, and the network") from error
-    from huggingface_hub import constants
-
     base = options.cache_dir or Path(constants.HF_HOME) / "fintts"
     audio = base / "datasets" / repo / commit / split
     audio.mkdir(parents=True, exist_ok=True)
