@@ -17,7 +17,7 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from fintts.kaggle.parameters import load, read_parameters
 from fintts_stand_ins.kaggle_server import KaggleServer
-from fintts.train.stores.base import LeaseConflict
+from fintts.errors import LeaseConflict
 from fintts.train.stores.hub.lease import LEASE, Lease, iso
 from hub_helpers import TOKEN, make_store
 from notebook_helpers import ROOT
