@@ -60,7 +60,7 @@ def free_setting(default: Any = dataclasses.MISSING, *, speed: bool = False, **k
 
 #: Settings of the whole run, which a phase cannot set for itself.
 RUN_SETTINGS = ("task", "run_name", "seed", "precision", "max_steps", "epochs", "session_limit", "store", "hub_repo",
-                "push_every", "hub_timeout", "storage_cap_gb", "phases")
+                "push_every", "hub_timeout", "storage_cap_gb", "collective_timeout", "exit_grace", "phases")
 
 
 @dataclasses.dataclass
@@ -156,6 +156,12 @@ class TrainConfig:
     #: with ``hub_repo``: the longest any one Hub request may take before it counts as failed and is retried
     #: (never past the session's end). A stalled Hub then costs this, not the session.
     hub_timeout: str = free_setting("60s")
+    #: with several processes: how long one may wait in a collective (e.g. a gradient all-reduce) before the process
+    #: group aborts it; ``auto``: the session's limit (torch's default, 10 min on NCCL, without one).
+    collective_timeout: str = free_setting("auto")
+    #: with several processes: how long another process may outlive a first process that ended its session
+    #: cleanly before the launcher ends it.
+    exit_grace: str = free_setting("30s")
     #: stages of the run, each with its own settings (e.g. a full fine-tune, then an adapter on one
     #: speaker); empty: one stage with the settings above. Fingerprinted phase by phase.
     phases: list[Phase] = dataclasses.field(default_factory=list, metadata={"math": "per phase"})
@@ -448,7 +454,8 @@ def check_train_config(cfg: TrainConfig) -> None:
         raise ConfigError(f"epochs: must be 0 (use max_steps) or positive, got {cfg.epochs}")
     if cfg.micro_batch_size < 0:
         raise ConfigError("micro_batch_size: must be 0 (automatic) or positive")
-    for key in ("checkpoint_every", "session_limit", "safety_margin", "initial_reserve", "push_every", "hub_timeout"):
+    for key in ("checkpoint_every", "session_limit", "safety_margin", "initial_reserve", "push_every", "hub_timeout",
+                "collective_timeout", "exit_grace"):
         if getattr(cfg, key) != "auto":
             parse_duration(getattr(cfg, key), key=key)
     if not parse_duration(cfg.hub_timeout, key="hub_timeout"):

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import errno
+import json
 import math
 import os
 import shutil
@@ -27,13 +29,16 @@ from typing import Any, Callable, Iterator
 import torch
 import yaml
 from accelerate import Accelerator
-from accelerate.utils import gather_object
+from accelerate.utils import InitProcessGroupKwargs, gather_object
 from safetensors.torch import load_model, save_model
 from torch.utils.data import DataLoader
 
 from fintts.train import card, checkpoint, data_drift, memory, phases, status
 from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
-from fintts.train.collective import post_failure, posted_failures, vote
+from fintts.train.collective import (
+    announce, await_main, post_failure, post_note, posted_failures, read_note, vote, who_raised,
+)
+from fintts.train.decision import FAILURES, FINISHED, Decision, Flags, StopReason, decide
 from fintts.train.config import ConfigDrift, ConfigError, RunConfig, as_run_config, fingerprint, fingerprint_changes, parse_duration
 from fintts.train.guard import FP16_OVERFLOW, StepGuard, gradient_norm
 from fintts.train.plan import total_steps
@@ -59,9 +64,18 @@ def resolve_precision(requested: str, device: torch.device) -> str:
 AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}
 #: Seconds the lease's release may take after a person stopped the final wait (they want the prompt back).
 INTERRUPTED_RELEASE = 5.0
-#: Reasons that end a session as failed: no new checkpoint beyond the one each implies (see ``_finish``).
-DIVERGED, OUT_OF_MEMORY, DISK_FULL = "diverged", "out_of_memory", "disk_full"
-FAILURES = (DIVERGED, OUT_OF_MEMORY, DISK_FULL)
+
+
+class ValidationFailed(RuntimeError):
+    """Another process's validation raised; every process ends the session with it (the vote said so)."""
+
+
+@dataclasses.dataclass
+class _OutOfMemory:
+    """An optimizer step that ran out of memory in ``processes`` (``error``: this process's own, if it was one)."""
+
+    processes: list[int]
+    error: BaseException | None
 
 
 def is_disk_full(err: BaseException | None) -> bool:
@@ -119,6 +133,10 @@ def _to_device(batch: Any, device: torch.device) -> Any:
     if dataclasses.is_dataclass(batch):
         return dataclasses.replace(batch, **{f.name: _to_device(getattr(batch, f.name), device) for f in dataclasses.fields(batch)})
     return batch
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
 def _torch_save(obj: Any, path: Path) -> None:
@@ -182,13 +200,13 @@ class Trainer:
             return self._session()
 
     def _session(self) -> SessionSummary:
-        self.accelerator = Accelerator()
+        self.clock = self._make_clock()
+        self.accelerator = Accelerator(kwargs_handlers=self._process_group_settings())
         self.main = self.accelerator.is_main_process
         # accelerate names the CPU of a multi-process run "cpu:0", which torch.load and safetensors refuse
         self.device = torch.device("cpu") if self.accelerator.device.type == "cpu" else self.accelerator.device
-        self.world = self.accelerator.num_processes
+        self.world, self.rank = self.accelerator.num_processes, self.accelerator.process_index
         self.precision = resolve_precision(self.cfg.precision, self.device)
-        self.clock = self._make_clock()
         self.store.set_deadline(self.clock.end)
         self.session = SessionRecord(
             id=uuid.uuid4().hex[:12], host=host_name(), devices=device_label(self.device, self.world), precision=self.precision, started=time.time()
@@ -217,7 +235,7 @@ class Trainer:
             self._write_status("running")
             self.stop.phase = TRAINING
             with cuda_switches(self.cfg.cudnn_benchmark, self.cfg.tf32):
-                reason = self._train(self.stop) if self._work_left() else self._nothing_left()
+                reason = self._train() if self._work_left() else self._nothing_left()
             self.stop.phase = ENDING
             return self._finish(reason, resumed_from)
         except SessionInterrupted as err:
@@ -251,6 +269,16 @@ class Trainer:
             reserve_factor=self.cfg.reserve_factor,
             initial_reserve=parse_duration(self.cfg.initial_reserve) or 0.0,
         )
+
+    def _process_group_settings(self) -> list[InitProcessGroupKwargs]:
+        """The process group's timeout: ``collective_timeout``, else the session's limit (torch's default without one).
+
+        A collective that waits longer than this is aborted by the process group's watchdog;
+        from the session's limit, no watchdog fires inside the session's own schedule (the
+        Hub waits are off the device, see :mod:`fintts.train.collective`).
+        """
+        seconds = self.clock.limit if self.cfg.collective_timeout == "auto" else parse_duration(self.cfg.collective_timeout)
+        return [InitProcessGroupKwargs(timeout=datetime.timedelta(seconds=seconds))] if seconds else []
 
     def _build(self, start: Weights | None = None) -> None:
         """Build the current phase's task, models, optimizers and data from its config (see :mod:`fintts.train.phases`)."""
@@ -318,9 +346,11 @@ class Trainer:
 
     def _resume_point(self) -> tuple[Path | None, TrainerState | None]:
         """The checkpoint to resume from and its state, read before anything is built; drift is refused here."""
-        folder = self.store.resume_point(self.log) if self.main else None
-        self.accelerator.wait_for_everyone()
-        if not self.main:
+        if self.main:
+            folder = self.store.resume_point(self.log)
+            announce("resume-point")
+        else:  # off the device: the main process may be downloading from the Hub for a while
+            await_main("resume-point", self.clock.end)
             folder = checkpoint.latest_complete(self.store.root, log=lambda _: None)
         if folder is None:
             self.log(f"starting run {self.cfg.run_name!r} in {self.store.url}")
@@ -449,8 +479,8 @@ class Trainer:
         last_phase = phases.in_last_phase(self.config.train.phases, self.state)
         return self.state.step < self.max_steps and not (self.state.stopped_early and self.cfg.patience and last_phase)
 
-    def _nothing_left(self) -> str:
-        return "early_stopping" if self.state.stopped_early else "max_steps"
+    def _nothing_left(self) -> StopReason:
+        return StopReason.EARLY_STOPPING if self.state.stopped_early else StopReason.MAX_STEPS
 
     def _loader(self) -> DataLoader:
         """This session's loader, from where the run stands; each epoch iterates it again."""
@@ -469,7 +499,8 @@ class Trainer:
             generator=torch.Generator().manual_seed(self.cfg.seed + self.state.epoch),
         )
 
-    def _train(self, stop: StopRequest) -> str:
+    def _train(self) -> StopReason:
+        """Step until the processes decide together to stop: for each step, step, log, validate, decide, save or stop."""
         cfg = self.cfg
         every = parse_duration(cfg.checkpoint_every, key="checkpoint_every")
         last_save = time.time()
@@ -485,15 +516,18 @@ class Trainer:
         batches = iter(loader)
         for model in self.models.values():
             model.train()
-        reason = None
-        while reason is None:
+        decision = Decision(stop=None, save=False)
+        while decision.stop is None:
+            flags, validated = Flags(), False
             ended = phases.phase_end(self.config.train.phases, self.state, self.plan.steps_per_epoch)
             if ended:
-                if not self._next_phase(ended, writer):
-                    reason = DISK_FULL
-                    break
+                if not self._next_phase(ended):
+                    return StopReason.DISK_FULL
                 cfg, loader = self.cfg, self._loader()
                 batches = iter(loader)
+                if cfg.eval_every:  # a phase starts with a validation of the weights it begins from
+                    flags.early_stop, flags.validation_error = self._validate(writer)
+                    validated = True
                 for model in self.models.values():
                     model.train()
             started = time.time()
@@ -502,72 +536,76 @@ class Trainer:
                 self.state.step_in_epoch = 0
                 self.sampler.set_epoch(self.state.epoch)
                 batches = iter(loader)
-            try:
-                losses, skipped = self._optimizer_step(batches)
-            except Exception as err:
-                if not is_out_of_memory(err):
-                    raise
-                reason = self._out_of_memory(err)
-                break
-            self.state.step += 1
-            self.state.step_in_epoch += 1
-            step_times = (step_times + [time.time() - started])[-20:]
-            self._spent("steps", started)
-            if all(math.isfinite(v) for v in losses.values()):  # a skipped step's finite losses still tell its story
-                logged += 1
-                window[status.STEP_SECONDS] = window.get(status.STEP_SECONDS, 0.0) + step_times[-1]
-                for key, value in losses.items():
-                    window[key] = window.get(key, 0.0) + value
-            if skipped is not None and skipped != FP16_OVERFLOW:
-                unusual, last_unusual = unusual + 1, skipped
-                if self.guard.in_row == 1 or "spike" in skipped:
-                    self.log(f"step {self.state.step} skipped: {skipped}")
-            if self.state.step % cfg.log_every == 0 or self.state.step == self.max_steps:
-                if logged:
-                    self._record_losses(window, logged, writer)
-                window, logged = {}, 0
-            if cfg.eval_every and self.state.step % cfg.eval_every == 0:
-                eval_started = time.time()
-                if self._evaluate(writer) and phases.in_last_phase(self.config.train.phases, self.state):
-                    reason = "early_stopping"
-                eval_seconds = time.time() - eval_started
-                self._spent("validation", eval_started)
-            next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
-            diverged = self.guard.verdict(self.scaler.get_scale() if self.scaler.is_enabled() else None)
-            if diverged is not None:
-                reason = self._diverged(diverged)
-            elif self.state.step >= self.max_steps:
-                reason = reason or "max_steps"
+            losses, skipped, out_of_memory = self._optimizer_step(batches)
+            diverged = None
+            if out_of_memory is not None:
+                flags.out_of_memory = True
             else:
-                signalled, late = vote(
-                    [bool(stop), self.clock.must_stop(max(step_times) * 1.2 + (eval_seconds if next_eval else 0.0))], self.device
-                )
-                if signalled:
-                    reason = stop.signal_name or "signal"  # a process that got no signal stops with the one that did
-                elif late:
-                    reason = "deadline"
-                elif self.guard.in_row == 0 and (  # while steps are being skipped, latest stays the last good checkpoint
-                    (every and time.time() - last_save >= every)
-                    or (cfg.checkpoint_every_steps and self.state.step % cfg.checkpoint_every_steps == 0)
-                ):
-                    saving = time.time()
-                    if not self._save():
-                        reason = DISK_FULL
-                    self._spent("checkpoints", saving)
-                    last_save = time.time()
-            bar.update(
-                self.state.step,
-                loss=f"{losses.get(self.main_loss, float('nan')):.4g}", s_step=f"{sum(step_times) / len(step_times):.2f}",
+                self.state.step += 1
+                self.state.step_in_epoch += 1
+                step_times = (step_times + [time.time() - started])[-20:]
+                self._spent("steps", started)
+                if all(math.isfinite(v) for v in losses.values()):  # a skipped step's finite losses still tell its story
+                    logged += 1
+                    window[status.STEP_SECONDS] = window.get(status.STEP_SECONDS, 0.0) + step_times[-1]
+                    for key, value in losses.items():
+                        window[key] = window.get(key, 0.0) + value
+                if skipped is not None and skipped != FP16_OVERFLOW:
+                    unusual, last_unusual = unusual + 1, skipped
+                    if self.guard.in_row == 1 or "spike" in skipped:
+                        self.log(f"step {self.state.step} skipped: {skipped}")
+                if self.state.step % cfg.log_every == 0 or self.state.step == self.max_steps:
+                    if logged:
+                        self._record_losses(window, logged, writer)
+                    window, logged = {}, 0
+                if cfg.eval_every and self.state.step % cfg.eval_every == 0:
+                    validated = True
+                    eval_started = time.time()
+                    early, failed = self._validate(writer)
+                    flags.early_stop, flags.validation_error = flags.early_stop or early, flags.validation_error or failed
+                    eval_seconds = time.time() - eval_started
+                    self._spent("validation", eval_started)
+                next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
+                diverged = self.guard.verdict(self.scaler.get_scale() if self.scaler.is_enabled() else None)
+                flags.diverged = diverged is not None
+                flags.max_steps = self.state.step >= self.max_steps
+                flags.deadline = self.clock.must_stop(max(step_times) * 1.2 + (eval_seconds if next_eval else 0.0))
+                steady = self.guard.in_row == 0  # while steps are being skipped, latest stays the last good checkpoint
+                flags.save_by_time = steady and bool(every) and time.time() - last_save >= every
+                flags.save_by_steps = steady and bool(cfg.checkpoint_every_steps) and self.state.step % cfg.checkpoint_every_steps == 0
+            flags.signal = self.stop.signal_name
+            decision = decide(
+                flags, rank=self.rank, world=self.world, device=self.device,
+                early_stop_ends_run=phases.in_last_phase(self.config.train.phases, self.state),
             )
+            if validated:
+                self.state.stopped_early = decision.early_stop
+            if decision.stop is StopReason.VALIDATION_ERROR:
+                self._validation_failed(decision.failed_processes)
+            elif decision.stop is StopReason.OUT_OF_MEMORY:
+                self._out_of_memory(out_of_memory)
+            elif decision.stop is StopReason.DIVERGED:
+                self._diverged(diverged or "the steps of another process diverged")
+            elif decision.save:
+                saving = time.time()
+                if not self._save():
+                    decision = Decision(stop=StopReason.DISK_FULL, save=False)
+                self._spent("checkpoints", saving)
+                last_save = time.time()
+            if out_of_memory is None:
+                bar.update(
+                    self.state.step,
+                    loss=f"{losses.get(self.main_loss, float('nan')):.4g}", s_step=f"{sum(step_times) / len(step_times):.2f}",
+                )
         bar.close()
         if logged:
             self._record_losses(window, logged, writer)
         if unusual:
             self.session.warnings.append(f"{unusual} step(s) were skipped in this session, the last for: {last_unusual}")
         writer.close()
-        return reason
+        return decision.stop
 
-    def _next_phase(self, reason: str, writer: _Board) -> bool:
+    def _next_phase(self, reason: str) -> bool:
         """End the current phase and build the next one from its final weights (see :mod:`fintts.train.phases`).
 
         ``False`` when the phase's end could not be saved (the disk is full): the phase
@@ -585,34 +623,56 @@ class Trainer:
         self.state.data = self._data_record()
         self.log(f"step {self.state.step}: phase {ended} ended ({reason}); phase {self.config.train.phases[self.state.phase].name} "
                  f"begins" + "".join(f", {k}: {v}" for k, v in self.state.resolved.items()))
-        if self.cfg.eval_every:
-            self._evaluate(writer)
         return True
 
-    def _optimizer_step(self, batches) -> tuple[dict[str, float], str | None]:
+    def _optimizer_step(self, batches) -> tuple[dict[str, float], str | None, _OutOfMemory | None]:
         """Accumulate ``accumulation`` micro-batches into every group, then step every group, unless the guard skips it.
 
-        Returns the step's losses and why it was skipped (``None``: applied). The losses and
-        the groups' gradient norms reach the host together, in one device sync (averaged
-        over the processes, so every process judges the step the same).
+        Returns the step's losses, why it was skipped (``None``: applied), and, when it ran
+        out of memory in any process, where (then nothing was applied). The losses and the
+        groups' gradient norms reach the host together, in one device sync (averaged over the
+        processes, so every process judges the step the same).
+
+        Out of memory in one process: before each group's last backward (the one whose
+        gradients are all-reduced) the processes tell each other whether any ran out of
+        memory so far, so a process that did still meets the others in that collective and
+        they all give up the step together. An out-of-memory error inside that last
+        backward itself cannot be met this way; it ends that process with an error.
         """
         totals: dict[str, torch.Tensor] = {}
         autocast_dtype = AUTOCAST_DTYPES[self.precision]
+        failure: BaseException | None = None
         for index in range(self.accumulation):
-            batch = _to_device(next(batches), self.device)
             syncing = index == self.accumulation - 1
+            batch = _to_device(next(batches), self.device) if failure is None else None
             with contextlib.ExitStack() as stack:
                 if not syncing:
                     for model in self.models.values():
                         stack.enter_context(self.accelerator.no_sync(model))
                 for group in self.groups:
-                    with torch.autocast(self.device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-                        losses = self.task.step(self.models, batch, group.name)
-                    loss = losses["loss"]
-                    self.scaler.scale(loss / self.accumulation).backward(inputs=self.group_params[group.name])
-                    for key, value in losses.items():
-                        name = key if len(self.groups) == 1 else f"{group.name}/{key}"
-                        totals[name] = totals.get(name, 0.0) + value.detach().float() / self.accumulation
+                    loss = None
+                    if failure is None:
+                        try:
+                            with torch.autocast(self.device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+                                losses = self.task.step(self.models, batch, group.name)
+                            loss = losses["loss"]
+                            if not syncing or self.world == 1:
+                                self.scaler.scale(loss / self.accumulation).backward(inputs=self.group_params[group.name])
+                        except Exception as err:
+                            if not is_out_of_memory(err):
+                                raise
+                            failure = err
+                    if self.world == 1 and failure is not None:
+                        return {}, None, self._give_up_step([self.rank], failure)
+                    if syncing and self.world > 1:
+                        failed = who_raised(failure is not None, self.rank, self.world, self.device)
+                        if failed:
+                            return {}, None, self._give_up_step(failed, failure)
+                        self.scaler.scale(loss / self.accumulation).backward(inputs=self.group_params[group.name])
+                    if failure is None:
+                        for key, value in losses.items():
+                            name = key if len(self.groups) == 1 else f"{group.name}/{key}"
+                            totals[name] = totals.get(name, 0.0) + value.detach().float() / self.accumulation
         norms = []
         for group in self.groups:
             if self.scaler.is_enabled():
@@ -637,9 +697,25 @@ class Trainer:
                 # a skipped step does not step the optimizer; the schedule follows the step count regardless
                 warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler.step\(\)` before")
                 self.schedulers[group.name].step()
-        return losses, skipped
+        return losses, skipped, None
 
-    def _diverged(self, why: str) -> str:
+    def _give_up_step(self, processes: list[int], error: BaseException | None) -> _OutOfMemory:
+        """Free what a step that ran out of memory held; the step is not applied (it is redone when the run resumes)."""
+        for group in self.groups:
+            group.optimizer.zero_grad(set_to_none=True)
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        if error is not None and not self.main:
+            post_note("out-of-memory", self.rank, _first_line(error))
+        return _OutOfMemory(processes, error)
+
+    def _validation_failed(self, processes: tuple[int, ...]) -> None:
+        """The vote found an error in some process's validation: each process ends the session with it."""
+        if self.rank in processes:
+            raise self.validation_error
+        raise ValidationFailed(f"validation failed in process {min(processes)} at step {self.state.step}")
+
+    def _diverged(self, why: str) -> None:
         """Training went bad: say so, and end the session keeping the last good checkpoint (no new one is saved)."""
         latest = checkpoint.read_latest(self.store.root) if self.main else None
         self.session.warnings.append(
@@ -648,14 +724,11 @@ class Trainer:
             "(fp16 overflows most easily), then run again (with --allow-config-change for changed settings)"
         )
         self.log("stopping: " + self.session.warnings[-1])
-        return DIVERGED
 
-    def _out_of_memory(self, err: BaseException) -> str:
-        """The device ran out of memory: free what this step held, and end the session saving where it was (the step is redone)."""
-        for group in self.groups:
-            group.optimizer.zero_grad(set_to_none=True)
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
+    def _out_of_memory(self, step: _OutOfMemory | None) -> None:
+        """A device ran out of memory: say where and what to change; the session ends saving where it was (the step is redone)."""
+        if step is None:  # cannot be: every process learnt it in the step (see _optimizer_step)
+            return
         world_batch = self.cfg.batch_size // self.world
         smaller = next((m for m in range(self.micro - 1, 0, -1) if world_batch % m == 0), None)
         advice = [
@@ -663,14 +736,15 @@ class Trainer:
             "are accumulated per step, same result, slower)"
         ] if smaller else []
         advice += self.task.memory_advice()
-        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        first = step.processes[0]
+        message = _first_line(step.error) if step.error is not None and first == self.rank else read_note("out-of-memory", first)
+        where = f" in process {first}" if self.world > 1 else ""
         self.session.warnings.append(
-            f"out of memory at step {self.state.step + 1} ({first_line}). The session saved step {self.state.step} and stopped; "
-            "the same batch comes again at the same step, so run again with less memory per step: "
+            f"out of memory{where} at step {self.state.step + 1} ({message or 'out of memory'}). The session saved step "
+            f"{self.state.step} and stopped; the same batch comes again at the same step, so run again with less memory per step: "
             + ("; ".join(advice) if advice else "a smaller model or shorter clips")
         )
         self.log("stopping: " + self.session.warnings[-1])
-        return OUT_OF_MEMORY
 
     def _record_losses(self, window: dict[str, float], count: int, writer: _Board) -> None:
         entry = {"step": self.state.step, **{k: v / count for k, v in window.items()}}
@@ -697,44 +771,58 @@ class Trainer:
             self.session.warnings.append(message)
             self.log(f"warning: {message}")
 
-    def _evaluate(self, writer: _Board) -> bool:
-        """Validate, keep the best export, and say whether patience ran out."""
-        stop = False
+    def _validate(self, writer: _Board) -> tuple[bool, bool]:
+        """Validate in every process: whether patience ran out, and whether this process's validation raised.
+
+        Every process validates the same held-out data with the same weights and random
+        stream; the main process keeps the results. An error is not raised here but brought
+        to the step's vote (posted first, so the main process can name it), so the other
+        processes learn of it in the same collective instead of waiting in the next one.
+        """
         self.memory = gather_object([memory.peak_memory(self.device)])
-        if self.main:
-            for model in self.models.values():
-                model.eval()
-            with torch.no_grad(), isolated_rng(self.cfg.seed + 99_991):
-                evaluation = self.task.evaluate(self.models, self.state.step)
-            for model in self.models.values():
-                model.train()
-            for rel in evaluation.files:  # written into checkpoints: a name from a corpus must not reach outside them
-                checkpoint.safe_relative_path(rel, what=f"{type(self.task).__name__}.evaluate() file")
-            self.last_eval = {"step": self.state.step, "metrics": evaluation.metrics, "files": evaluation.files}
-            self.state.evals.append({"step": self.state.step, **evaluation.metrics})
-            for key, value in evaluation.metrics.items():
-                writer.scalar(key, value, self.state.step)
-            value = evaluation.metrics.get(self.monitor) if self.monitor else None
-            if value is not None:
-                best = self.state.best_value
-                improved = best is None or (
-                    value < best - self.cfg.min_delta if self.monitor_mode == "min" else value > best + self.cfg.min_delta
-                )
-                if improved:
-                    self.state.best_value, self.state.best_step, self.state.bad_evals = value, self.state.step, 0
-                    self.state.best_checkpoint = None  # the next checkpoint saved will hold these weights
-                    self._export()
-                else:
-                    self.state.bad_evals += 1
-                    stop = bool(self.cfg.patience) and self.state.bad_evals >= self.cfg.patience
-            self.log(
-                f"step {self.state.step}: "
-                + ", ".join(f"{k} {v:.4g}" for k, v in evaluation.metrics.items())
-                + (f" (best {self.state.best_value:.4g} at step {self.state.best_step})" if self.state.best_value is not None else "")
-                + f"; memory: {memory.describe(self.memory)}"
+        try:
+            return self._evaluate(writer), False
+        except Exception as err:
+            self.validation_error = err
+            post_failure(self.rank, f"{type(err).__name__}: {err}")
+            self.log(f"validation failed at step {self.state.step}: {type(err).__name__}: {err}")
+            return False, True
+
+    def _evaluate(self, writer: _Board) -> bool:
+        """Validate, keep the best export (main process), and say whether patience ran out."""
+        stop = False
+        for model in self.models.values():
+            model.eval()
+        with torch.no_grad(), isolated_rng(self.cfg.seed + 99_991):
+            evaluation = self.task.evaluate(self.models, self.state.step)
+        for model in self.models.values():
+            model.train()
+        for rel in evaluation.files:  # written into checkpoints: a name from a corpus must not reach outside them
+            checkpoint.safe_relative_path(rel, what=f"{type(self.task).__name__}.evaluate() file")
+        self.last_eval = {"step": self.state.step, "metrics": evaluation.metrics, "files": evaluation.files}
+        self.state.evals.append({"step": self.state.step, **evaluation.metrics})
+        for key, value in evaluation.metrics.items():
+            writer.scalar(key, value, self.state.step)
+        value = evaluation.metrics.get(self.monitor) if self.monitor else None
+        if value is not None:
+            best = self.state.best_value
+            improved = best is None or (
+                value < best - self.cfg.min_delta if self.monitor_mode == "min" else value > best + self.cfg.min_delta
             )
-        (stop,) = vote([stop], self.device)  # the main process decided; the others learn it here
-        self.state.stopped_early = stop
+            if improved:
+                self.state.best_value, self.state.best_step, self.state.bad_evals = value, self.state.step, 0
+                self.state.best_checkpoint = None  # the next checkpoint saved will hold these weights
+                if self.main:
+                    self._export()
+            else:
+                self.state.bad_evals += 1
+                stop = bool(self.cfg.patience) and self.state.bad_evals >= self.cfg.patience
+        self.log(
+            f"step {self.state.step}: "
+            + ", ".join(f"{k} {v:.4g}" for k, v in evaluation.metrics.items())
+            + (f" (best {self.state.best_value:.4g} at step {self.state.best_step})" if self.state.best_value is not None else "")
+            + f"; memory: {memory.describe(self.memory)}"
+        )
         return stop
 
     # ------------------------------------------------------------------ saving
@@ -835,21 +923,27 @@ class Trainer:
             (folder / "loss.png").write_bytes(png)
 
     # ------------------------------------------------------------------ the end
-    def _finish(self, reason: str, resumed_from: str | None) -> SessionSummary:
-        self.session.reason = reason  # before the final save, so the checkpoint's sessions log says why
+    def _finish(self, reason: StopReason, resumed_from: str | None) -> SessionSummary:
+        """The final save, then (main process) the wait for the store, the status and the lease's release.
+
+        The other processes wait for the main one's final status off the device (on the
+        process group's store, until the session's end), never in a collective while it
+        waits for the Hub: a slow final push cannot make a watchdog abort them.
+        """
+        self.session.reason = reason.value  # before the final save, so the checkpoint's sessions log says why
         started = time.time()
         here = checkpoint.name_for_step(self.state.step)
-        if reason in (DIVERGED, DISK_FULL):  # keep latest as it is: the last good checkpoint / no room for another
+        if reason in (StopReason.DIVERGED, StopReason.DISK_FULL):  # keep latest as it is: the last good checkpoint / no room for another
             latest = checkpoint.read_latest(self.store.root)
             if self.main and checkpoint.is_checkpoint_name(latest) and (self.store.root / checkpoint.CHECKPOINTS / latest).is_dir():
                 self.store.publish(latest, final=True)
         elif vote([self.main and not self._intact(here)], self.device)[0]:
             if not self._save(final=True):
-                reason = self.session.reason = DISK_FULL
+                reason = StopReason.DISK_FULL
+                self.session.reason = reason.value
         elif self.main:
             checkpoint.point_latest(self.store.root, here)
             self.store.publish(here, final=True)
-        finished = reason in {"max_steps", "early_stopping"}
         durable, pending = True, None
         final_status = None
         self.memory = gather_object([memory.peak_memory(self.device)])
@@ -859,9 +953,11 @@ class Trainer:
             self._spent("final", started)
             self.session.end_step, self.session.ended = self.state.step, time.time()
             final_status = self._write_status(
-                "failed" if reason in FAILURES else "finished" if finished else "paused", reason=reason
+                "failed" if reason in FAILURES else "finished" if reason in FINISHED else "paused", reason=reason.value
             )
-        final_status = gather_object([final_status])[0]  # rank 0's, so every process returns the same summary
+            announce("final-status", json.dumps(final_status))
+        else:  # rank 0's, so every process returns the same summary
+            final_status = json.loads(await_main("final-status", self.clock.end))
         summary = SessionSummary.from_status(
             final_status, resumed_from=resumed_from, durable=durable, pending=pending, clock_origin=self.clock_origin
         )
