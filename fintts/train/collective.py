@@ -114,11 +114,19 @@ def posted_failures(rank: int) -> dict[int, str]:
     return found
 
 
-def announce(name: str, value: str = "") -> None:
-    """The main process says ``name`` is done (with ``value``); the others :func:`await_main` it."""
+def announce(name: str, value: str = "", *, read_by: int = 0, deadline: float | None = None) -> None:
+    """The main process says ``name`` is done (with ``value``); the others :func:`await_main` it.
+
+    ``read_by``: wait until that many processes have read it (at most until ``deadline``),
+    for a last announcement: the store lives in this process and ends with it.
+    """
     store = _store()
-    if store is not None:
-        store.set(_ANNOUNCEMENT.format(name=name), value)
+    if store is None:
+        return
+    store.set(_ANNOUNCEMENT.format(name=name), value)
+    read = _ANNOUNCEMENT.format(name=name) + "/read"
+    while read_by and store.add(read, 0) < read_by and (deadline is None or time.time() < deadline):
+        time.sleep(POLL)
 
 
 def await_main(name: str, deadline: float | None) -> str:
@@ -134,7 +142,9 @@ def await_main(name: str, deadline: float | None) -> str:
     while True:
         try:
             if store.check([key]):
-                return store.get(key).decode("utf-8", "replace")
+                value = store.get(key).decode("utf-8", "replace")
+                store.add(key + "/read", 1)
+                return value
             if store.check([failure]):
                 raise MainProcessGone(f"the main process failed ({store.get(failure).decode('utf-8', 'replace')})")
         except MainProcessGone:

@@ -62,6 +62,8 @@ def resolve_precision(requested: str, device: torch.device) -> str:
 
 
 AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}
+#: Seconds the main process waits at most for the others to read the session's final status (they poll for it).
+FINAL_READ = 10.0
 #: Seconds the lease's release may take after a person stopped the final wait (they want the prompt back).
 INTERRUPTED_RELEASE = 5.0
 
@@ -944,22 +946,26 @@ class Trainer:
         elif self.main:
             checkpoint.point_latest(self.store.root, here)
             self.store.publish(here, final=True)
-        durable, pending = True, None
-        final_status = None
         self.memory = gather_object([memory.peak_memory(self.device)])
         if self.main:
             durable = self._wait_durable()
             pending = self.store.pending()
             self._spent("final", started)
             self.session.end_step, self.session.ended = self.state.step, time.time()
-            final_status = self._write_status(
-                "failed" if reason in FAILURES else "finished" if reason in FINISHED else "paused", reason=reason.value
-            )
-            announce("final-status", json.dumps(final_status))
-        else:  # rank 0's, so every process returns the same summary
-            final_status = json.loads(await_main("final-status", self.clock.end))
+            final = {
+                "status": self._write_status(
+                    "failed" if reason in FAILURES else "finished" if reason in FINISHED else "paused", reason=reason.value
+                ),
+                "durable": durable, "pending": pending,
+            }
+            closing = self.clock.closing_time()
+            announce("final", json.dumps(final), read_by=self.world - 1,
+                     deadline=time.time() + FINAL_READ if closing is None else min(time.time() + FINAL_READ, closing))
+        else:  # rank 0's, so every process returns the same summary (and exits with the same code)
+            final = json.loads(await_main("final", self.clock.end))
         summary = SessionSummary.from_status(
-            final_status, resumed_from=resumed_from, durable=durable, pending=pending, clock_origin=self.clock_origin
+            final["status"], resumed_from=resumed_from, durable=final["durable"], pending=final["pending"],
+            clock_origin=self.clock_origin,
         )
         self.log(summary.format())  # before the release: whatever happens next, this has been said
         if self.main:
