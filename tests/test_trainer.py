@@ -133,7 +133,7 @@ def test_store_settings_are_config_keys_with_one_rule_for_the_local_folder(tmp_p
     config = write_config(tmp_path)
     assert load_config(config).train.local_dir() == Path("runs/toy")
     hub = load_config(config, ["hub_repo=alice/finnish-voice", "push_every=10m", "storage_cap_gb=5"]).train
-    assert hub.local_dir() == Path("runs/toy") and hub.push_every == "10m" and hub.storage_cap_gb == 5.0
+    assert hub.local_dir() == Path("runs/toy") and hub.push_every == 600.0 and hub.storage_cap_gb == 5.0
     assert load_config(config, ["store=/tmp/elsewhere", "hub_repo=alice/x"]).train.local_dir() == Path("/tmp/elsewhere")
     with pytest.raises(ConfigError, match="hub_repo: alice/x"):
         load_config(config, ["store=hf://alice/x"])

@@ -52,7 +52,7 @@ from typing import IO, Any, Callable, Iterator, Mapping
 
 import yaml
 
-from fintts.train.config import ConfigError, RunConfig, as_run_config, parse_duration
+from fintts.train.config import ConfigError, RunConfig, as_run_config
 from fintts.train.summary import SessionSummary
 
 #: Seconds the other processes get to end by themselves after one failed (they save nothing;
@@ -135,7 +135,7 @@ class _Processes:
         self.logs = config.train.local_dir() / LOGS
         self.processes: list[subprocess.Popen] = []
         self.log_files: list[IO[bytes]] = []
-        self.exit_grace = parse_duration(config.train.exit_grace, key="exit_grace") or 0.0
+        self.exit_grace = config.train.exit_grace or 0.0
         #: processes ended because they outlived the first one's finished session by ``exit_grace``.
         self.ended_late: set[int] = set()
 

@@ -39,7 +39,7 @@ from fintts.train.collective import (
     announce, await_main, post_failure, post_note, posted_failures, read_note, vote, who_raised,
 )
 from fintts.train.decision import FAILURES, FINISHED, Decision, Flags, StopReason, decide
-from fintts.train.config import ConfigDrift, ConfigError, RunConfig, as_run_config, fingerprint, fingerprint_changes, parse_duration
+from fintts.train.config import ConfigDrift, ConfigError, RunConfig, as_run_config, fingerprint, fingerprint_changes
 from fintts.train.guard import FP16_OVERFLOW, StepGuard, gradient_norm
 from fintts.train.plan import total_steps
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, device_label, host_name, library_versions, session_start
@@ -259,17 +259,14 @@ class Trainer:
     def _make_clock(self) -> SessionClock:
         platform = detect_platform()
         start, how = session_start(platform)
-        if self.cfg.session_limit == "auto":
-            limit = PLATFORM_LIMITS.get(platform)
-        else:
-            limit = parse_duration(self.cfg.session_limit, key="session_limit")
+        limit = PLATFORM_LIMITS.get(platform) if self.cfg.session_limit == "auto" else self.cfg.session_limit
         self.clock_origin = how
         return SessionClock(
             start=start,
             limit=limit,
-            margin=parse_duration(self.cfg.safety_margin) or 0.0,
+            margin=self.cfg.safety_margin or 0.0,
             reserve_factor=self.cfg.reserve_factor,
-            initial_reserve=parse_duration(self.cfg.initial_reserve) or 0.0,
+            initial_reserve=self.cfg.initial_reserve or 0.0,
         )
 
     def _process_group_settings(self) -> list[InitProcessGroupKwargs]:
@@ -279,7 +276,7 @@ class Trainer:
         from the session's limit, no watchdog fires inside the session's own schedule (the
         Hub waits are off the device, see :mod:`fintts.train.collective`).
         """
-        seconds = self.clock.limit if self.cfg.collective_timeout == "auto" else parse_duration(self.cfg.collective_timeout)
+        seconds = self.clock.limit if self.cfg.collective_timeout == "auto" else self.cfg.collective_timeout
         return [InitProcessGroupKwargs(timeout=datetime.timedelta(seconds=seconds))] if seconds else []
 
     def _build(self, start: Weights | None = None) -> None:
@@ -504,7 +501,7 @@ class Trainer:
     def _train(self) -> StopReason:
         """Step until the processes decide together to stop: for each step, step, log, validate, decide, save or stop."""
         cfg = self.cfg
-        every = parse_duration(cfg.checkpoint_every, key="checkpoint_every")
+        every = cfg.checkpoint_every
         last_save = time.time()
         step_times: list[float] = []
         eval_seconds = 0.0

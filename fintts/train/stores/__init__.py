@@ -25,12 +25,10 @@ def open_store(local_dir: str | Path, *, hub_repo: str = "", **hub_options: Any)
 
 def store_for(cfg: "TrainConfig") -> Store:
     """The store a run's config describes."""
-    from fintts.train.config import parse_duration
-
     if not cfg.hub_repo:
         return open_store(cfg.local_dir())
     return open_store(
         cfg.local_dir(), hub_repo=cfg.hub_repo,
-        push_every=parse_duration(cfg.push_every, key="push_every") or 0.0, storage_cap_gb=cfg.storage_cap_gb or None,
-        request_timeout=parse_duration(cfg.hub_timeout, key="hub_timeout"),
+        push_every=cfg.push_every or 0.0, storage_cap_gb=cfg.storage_cap_gb or None,
+        request_timeout=cfg.hub_timeout,
     )
