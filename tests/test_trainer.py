@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from fintts.train.config import ConfigError, load_config
-from fintts.train import ConfigDrift, checkpoint, train
+from fintts.train import ConfigDrift, Trainer, checkpoint, train
 from fintts.train.clock import SessionClock
 from fintts.train.sampler import EpochPlan, MicroBatchSampler
 from trainer_helpers import QUIET, assert_bit_identical, final_weights, write_config
@@ -208,3 +208,18 @@ def test_sampler_seeks_without_loading_and_splits_steps_across_devices():
     spread = [max(lengths[i] for i in s) - min(lengths[i] for i in s) for s in steps]
     assert sum(spread) / len(spread) < 30  # length buckets: similar clips batch together
     assert plan.steps(3) == steps and plan.steps(4) != steps
+
+
+def test_a_resumed_optimizer_keeps_its_state_where_a_fresh_one_does(tmp_path):
+    """AdamW keeps its step counters on the CPU and its moments beside the parameters; a resume must too
+    (counters on the GPU would make every step wait on the device)."""
+    config = write_config(tmp_path, max_steps=4, eval_every=0, checkpoint_every_steps=0)
+    store = tmp_path / "store"
+    fresh = Trainer(load_config(config, [f"store={store}"]), **QUIET)
+    fresh.run()
+    resumed = Trainer(load_config(config, [f"store={store}", "max_steps=5"]), **QUIET)
+    assert resumed.run().start_step == 4
+    for before, after in zip(fresh.built.groups, resumed.built.groups):
+        for (param, a), b in zip(before.optimizer.state.items(), after.optimizer.state.values()):
+            assert b["step"].device == a["step"].device == torch.device("cpu")
+            assert b["exp_avg"].device == a["exp_avg"].device == param.device

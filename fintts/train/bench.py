@@ -41,7 +41,8 @@ from accelerate import PartialState
 
 from fintts.train import checkpoint
 from fintts.train.config import ConfigError, RunConfig, speed_settings
-from fintts.train.loop import resolve_precision, train
+from fintts.train.loop import train
+from fintts.train.stepping import resolve_precision
 from fintts.train.platform import device_label
 from fintts.train.stores.base import CACHE_DIR, STATUS
 

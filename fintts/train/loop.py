@@ -19,12 +19,11 @@ import errno
 import json
 import math
 import os
-import shutil
 import time
 import uuid
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 import yaml
@@ -33,35 +32,27 @@ from accelerate.utils import InitProcessGroupKwargs, gather_object
 from safetensors.torch import load_model, save_model
 from torch.utils.data import DataLoader
 
-from fintts.train import card, checkpoint, data_drift, memory, phases, status
+from fintts.train import card, checkpoint, data_drift, memory, phases, status, validation
+from fintts.train.building import BuiltPhase, build_phase, describe_data
 from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
-from fintts.train.collective import (
-    announce, await_main, post_failure, post_note, posted_failures, read_note, vote, who_raised,
-)
+from fintts.train.collective import announce, await_main, post_failure, post_note, posted_failures, read_note, vote, who_raised
+from fintts.train.config import ConfigDrift, RunConfig, as_run_config, fingerprint, fingerprint_changes
 from fintts.train.decision import FAILURES, FINISHED, Decision, Flags, StopReason, decide
-from fintts.train.config import ConfigDrift, ConfigError, RunConfig, as_run_config, fingerprint, fingerprint_changes
 from fintts.train.guard import FP16_OVERFLOW, StepGuard, gradient_norm
-from fintts.train.plan import total_steps
+from fintts.train.metrics import Board
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, device_label, host_name, library_versions, session_start
 from fintts.train.progress import SessionBar
-from fintts.train.sampler import EpochPlan, MicroBatchSampler, padding_fraction
+from fintts.train.sampler import MicroBatchSampler
+from fintts.train.saving import is_disk_full, replace_export, torch_save
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
+from fintts.train.stepping import (
+    AUTOCAST_DTYPES, cuda_switches, first_line, is_out_of_memory, resolve_precision, to_device,
+)
 from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
 from fintts.train.summary import SessionSummary, loss_plot_png
-from fintts.train.task import OptimizerGroup, Task, TaskContext, Weights
+from fintts.train.task import Weights
 
-
-def resolve_precision(requested: str, device: torch.device) -> str:
-    if requested != "auto":
-        return requested
-    if device.type == "cuda":
-        major, _ = torch.cuda.get_device_capability(device)
-        return "bf16" if major >= 8 else "fp16"  # T4 (sm75) has no fast bf16
-    return "fp32"
-
-
-AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}
 #: Seconds the main process waits at most for the others to read the session's final status (they poll for it).
 FINAL_READ = 10.0
 #: Seconds the lease's release may take after a person stopped the final wait (they want the prompt back).
@@ -78,96 +69,6 @@ class _OutOfMemory:
 
     processes: list[int]
     error: BaseException | None
-
-
-def is_disk_full(err: BaseException | None) -> bool:
-    """ENOSPC or EDQUOT, also when a library reports it as its own error (safetensors: "No space left on device")."""
-    while err is not None:
-        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
-        if any(text in str(err) for text in (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))):
-            return True
-        err = err.__cause__ or err.__context__
-    return False
-
-
-def is_out_of_memory(err: BaseException) -> bool:
-    """CUDA's out-of-memory error, or the generic "out of memory" RuntimeError of other backends and older torch."""
-    return isinstance(err, torch.OutOfMemoryError) or (isinstance(err, RuntimeError) and "out of memory" in str(err))
-
-
-@contextlib.contextmanager
-def cuda_switches(cudnn_benchmark: bool, tf32: bool) -> Iterator[None]:
-    """cuDNN autotuning and TF32 for one session; torch's process-wide flags are put back after.
-
-    Neither changes anything on a CPU. ``set_float32_matmul_precision`` rather than
-    ``torch.backends.cuda.matmul.allow_tf32``: newer torch refuses to mix that legacy flag
-    with its new per-backend precision settings, and this call works with both.
-    """
-    saved = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision()
-    torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = cudnn_benchmark, tf32
-    torch.set_float32_matmul_precision("high" if tf32 else "highest")
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = saved[:2]
-        torch.set_float32_matmul_precision(saved[2])
-
-
-def lr_factor(cfg, step: int) -> float:
-    """Warm-up then decay, as a factor of each optimizer's base learning rate."""
-    warm = min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps else 1.0
-    if cfg.lr_schedule == "exponential":
-        return warm * cfg.lr_decay ** step
-    if cfg.lr_schedule == "cosine":
-        progress = min(step / max(1, cfg.decay_steps), 1.0)
-        return warm * 0.5 * (1.0 + math.cos(math.pi * progress))
-    return warm
-
-
-def _to_device(batch: Any, device: torch.device) -> Any:
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=True)
-    if isinstance(batch, dict):
-        return {k: _to_device(v, device) for k, v in batch.items()}
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(_to_device(v, device) for v in batch)
-    if dataclasses.is_dataclass(batch):
-        return dataclasses.replace(batch, **{f.name: _to_device(getattr(batch, f.name), device) for f in dataclasses.fields(batch)})
-    return batch
-
-
-def _first_line(err: BaseException) -> str:
-    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-
-
-def _torch_save(obj: Any, path: Path) -> None:
-    """``torch.save`` through a Python file, so a full disk raises ``OSError(ENOSPC)`` (given a path, torch raises an opaque error)."""
-    with open(path, "wb") as handle:
-        torch.save(obj, handle)
-
-
-class _Board:
-    """TensorBoard scalars that never stop training: a write that fails (a full disk) turns them off, with a warning."""
-
-    def __init__(self, writer, warn: Callable[[str], None]):
-        self.writer, self.warn = writer, warn
-
-    def scalar(self, key: str, value: float, step: int) -> None:
-        if self.writer is None:
-            return
-        try:
-            self.writer.add_scalar(key, value, step)
-        except OSError as err:
-            self.writer = None
-            self.warn(f"TensorBoard logging stopped: {err}")
-
-    def close(self) -> None:
-        try:
-            if self.writer is not None:
-                self.writer.close()
-        except OSError as err:
-            self.warn(f"TensorBoard's last events were not written: {err}")
 
 
 class Trainer:
@@ -194,6 +95,8 @@ class Trainer:
         self.wait_interrupted = False
         self.progress, self._log = progress, log
         self.store = store or store_for(self.cfg)
+        #: the phase being trained (see :mod:`fintts.train.building`); ``None`` until the session built it.
+        self.built: BuiltPhase | None = None
 
     # ------------------------------------------------------------------ the story
     def run(self) -> SessionSummary:
@@ -280,68 +183,16 @@ class Trainer:
         return [InitProcessGroupKwargs(timeout=datetime.timedelta(seconds=seconds))] if seconds else []
 
     def _build(self, start: Weights | None = None) -> None:
-        """Build the current phase's task, models, optimizers and data from its config (see :mod:`fintts.train.phases`)."""
-        phase_config = self.config.phase(self.state.phase, self.state.resolved)
-        self.cfg = phase_config.train
-        self.phase_config = phase_config
-        autocast_dtype = AUTOCAST_DTYPES[self.precision]
-        cache = self.store.root / CACHE_DIR
-        self.task: Task = phase_config.task_class(
-            phase_config.task,
-            TaskContext(self.cfg.seed, self.device, autocast_dtype, cache, self.main, self.log, self.progress and self.main),
+        """Build the current phase (see :mod:`fintts.train.building`), replacing the previous one whole."""
+        self.built = build_phase(
+            self.config.phase(self.state.phase, self.state.resolved), start, accelerator=self.accelerator, device=self.device,
+            precision=self.precision, cache=self.store.root / CACHE_DIR, main=self.main, log=self.log, progress=self.progress,
+            spent=self._spent,
         )
-        started = time.time()
-        models = self.task.build_models(start)
-        self.state.resolved = {**self.state.resolved, **self.task.resolved_settings()}
-        self.raw_models = {name: m.to(self.device) for name, m in models.items()}
-        self.groups: list[OptimizerGroup] = self.task.build_optimizers(self.raw_models)
-        self.group_params = {
-            g.name: [p for name in g.models for p in self.raw_models[name].parameters() if p.requires_grad] for g in self.groups
-        }
-        self.schedulers = {
-            g.name: torch.optim.lr_scheduler.LambdaLR(g.optimizer, lambda s: lr_factor(self.cfg, s)) for g in self.groups
-        }
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
-        self.models = {name: self.accelerator.prepare_model(m) for name, m in self.raw_models.items()}
-        self.micro = self.cfg.micro_batch_size or self.cfg.batch_size // self.world
-        if self.micro <= 0 or self.cfg.batch_size % (self.micro * self.world):
-            raise ConfigError(
-                f"batch_size={self.cfg.batch_size} must be a multiple of micro_batch_size={self.micro} × {self.world} device(s)"
-            )
-        self.accumulation = self.cfg.batch_size // (self.micro * self.world)
-        self._spent("models", started)
-        started = time.time()
-        self.data = self.task.train_data()
-        lengths = self.data.lengths if self.cfg.length_buckets else None
-        self.plan = EpochPlan(len(self.data.dataset), self.cfg.batch_size, self.cfg.seed, lengths)
-        self.max_steps = total_steps(self.cfg, self.plan.steps_per_epoch)
-        self.data_facts = self._describe_data()
-        self.data_fingerprint = self.task.data_fingerprint()
-        self._spent("data", started)
-        monitor = self.cfg.monitor or self.task.monitor or ""
-        self.monitor_mode, _, self.monitor = monitor.rpartition(":") if ":" in monitor else (self.task.monitor_mode, "", monitor)
+        self.state.resolved = {**self.state.resolved, **self.built.resolved}
+        self.cfg = self.built.cfg
+        self.data_facts = describe_data(self.built, self.log)
         self.last_eval: dict[str, Any] | None = None
-        self.main_loss = status.main_loss_key([g.name for g in self.groups])
-
-    def _describe_data(self) -> dict[str, Any]:
-        """Items, steps per epoch, the run's length, and how much of each micro-batch is padding."""
-        cfg, plan, data = self.cfg, self.plan, self.data
-        facts: dict[str, Any] = {"items": plan.n_items, "batch_size": cfg.batch_size, "steps_per_epoch": plan.steps_per_epoch}
-        line = f"data: {plan.n_items} items, {plan.steps_per_epoch} steps per epoch at batch_size={cfg.batch_size}"
-        if cfg.epochs:
-            line += f"; epochs={cfg.epochs:g} → {self.max_steps} steps (max_steps is not used)"
-        if data.seconds is not None:
-            facts["item_seconds"] = sum(data.seconds) / len(data.seconds)
-        if data.lengths is not None:
-            facts["padding"] = {
-                name: padding_fraction(EpochPlan(plan.n_items, cfg.batch_size, cfg.seed, lengths).steps(0), data.lengths, self.micro)
-                for name, lengths in (("bucketed", data.lengths), ("unbucketed", None))
-            }
-            used, other = ("bucketed", "unbucketed") if cfg.length_buckets else ("unbucketed", "bucketed")
-            line += f"; padding {facts['padding'][used]:.0%} of each micro-batch ({facts['padding'][other]:.0%} {other})"
-        facts["length_buckets"] = cfg.length_buckets and data.lengths is not None
-        self.log(line)
-        return facts
 
     def _resume_point(self) -> tuple[Path | None, TrainerState | None]:
         """The checkpoint to resume from and its state, read before anything is built; drift is refused here."""
@@ -375,13 +226,13 @@ class Trainer:
         self._good: set[str] = set()
 
     def _data_record(self) -> dict[str, Any] | None:
-        return dataclasses.asdict(self.data_fingerprint) if self.data_fingerprint else None
+        return dataclasses.asdict(self.built.data_fingerprint) if self.built.data_fingerprint else None
 
     def _resume(self, folder: Path) -> str:
         """Load the checkpoint's weights, optimizers and random streams into the phase built from its state."""
         saved = self.state
         data = self._check_data(saved, folder.name)
-        for name, model in self.raw_models.items():
+        for name, model in self.built.raw_models.items():
             try:
                 load_model(model, str(folder / f"{name}.safetensors"), strict=True, device=str(self.device))
             except RuntimeError as err:  # shapes that do not fit: say why, not a strict-load dump
@@ -391,11 +242,13 @@ class Trainer:
                     + (f" The data changed: {data.labels}." if data.labels else "")
                     + " Restore the settings and data it was trained with, or train a new run in another --store."
                 ) from None
-        optim = torch.load(folder / "optim.pt", map_location=self.device, weights_only=True)
+        # on the CPU: the optimizer moves its tensors to its parameters' device itself, and keeps
+        # AdamW's step counters on the CPU where it wants them (on the GPU each step would sync on them)
+        optim = torch.load(folder / "optim.pt", map_location="cpu", weights_only=True)
         sched = torch.load(folder / "sched.pt", weights_only=True)
-        for g in self.groups:
+        for g in self.built.groups:
             g.optimizer.load_state_dict(optim[g.name])
-            self.schedulers[g.name].load_state_dict(sched[g.name])
+            self.built.schedulers[g.name].load_state_dict(sched[g.name])
         self._load_scaler(torch.load(folder / "scaler.pt", weights_only=True), saved, folder.name)
         versions = library_versions()
         changed = {k: (v, versions.get(k, "(none)")) for k, v in saved.versions.items() if versions.get(k) != v}
@@ -404,10 +257,10 @@ class Trainer:
                 f"library versions changed since {folder.name} (results may differ slightly from an unbroken run): "
                 + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in sorted(changed.items()))
             )
-        if saved.world_size != self.world or saved.micro_batch_size != self.micro:
+        if saved.world_size != self.world or saved.micro_batch_size != self.built.micro:
             self.log(
-                f"resuming on {self.world} device(s) with micro_batch_size={self.micro} (was {saved.world_size} × "
-                f"{saved.micro_batch_size}): accumulation is now {self.accumulation} (was "
+                f"resuming on {self.world} device(s) with micro_batch_size={self.built.micro} (was {saved.world_size} × "
+                f"{saved.micro_batch_size}): accumulation is now {self.built.accumulation} (was "
                 f"{self.cfg.batch_size // max(1, saved.world_size * saved.micro_batch_size)}), so each step still uses "
                 f"batch_size={self.cfg.batch_size} samples"
             )
@@ -428,7 +281,7 @@ class Trainer:
 
     def _check_data(self, saved: TrainerState, name: str) -> data_drift.DataChanges:
         """Compare the task's data with the checkpoint's: refuse changed labels, warn of changed items (and reset the best)."""
-        changes = data_drift.compare(saved.data, self.data_fingerprint)
+        changes = data_drift.compare(saved.data, self.built.data_fingerprint)
         if changes.labels and not self.allow_config_change:
             raise ConfigDrift(
                 f"{name} in {self.store.url} was trained for other labels than the data has now: {changes.labels}. "
@@ -459,11 +312,11 @@ class Trainer:
         session's warnings: the training dynamics change with the precision.
         """
         was = saved.precision or ("fp16" if scaler_state else "bf16 or fp32")
-        if self.scaler.is_enabled() and scaler_state:
-            self.scaler.load_state_dict(scaler_state)
+        if self.built.scaler.is_enabled() and scaler_state:
+            self.built.scaler.load_state_dict(scaler_state)
             return
-        if self.scaler.is_enabled():
-            note = f"{name} was trained in {was}; fp16 loss scaling starts fresh (scale {self.scaler.get_scale():g})"
+        if self.built.scaler.is_enabled():
+            note = f"{name} was trained in {was}; fp16 loss scaling starts fresh (scale {self.built.scaler.get_scale():g})"
         elif scaler_state:
             note = f"{name} was trained in fp16; its loss scale ({scaler_state.get('scale')}) is not needed in {self.precision} and is dropped"
         elif saved.precision and saved.precision != self.precision:
@@ -476,7 +329,7 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def _work_left(self) -> bool:
         last_phase = phases.in_last_phase(self.config.train.phases, self.state)
-        return self.state.step < self.max_steps and not (self.state.stopped_early and self.cfg.patience and last_phase)
+        return self.state.step < self.built.max_steps and not (self.state.stopped_early and self.cfg.patience and last_phase)
 
     def _nothing_left(self) -> StopReason:
         return StopReason.EARLY_STOPPING if self.state.stopped_early else StopReason.MAX_STEPS
@@ -484,13 +337,13 @@ class Trainer:
     def _loader(self) -> DataLoader:
         """This session's loader, from where the run stands; each epoch iterates it again."""
         self.sampler = MicroBatchSampler(
-            self.plan, self.state.epoch, self.state.step_in_epoch,
-            micro_batch_size=self.micro, rank=self.accelerator.process_index, world=self.world,
+            self.built.plan, self.state.epoch, self.state.step_in_epoch,
+            micro_batch_size=self.built.micro, rank=self.accelerator.process_index, world=self.world,
         )
         return DataLoader(
-            self.data.dataset,
+            self.built.data.dataset,
             batch_sampler=self.sampler,
-            collate_fn=self.data.collate,
+            collate_fn=self.built.data.collate,
             num_workers=self.cfg.num_workers,
             persistent_workers=self.cfg.persistent_workers and self.cfg.num_workers > 0,
             pin_memory=self.cfg.pin_memory and self.device.type == "cuda",
@@ -508,17 +361,17 @@ class Trainer:
         window: dict[str, float] = {}
         logged, unusual, last_unusual = 0, 0, ""
         bar = SessionBar(
-            step=self.state.step, max_steps=self.max_steps, clock=self.clock, enabled=self.progress and self.main, desc=cfg.run_name
+            step=self.state.step, max_steps=self.built.max_steps, clock=self.clock, enabled=self.progress and self.main, desc=cfg.run_name
         )
         writer = self._tensorboard()
         loader = self._loader()
         batches = iter(loader)
-        for model in self.models.values():
+        for model in self.built.models.values():
             model.train()
         decision = Decision(stop=None, save=False)
         while decision.stop is None:
             flags, validated = Flags(), False
-            ended = phases.phase_end(self.config.train.phases, self.state, self.plan.steps_per_epoch)
+            ended = phases.phase_end(self.config.train.phases, self.state, self.built.plan.steps_per_epoch)
             if ended:
                 if not self._next_phase(ended):
                     return StopReason.DISK_FULL
@@ -527,10 +380,10 @@ class Trainer:
                 if cfg.eval_every:  # a phase starts with a validation of the weights it begins from
                     flags.early_stop, flags.validation_error = self._validate(writer)
                     validated = True
-                for model in self.models.values():
+                for model in self.built.models.values():
                     model.train()
             started = time.time()
-            if self.state.step_in_epoch >= self.plan.steps_per_epoch:
+            if self.state.step_in_epoch >= self.built.plan.steps_per_epoch:
                 self.state.epoch += 1
                 self.state.step_in_epoch = 0
                 self.sampler.set_epoch(self.state.epoch)
@@ -553,7 +406,7 @@ class Trainer:
                     unusual, last_unusual = unusual + 1, skipped
                     if self.guard.in_row == 1 or "spike" in skipped:
                         self.log(f"step {self.state.step} skipped: {skipped}")
-                if self.state.step % cfg.log_every == 0 or self.state.step == self.max_steps:
+                if self.state.step % cfg.log_every == 0 or self.state.step == self.built.max_steps:
                     if logged:
                         self._record_losses(window, logged, writer)
                     window, logged = {}, 0
@@ -565,9 +418,9 @@ class Trainer:
                     eval_seconds = time.time() - eval_started
                     self._spent("validation", eval_started)
                 next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
-                diverged = self.guard.verdict(self.scaler.get_scale() if self.scaler.is_enabled() else None)
+                diverged = self.guard.verdict(self.built.scaler.get_scale() if self.built.scaler.is_enabled() else None)
                 flags.diverged = diverged is not None
-                flags.max_steps = self.state.step >= self.max_steps
+                flags.max_steps = self.state.step >= self.built.max_steps
                 flags.deadline = self.clock.must_stop(max(step_times) * 1.2 + (eval_seconds if next_eval else 0.0))
                 steady = self.guard.in_row == 0  # while steps are being skipped, latest stays the last good checkpoint
                 flags.save_by_time = steady and bool(every) and time.time() - last_save >= every
@@ -594,7 +447,7 @@ class Trainer:
             if out_of_memory is None:
                 bar.update(
                     self.state.step,
-                    loss=f"{losses.get(self.main_loss, float('nan')):.4g}", s_step=f"{sum(step_times) / len(step_times):.2f}",
+                    loss=f"{losses.get(self.built.main_loss, float('nan')):.4g}", s_step=f"{sum(step_times) / len(step_times):.2f}",
                 )
         bar.close()
         if logged:
@@ -614,7 +467,8 @@ class Trainer:
         latest = checkpoint.read_latest(self.store.root)
         if (latest is None or checkpoint.step_of(latest) != self.state.step) and not self._save():
             return False
-        start = {name: model.state_dict() for name, model in self.raw_models.items()}
+        start = {name: model.state_dict() for name, model in self.built.raw_models.items()}
+        self.accelerator.free_memory()  # the ended phase's models and optimizers are not kept alive by accelerate
         phases.begin_next(self.config.train.phases, self.state, reason, checkpoint.name_for_step(self.state.step))
         with isolated_rng(self.cfg.seed + 7_777 * self.state.phase):
             self._build(start)
@@ -641,22 +495,22 @@ class Trainer:
         totals: dict[str, torch.Tensor] = {}
         autocast_dtype = AUTOCAST_DTYPES[self.precision]
         failure: BaseException | None = None
-        for index in range(self.accumulation):
-            syncing = index == self.accumulation - 1
-            batch = _to_device(next(batches), self.device) if failure is None else None
+        for index in range(self.built.accumulation):
+            syncing = index == self.built.accumulation - 1
+            batch = to_device(next(batches), self.device) if failure is None else None
             with contextlib.ExitStack() as stack:
                 if not syncing:
-                    for model in self.models.values():
+                    for model in self.built.models.values():
                         stack.enter_context(self.accelerator.no_sync(model))
-                for group in self.groups:
+                for group in self.built.groups:
                     loss = None
                     if failure is None:
                         try:
                             with torch.autocast(self.device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-                                losses = self.task.step(self.models, batch, group.name)
+                                losses = self.built.task.step(self.built.models, batch, group.name)
                             loss = losses["loss"]
                             if not syncing or self.world == 1:
-                                self.scaler.scale(loss / self.accumulation).backward(inputs=self.group_params[group.name])
+                                self.built.scaler.scale(loss / self.built.accumulation).backward(inputs=self.built.group_params[group.name])
                         except Exception as err:
                             if not is_out_of_memory(err):
                                 raise
@@ -667,45 +521,45 @@ class Trainer:
                         failed = who_raised(failure is not None, self.rank, self.world, self.device)
                         if failed:
                             return {}, None, self._give_up_step(failed, failure)
-                        self.scaler.scale(loss / self.accumulation).backward(inputs=self.group_params[group.name])
+                        self.built.scaler.scale(loss / self.built.accumulation).backward(inputs=self.built.group_params[group.name])
                     if failure is None:
                         for key, value in losses.items():
-                            name = key if len(self.groups) == 1 else f"{group.name}/{key}"
-                            totals[name] = totals.get(name, 0.0) + value.detach().float() / self.accumulation
+                            name = key if len(self.built.groups) == 1 else f"{group.name}/{key}"
+                            totals[name] = totals.get(name, 0.0) + value.detach().float() / self.built.accumulation
         norms = []
-        for group in self.groups:
-            if self.scaler.is_enabled():
-                self.scaler.unscale_(group.optimizer)  # fp16: judge (and clip) the true gradients
-            norms.append(gradient_norm(self.group_params[group.name], self.device))
+        for group in self.built.groups:
+            if self.built.scaler.is_enabled():
+                self.built.scaler.unscale_(group.optimizer)  # fp16: judge (and clip) the true gradients
+            norms.append(gradient_norm(self.built.group_params[group.name], self.device))
         stacked = torch.stack([*totals.values(), *norms])
         if self.world > 1:
             stacked = self.accelerator.reduce(stacked, reduction="mean")
         values = stacked.cpu().tolist()  # one device sync per step
         losses = dict(zip(totals, values))
-        skipped = self.guard.judge(losses[self.main_loss], values[len(totals):], fp16=self.scaler.is_enabled())
+        skipped = self.guard.judge(losses[self.built.main_loss], values[len(totals):], fp16=self.built.scaler.is_enabled())
         if skipped is None:
-            for group in self.groups:
+            for group in self.built.groups:
                 if group.clip_grad_norm:
-                    torch.nn.utils.clip_grad_norm_(self.group_params[group.name], group.clip_grad_norm)
-                self.scaler.step(group.optimizer)
-        self.scaler.update()  # fp16: after an overflow the scale is halved; otherwise a no-op
-        self.guard.record(losses[self.main_loss], skipped)
-        for group in self.groups:
+                    torch.nn.utils.clip_grad_norm_(self.built.group_params[group.name], group.clip_grad_norm)
+                self.built.scaler.step(group.optimizer)
+        self.built.scaler.update()  # fp16: after an overflow the scale is halved; otherwise a no-op
+        self.guard.record(losses[self.built.main_loss], skipped)
+        for group in self.built.groups:
             group.optimizer.zero_grad(set_to_none=True)
             with warnings.catch_warnings():
                 # a skipped step does not step the optimizer; the schedule follows the step count regardless
                 warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler.step\(\)` before")
-                self.schedulers[group.name].step()
+                self.built.schedulers[group.name].step()
         return losses, skipped, None
 
     def _give_up_step(self, processes: list[int], error: BaseException | None) -> _OutOfMemory:
         """Free what a step that ran out of memory held; the step is not applied (it is redone when the run resumes)."""
-        for group in self.groups:
+        for group in self.built.groups:
             group.optimizer.zero_grad(set_to_none=True)
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         if error is not None and not self.main:
-            post_note("out-of-memory", self.rank, _first_line(error))
+            post_note("out-of-memory", self.rank, first_line(error))
         return _OutOfMemory(processes, error)
 
     def _validation_failed(self, processes: tuple[int, ...]) -> None:
@@ -729,14 +583,14 @@ class Trainer:
         if step is None:  # cannot be: every process learnt it in the step (see _optimizer_step)
             return
         world_batch = self.cfg.batch_size // self.world
-        smaller = next((m for m in range(self.micro - 1, 0, -1) if world_batch % m == 0), None)
+        smaller = next((m for m in range(self.built.micro - 1, 0, -1) if world_batch % m == 0), None)
         advice = [
             f"micro_batch_size={smaller} (batch_size={self.cfg.batch_size} stays: {world_batch // smaller} micro-batches "
             "are accumulated per step, same result, slower)"
         ] if smaller else []
-        advice += self.task.memory_advice()
+        advice += self.built.task.memory_advice()
         first = step.processes[0]
-        message = _first_line(step.error) if step.error is not None and first == self.rank else read_note("out-of-memory", first)
+        message = first_line(step.error) if step.error is not None and first == self.rank else read_note("out-of-memory", first)
         where = f" in process {first}" if self.world > 1 else ""
         self.session.warnings.append(
             f"out of memory{where} at step {self.state.step + 1} ({message or 'out of memory'}). The session saved step "
@@ -745,24 +599,24 @@ class Trainer:
         )
         self.log("stopping: " + self.session.warnings[-1])
 
-    def _record_losses(self, window: dict[str, float], count: int, writer: _Board) -> None:
+    def _record_losses(self, window: dict[str, float], count: int, writer: Board) -> None:
         entry = {"step": self.state.step, **{k: v / count for k, v in window.items()}}
-        entry["lr"] = self.groups[0].optimizer.param_groups[0]["lr"]
+        entry["lr"] = self.built.groups[0].optimizer.param_groups[0]["lr"]
         self.state.history.append(entry)
         for key, value in entry.items():
             if key != "step":
                 writer.scalar(f"train/{key}", value, self.state.step)
 
-    def _tensorboard(self) -> _Board:
+    def _tensorboard(self) -> Board:
         if not self.main:
-            return _Board(None, self._warn)
+            return Board(None, self._warn)
         from torch.utils.tensorboard import SummaryWriter
 
         try:
-            return _Board(SummaryWriter(str(self.store.root / "tb")), self._warn)
+            return Board(SummaryWriter(str(self.store.root / "tb")), self._warn)
         except OSError as err:
             self._warn(f"no TensorBoard logs this session: {err}")
-            return _Board(None, self._warn)
+            return Board(None, self._warn)
 
     def _warn(self, message: str) -> None:
         """Something a person must know, that does not stop training: logged, and kept in the session's warnings."""
@@ -770,7 +624,7 @@ class Trainer:
             self.session.warnings.append(message)
             self.log(f"warning: {message}")
 
-    def _validate(self, writer: _Board) -> tuple[bool, bool]:
+    def _validate(self, writer: Board) -> tuple[bool, bool]:
         """Validate in every process: whether patience ran out, and whether this process's validation raised.
 
         Every process validates the same held-out data with the same weights and random
@@ -787,35 +641,25 @@ class Trainer:
             self.log(f"validation failed at step {self.state.step}: {type(err).__name__}: {err}")
             return False, True
 
-    def _evaluate(self, writer: _Board) -> bool:
+    def _evaluate(self, writer: Board) -> bool:
         """Validate, keep the best export (main process), and say whether patience ran out."""
-        stop = False
-        for model in self.models.values():
+        for model in self.built.models.values():
             model.eval()
         with torch.no_grad(), isolated_rng(self.cfg.seed + 99_991):
-            evaluation = self.task.evaluate(self.models, self.state.step)
-        for model in self.models.values():
+            evaluation = self.built.task.evaluate(self.built.models, self.state.step)
+        for model in self.built.models.values():
             model.train()
         for rel in evaluation.files:  # written into checkpoints: a name from a corpus must not reach outside them
-            checkpoint.safe_relative_path(rel, what=f"{type(self.task).__name__}.evaluate() file")
+            checkpoint.safe_relative_path(rel, what=f"{type(self.built.task).__name__}.evaluate() file")
         self.last_eval = {"step": self.state.step, "metrics": evaluation.metrics, "files": evaluation.files}
-        self.state.evals.append({"step": self.state.step, **evaluation.metrics})
         for key, value in evaluation.metrics.items():
             writer.scalar(key, value, self.state.step)
-        value = evaluation.metrics.get(self.monitor) if self.monitor else None
-        if value is not None:
-            best = self.state.best_value
-            improved = best is None or (
-                value < best - self.cfg.min_delta if self.monitor_mode == "min" else value > best + self.cfg.min_delta
-            )
-            if improved:
-                self.state.best_value, self.state.best_step, self.state.bad_evals = value, self.state.step, 0
-                self.state.best_checkpoint = None  # the next checkpoint saved will hold these weights
-                if self.main:
-                    self._export()
-            else:
-                self.state.bad_evals += 1
-                stop = bool(self.cfg.patience) and self.state.bad_evals >= self.cfg.patience
+        improved, stop = validation.record(
+            self.state, evaluation.metrics, monitor=self.built.monitor, mode=self.built.monitor_mode, min_delta=self.cfg.min_delta,
+            patience=self.cfg.patience,
+        )
+        if improved and self.main:
+            self._export()
         self.log(
             f"step {self.state.step}: "
             + ", ".join(f"{k} {v:.4g}" for k, v in evaluation.metrics.items())
@@ -839,7 +683,7 @@ class Trainer:
             self.state.rng = rngs
             self.state.guard = self.guard.state()
             self.state.precision, self.state.versions = self.precision, library_versions()
-            self.state.world_size, self.state.micro_batch_size = self.world, self.micro
+            self.state.world_size, self.state.micro_batch_size = self.world, self.built.micro
             self.session.end_step = self.state.step
             self.session.ended = time.time()
             if self.state.best_step is not None and self.state.best_checkpoint is None:
@@ -878,41 +722,23 @@ class Trainer:
         self.log("stopping: " + self.session.warnings[-1])
 
     def _export(self) -> None:
-        """Replace ``model/`` with the task's export, never leaving a half-written folder behind.
-
-        A disk too full for the export keeps the previous ``model/`` and says so; it never
-        stops training or the checkpoint that the export accompanies.
-        """
+        """Replace ``model/`` with the task's export; a disk too full for it keeps the previous one, and says so."""
         final = self.store.root / MODEL_DIR
-        fresh, stale = final.with_name(f".{MODEL_DIR}-new"), final.with_name(f".{MODEL_DIR}-old")
-        for leftover in (fresh, stale):
-            shutil.rmtree(leftover, ignore_errors=True)
-        try:
-            self.task.export(self.models, fresh)
-            if final.exists():
-                os.replace(final, stale)
-            os.replace(fresh, final)
-        except Exception as err:
-            if not (isinstance(err, OSError) or is_disk_full(err)):
-                raise
-            shutil.rmtree(fresh, ignore_errors=True)
-            if stale.exists() and not final.exists():
-                os.replace(stale, final)
+        err = replace_export(final, lambda folder: self.built.task.export(self.built.models, folder))
+        if err is not None:
             self._warn(f"could not export {final} at step {self.state.step} ({err}); it holds the previous export")
-            return
-        shutil.rmtree(stale, ignore_errors=True)
 
     def _write_checkpoint(self, folder: Path) -> None:
-        for name, model in self.raw_models.items():
+        for name, model in self.built.raw_models.items():
             save_model(model, str(folder / f"{name}.safetensors"))
-        _torch_save({g.name: g.optimizer.state_dict() for g in self.groups}, folder / "optim.pt")
-        _torch_save({g.name: s.state_dict() for g, s in zip(self.groups, self.schedulers.values())}, folder / "sched.pt")
-        _torch_save(self.scaler.state_dict(), folder / "scaler.pt")
+        torch_save({g.name: g.optimizer.state_dict() for g in self.built.groups}, folder / "optim.pt")
+        torch_save({g.name: s.state_dict() for g, s in zip(self.built.groups, self.built.schedulers.values())}, folder / "sched.pt")
+        torch_save(self.built.scaler.state_dict(), folder / "scaler.pt")
         (folder / "state.json").write_text(self.state.to_json())
         # the settings this checkpoint's phase trains with (resolved values included), for `fintts eval` and people
-        (folder / "config.yaml").write_text(yaml.safe_dump(self.phase_config.to_dict(), sort_keys=False, allow_unicode=True))
+        (folder / "config.yaml").write_text(yaml.safe_dump(self.built.config.to_dict(), sort_keys=False, allow_unicode=True))
         # the task's own files, and the newest validation's samples (state.json's evals say at which step)
-        files = {**self.task.checkpoint_files(self.raw_models), **(self.last_eval["files"] if self.last_eval else {})}
+        files = {**self.built.task.checkpoint_files(self.built.raw_models), **(self.last_eval["files"] if self.last_eval else {})}
         for rel, data in files.items():
             target = folder / rel
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -1012,7 +838,7 @@ class Trainer:
         """Record why the session failed; with several processes, the one that raised first is the reason."""
         own = f"{type(err).__name__}: {err}"
         post_failure(self.accelerator.process_index, own)
-        if not self.main or not hasattr(self, "groups"):
+        if not self.main or self.built is None:  # set-up had not built the phase: no state worth a status
             if self.main:
                 self.store.release(timeout=self.clock.left())
                 self.store.close(timeout=0.0)
@@ -1045,9 +871,9 @@ class Trainer:
             return None
         root = self.store.root
         current = status.build(
-            state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.max_steps,
-            groups=[g.name for g in self.groups], monitor=self.monitor, monitor_mode=self.monitor_mode,
-            root=root, store=self.store.url, about=self.task.describe(), memory=self.memory,
+            state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.built.max_steps,
+            groups=[g.name for g in self.built.groups], monitor=self.built.monitor, monitor_mode=self.built.monitor_mode,
+            root=root, store=self.store.url, about=self.built.task.describe(), memory=self.memory,
             data=self.data_facts, clock=self._clock_facts(),
             warnings=self.session.warnings + [p for p in (self.store.problem(),) if p],
             phases=phases.describe(self.config.train.phases, self.state),
@@ -1059,7 +885,7 @@ class Trainer:
             if plot is not None and plot.is_file():
                 checkpoint.write_atomic(root / card.LOSS_PLOT, plot.read_bytes())
             repo = self.store.hub_repo
-            page = card.render(current, self.task.card(current, repo), repo=repo, loss_plot=(root / card.LOSS_PLOT).is_file())
+            page = card.render(current, self.built.task.card(current, repo), repo=repo, loss_plot=(root / card.LOSS_PLOT).is_file())
             checkpoint.write_atomic(root / card.CARD, page.encode())
         except OSError as err:
             self._warn(f"could not write the run's status and page in {root} ({err})")
