@@ -88,7 +88,7 @@ def test_an_error_in_the_second_process_validation_ends_the_run_as_failed_within
     assert status["state"] == "failed" and status["step"] == 8
     assert status["reason"] == "process 1: ValueError: validation broke at step 8 (raised by the test task)"
     assert status["sessions"][-1]["reason"] == "error in process 1"
-    assert "process 1: exit code" in result.stderr and "validation broke at step 8" in result.stderr
+    assert "process 1: " in result.stderr and "validation broke at step 8" in result.stderr  # its exit code, or gloo's abort at exit
 
 
 @pytest.mark.slow

@@ -1,8 +1,11 @@
 """One session of training: resume, step until a reason to stop, save, make it durable, exit.
 
-Read :meth:`Trainer.run` top to bottom; it is the whole story. Devices and data
-parallelism come from ``accelerate``; autocast and the GradScaler are ours, so the same
-fp16 path (scaler state included) runs and is tested on a CPU.
+Read :meth:`Trainer.run` top to bottom; it is the whole story: build the phase, resume, and
+for each step: step, log, validate, decide, save or stop. The pieces it calls have rooms of
+their own: :mod:`~fintts.train.building` (a phase as one value), :mod:`~fintts.train.optimizer_step`,
+:mod:`~fintts.train.validation` (best and patience), :mod:`~fintts.train.decision` (what every
+process does after a step, decided together), :mod:`~fintts.train.saving` and
+:mod:`~fintts.train.collective` (how the processes wait for the main one off the device).
 
 The session's end is planned backwards from its limit (:mod:`fintts.train.clock`): the
 store's requests are bounded by it, the final wait gives up before it, and the summary is
@@ -12,7 +15,6 @@ whether its checkpoint is safe and how to push it if not.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
 import errno
@@ -21,36 +23,35 @@ import math
 import os
 import time
 import uuid
-import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
-import yaml
 from accelerate import Accelerator
 from accelerate.utils import InitProcessGroupKwargs, gather_object
-from safetensors.torch import load_model, save_model
+from safetensors.torch import load_model
 from torch.utils.data import DataLoader
 
 from fintts.train import card, checkpoint, data_drift, memory, phases, status, validation
 from fintts.train.building import BuiltPhase, build_phase, describe_data
 from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
-from fintts.train.collective import announce, await_main, post_failure, post_note, posted_failures, read_note, vote, who_raised
+from fintts.train.collective import announce, await_main, post_failure, posted_failures, read_note, vote
 from fintts.train.config import ConfigDrift, RunConfig, as_run_config, fingerprint, fingerprint_changes
 from fintts.train.decision import FAILURES, FINISHED, Decision, Flags, StopReason, decide
-from fintts.train.guard import FP16_OVERFLOW, StepGuard, gradient_norm
+from fintts.train.guard import FP16_OVERFLOW, StepGuard
 from fintts.train.metrics import Board
+from fintts.train.optimizer_step import OutOfMemory, optimizer_step
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, device_label, host_name, library_versions, session_start
 from fintts.train.progress import SessionBar
 from fintts.train.sampler import MicroBatchSampler
-from fintts.train.saving import is_disk_full, replace_export, torch_save
+from fintts.train.saving import is_disk_full, replace_export, write_checkpoint
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
 from fintts.train.stepping import (
-    AUTOCAST_DTYPES, cuda_switches, first_line, is_out_of_memory, resolve_precision, to_device,
+    cuda_switches, first_line, resolve_precision,
 )
 from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
-from fintts.train.summary import SessionSummary, loss_plot_png
+from fintts.train.summary import SessionSummary
 from fintts.train.task import Weights
 
 #: Seconds the main process waits at most for the others to read the session's final status (they poll for it).
@@ -61,14 +62,6 @@ INTERRUPTED_RELEASE = 5.0
 
 class ValidationFailed(RuntimeError):
     """Another process's validation raised; every process ends the session with it (the vote said so)."""
-
-
-@dataclasses.dataclass
-class _OutOfMemory:
-    """An optimizer step that ran out of memory in ``processes`` (``error``: this process's own, if it was one)."""
-
-    processes: list[int]
-    error: BaseException | None
 
 
 class Trainer:
@@ -388,7 +381,10 @@ class Trainer:
                 self.state.step_in_epoch = 0
                 self.sampler.set_epoch(self.state.epoch)
                 batches = iter(loader)
-            losses, skipped, out_of_memory = self._optimizer_step(batches)
+            losses, skipped, out_of_memory = optimizer_step(
+                self.built, batches, accelerator=self.accelerator, guard=self.guard, precision=self.precision,
+                device=self.device, rank=self.rank, world=self.world,
+            )
             diverged = None
             if out_of_memory is not None:
                 flags.out_of_memory = True
@@ -478,90 +474,6 @@ class Trainer:
                  f"begins" + "".join(f", {k}: {v}" for k, v in self.state.resolved.items()))
         return True
 
-    def _optimizer_step(self, batches) -> tuple[dict[str, float], str | None, _OutOfMemory | None]:
-        """Accumulate ``accumulation`` micro-batches into every group, then step every group, unless the guard skips it.
-
-        Returns the step's losses, why it was skipped (``None``: applied), and, when it ran
-        out of memory in any process, where (then nothing was applied). The losses and the
-        groups' gradient norms reach the host together, in one device sync (averaged over the
-        processes, so every process judges the step the same).
-
-        Out of memory in one process: before each group's last backward (the one whose
-        gradients are all-reduced) the processes tell each other whether any ran out of
-        memory so far, so a process that did still meets the others in that collective and
-        they all give up the step together. An out-of-memory error inside that last
-        backward itself cannot be met this way; it ends that process with an error.
-        """
-        totals: dict[str, torch.Tensor] = {}
-        autocast_dtype = AUTOCAST_DTYPES[self.precision]
-        failure: BaseException | None = None
-        for index in range(self.built.accumulation):
-            syncing = index == self.built.accumulation - 1
-            batch = to_device(next(batches), self.device) if failure is None else None
-            with contextlib.ExitStack() as stack:
-                if not syncing:
-                    for model in self.built.models.values():
-                        stack.enter_context(self.accelerator.no_sync(model))
-                for group in self.built.groups:
-                    loss = None
-                    if failure is None:
-                        try:
-                            with torch.autocast(self.device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-                                losses = self.built.task.step(self.built.models, batch, group.name)
-                            loss = losses["loss"]
-                            if not syncing or self.world == 1:
-                                self.built.scaler.scale(loss / self.built.accumulation).backward(inputs=self.built.group_params[group.name])
-                        except Exception as err:
-                            if not is_out_of_memory(err):
-                                raise
-                            failure = err
-                    if self.world == 1 and failure is not None:
-                        return {}, None, self._give_up_step([self.rank], failure)
-                    if syncing and self.world > 1:
-                        failed = who_raised(failure is not None, self.rank, self.world, self.device)
-                        if failed:
-                            return {}, None, self._give_up_step(failed, failure)
-                        self.built.scaler.scale(loss / self.built.accumulation).backward(inputs=self.built.group_params[group.name])
-                    if failure is None:
-                        for key, value in losses.items():
-                            name = key if len(self.built.groups) == 1 else f"{group.name}/{key}"
-                            totals[name] = totals.get(name, 0.0) + value.detach().float() / self.built.accumulation
-        norms = []
-        for group in self.built.groups:
-            if self.built.scaler.is_enabled():
-                self.built.scaler.unscale_(group.optimizer)  # fp16: judge (and clip) the true gradients
-            norms.append(gradient_norm(self.built.group_params[group.name], self.device))
-        stacked = torch.stack([*totals.values(), *norms])
-        if self.world > 1:
-            stacked = self.accelerator.reduce(stacked, reduction="mean")
-        values = stacked.cpu().tolist()  # one device sync per step
-        losses = dict(zip(totals, values))
-        skipped = self.guard.judge(losses[self.built.main_loss], values[len(totals):], fp16=self.built.scaler.is_enabled())
-        if skipped is None:
-            for group in self.built.groups:
-                if group.clip_grad_norm:
-                    torch.nn.utils.clip_grad_norm_(self.built.group_params[group.name], group.clip_grad_norm)
-                self.built.scaler.step(group.optimizer)
-        self.built.scaler.update()  # fp16: after an overflow the scale is halved; otherwise a no-op
-        self.guard.record(losses[self.built.main_loss], skipped)
-        for group in self.built.groups:
-            group.optimizer.zero_grad(set_to_none=True)
-            with warnings.catch_warnings():
-                # a skipped step does not step the optimizer; the schedule follows the step count regardless
-                warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler.step\(\)` before")
-                self.built.schedulers[group.name].step()
-        return losses, skipped, None
-
-    def _give_up_step(self, processes: list[int], error: BaseException | None) -> _OutOfMemory:
-        """Free what a step that ran out of memory held; the step is not applied (it is redone when the run resumes)."""
-        for group in self.built.groups:
-            group.optimizer.zero_grad(set_to_none=True)
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
-        if error is not None and not self.main:
-            post_note("out-of-memory", self.rank, first_line(error))
-        return _OutOfMemory(processes, error)
-
     def _validation_failed(self, processes: tuple[int, ...]) -> None:
         """The vote found an error in some process's validation: each process ends the session with it."""
         if self.rank in processes:
@@ -578,7 +490,7 @@ class Trainer:
         )
         self.log("stopping: " + self.session.warnings[-1])
 
-    def _out_of_memory(self, step: _OutOfMemory | None) -> None:
+    def _out_of_memory(self, step: OutOfMemory | None) -> None:
         """A device ran out of memory: say where and what to change; the session ends saving where it was (the step is redone)."""
         if step is None:  # cannot be: every process learnt it in the step (see _optimizer_step)
             return
@@ -689,7 +601,10 @@ class Trainer:
             if self.state.best_step is not None and self.state.best_checkpoint is None:
                 self.state.best_checkpoint = name
             try:
-                checkpoint.save(self.store.root, name, self._write_checkpoint)
+                checkpoint.save(
+                    self.store.root, name,
+                    lambda folder: write_checkpoint(folder, self.built, self.state, self.last_eval["files"] if self.last_eval else {}),
+                )
             except Exception as err:
                 if not is_disk_full(err):
                     raise
@@ -727,25 +642,6 @@ class Trainer:
         err = replace_export(final, lambda folder: self.built.task.export(self.built.models, folder))
         if err is not None:
             self._warn(f"could not export {final} at step {self.state.step} ({err}); it holds the previous export")
-
-    def _write_checkpoint(self, folder: Path) -> None:
-        for name, model in self.built.raw_models.items():
-            save_model(model, str(folder / f"{name}.safetensors"))
-        torch_save({g.name: g.optimizer.state_dict() for g in self.built.groups}, folder / "optim.pt")
-        torch_save({g.name: s.state_dict() for g, s in zip(self.built.groups, self.built.schedulers.values())}, folder / "sched.pt")
-        torch_save(self.built.scaler.state_dict(), folder / "scaler.pt")
-        (folder / "state.json").write_text(self.state.to_json())
-        # the settings this checkpoint's phase trains with (resolved values included), for `fintts eval` and people
-        (folder / "config.yaml").write_text(yaml.safe_dump(self.built.config.to_dict(), sort_keys=False, allow_unicode=True))
-        # the task's own files, and the newest validation's samples (state.json's evals say at which step)
-        files = {**self.built.task.checkpoint_files(self.built.raw_models), **(self.last_eval["files"] if self.last_eval else {})}
-        for rel, data in files.items():
-            target = folder / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        png = loss_plot_png(self.state.history, self.state.evals)
-        if png:
-            (folder / "loss.png").write_bytes(png)
 
     # ------------------------------------------------------------------ the end
     def _finish(self, reason: StopReason, resumed_from: str | None) -> SessionSummary:

@@ -1,4 +1,4 @@
-"""Writing a checkpoint's files and the run's ``model/`` export so that a full disk costs nothing already saved."""
+"""Writing a checkpoint's files, and the run's ``model/`` export so that a full disk costs nothing already saved."""
 
 from __future__ import annotations
 
@@ -9,6 +9,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+import yaml
+from safetensors.torch import save_model
+
+from fintts.train.building import BuiltPhase
+from fintts.train.state import TrainerState
+from fintts.train.summary import loss_plot_png
 
 
 def is_disk_full(err: BaseException | None) -> bool:
@@ -50,3 +56,23 @@ def replace_export(final: Path, write: Callable[[Path], None]) -> Exception | No
         return err
     shutil.rmtree(stale, ignore_errors=True)
     return None
+
+
+def write_checkpoint(folder: Path, built: BuiltPhase, state: TrainerState, samples: dict[str, bytes]) -> None:
+    """Every file of one checkpoint (see the design's checkpoint folder) into ``folder``; ``samples``: the newest validation's."""
+    for name, model in built.raw_models.items():
+        save_model(model, str(folder / f"{name}.safetensors"))
+    torch_save({g.name: g.optimizer.state_dict() for g in built.groups}, folder / "optim.pt")
+    torch_save({g.name: s.state_dict() for g, s in zip(built.groups, built.schedulers.values())}, folder / "sched.pt")
+    torch_save(built.scaler.state_dict(), folder / "scaler.pt")
+    (folder / "state.json").write_text(state.to_json())
+    # the settings this checkpoint's phase trains with (resolved values included), for `fintts eval` and people
+    (folder / "config.yaml").write_text(yaml.safe_dump(built.config.to_dict(), sort_keys=False, allow_unicode=True))
+    # the task's own files, and the newest validation's samples (state.json's evals say at which step)
+    for rel, data in {**built.task.checkpoint_files(built.raw_models), **samples}.items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    png = loss_plot_png(state.history, state.evals)
+    if png:
+        (folder / "loss.png").write_bytes(png)
