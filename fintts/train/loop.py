@@ -19,7 +19,6 @@ import dataclasses
 import datetime
 import errno
 import json
-import math
 import os
 import time
 import uuid
@@ -39,7 +38,7 @@ from fintts.train.collective import announce, await_main, post_failure, posted_f
 from fintts.train.config import ConfigDrift, RunConfig, as_run_config, fingerprint, fingerprint_changes
 from fintts.train.decision import FAILURES, FINISHED, Decision, Flags, StopReason, decide
 from fintts.train.guard import FP16_OVERFLOW, StepGuard
-from fintts.train.metrics import Board
+from fintts.train.metrics import Board, LossWindow
 from fintts.train.optimizer_step import OutOfMemory, optimizer_step
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, device_label, host_name, library_versions, session_start
 from fintts.train.progress import SessionBar
@@ -351,8 +350,8 @@ class Trainer:
         last_save = time.time()
         step_times: list[float] = []
         eval_seconds = 0.0
-        window: dict[str, float] = {}
-        logged, unusual, last_unusual = 0, 0, ""
+        window = LossWindow()
+        unusual, last_unusual = 0, ""
         bar = SessionBar(
             step=self.state.step, max_steps=self.built.max_steps, clock=self.clock, enabled=self.progress and self.main, desc=cfg.run_name
         )
@@ -393,19 +392,13 @@ class Trainer:
                 self.state.step_in_epoch += 1
                 step_times = (step_times + [time.time() - started])[-20:]
                 self._spent("steps", started)
-                if all(math.isfinite(v) for v in losses.values()):  # a skipped step's finite losses still tell its story
-                    logged += 1
-                    window[status.STEP_SECONDS] = window.get(status.STEP_SECONDS, 0.0) + step_times[-1]
-                    for key, value in losses.items():
-                        window[key] = window.get(key, 0.0) + value
+                window.add(losses, step_times[-1])
                 if skipped is not None and skipped != FP16_OVERFLOW:
                     unusual, last_unusual = unusual + 1, skipped
                     if self.guard.in_row == 1 or "spike" in skipped:
                         self.log(f"step {self.state.step} skipped: {skipped}")
                 if self.state.step % cfg.log_every == 0 or self.state.step == self.built.max_steps:
-                    if logged:
-                        self._record_losses(window, logged, writer)
-                    window, logged = {}, 0
+                    self._record_losses(window, writer)
                 if cfg.eval_every and self.state.step % cfg.eval_every == 0:
                     validated = True
                     eval_started = time.time()
@@ -446,8 +439,7 @@ class Trainer:
                     loss=f"{losses.get(self.built.main_loss, float('nan')):.4g}", s_step=f"{sum(step_times) / len(step_times):.2f}",
                 )
         bar.close()
-        if logged:
-            self._record_losses(window, logged, writer)
+        self._record_losses(window, writer)
         if unusual:
             self.session.warnings.append(f"{unusual} step(s) were skipped in this session, the last for: {last_unusual}")
         writer.close()
@@ -511,8 +503,12 @@ class Trainer:
         )
         self.log("stopping: " + self.session.warnings[-1])
 
-    def _record_losses(self, window: dict[str, float], count: int, writer: Board) -> None:
-        entry = {"step": self.state.step, **{k: v / count for k, v in window.items()}}
+    def _record_losses(self, window: LossWindow, writer: Board) -> None:
+        """The window's mean losses (and the learning rate) into the run's history and TensorBoard; none if it is empty."""
+        means = window.take()
+        if means is None:
+            return
+        entry = {"step": self.state.step, **means}
         entry["lr"] = self.built.groups[0].optimizer.param_groups[0]["lr"]
         self.state.history.append(entry)
         for key, value in entry.items():
