@@ -223,3 +223,13 @@ def test_a_resumed_optimizer_keeps_its_state_where_a_fresh_one_does(tmp_path):
         for (param, a), b in zip(before.optimizer.state.items(), after.optimizer.state.values()):
             assert b["step"].device == a["step"].device == torch.device("cpu")
             assert b["exp_avg"].device == a["exp_avg"].device == param.device
+
+
+def test_durations_are_seconds_once_loaded_and_a_bad_one_is_refused_naming_its_setting(tmp_path):
+    config = write_config(tmp_path, checkpoint_every="45m", push_every="1h30m")
+    loaded = load_config(config).train
+    assert (loaded.checkpoint_every, loaded.push_every, loaded.session_limit) == (2700.0, 5400.0, "auto")
+    assert load_config(config, ["session_limit=none"]).train.session_limit is None
+    for key, value in [("checkpoint_every", "auto"), ("push_every", "soon"), ("exit_grace", "auto")]:
+        with pytest.raises(ConfigError, match=f"{key}: '{value}' is not a duration"):
+            load_config(config, [f"{key}={value}"])
