@@ -34,7 +34,7 @@ def hub_status(hub) -> dict:
     "fault",
     [
         {"fault": "cuda", "fault_at": 11, "fault_steps": 0, "eval_every": 0},  # a device fault in step 11
-        {"fault": "eval-error", "fault_at": 10, "eval_every": 5},  # a bug in the task's evaluate at step 10
+        {"fault": "eval-bug", "fault_at": 10, "eval_every": 5},  # a bug in the task's evaluate at step 10
     ],
     ids=["cuda-error", "evaluate-bug"],
 )

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from fintts.train import ConfigDrift, checkpoint, train
+from fintts.train import ConfigDrift, Trainer, checkpoint, train
 from fintts.train.config import ConfigError, load_config
 from trainer_helpers import QUIET, assert_bit_identical, cli, final_weights, write_config
 
@@ -123,3 +123,11 @@ def test_bad_phases_are_refused_when_the_config_loads(tmp_path):
         load([{"name": "a", "settings": {"patience": 0}}, {"name": "b"}])
     with pytest.raises(ConfigError, match=r"phases\[1\] \(a\): another phase has this name"):
         load([{"name": "a", "steps": 5}, {"name": "a"}])
+
+
+def test_a_phase_switch_leaves_accelerate_holding_only_the_current_phase_models(tmp_path):
+    config = write_config(tmp_path, phases=PHASES, max_steps=24, eval_every=0, checkpoint_every_steps=0)
+    trainer = Trainer(load_config(config, [f"store={tmp_path / 'store'}"]), **QUIET)
+    assert trainer.run().end_step == 24
+    held = trainer.accelerator._models  # accelerate's references: what it keeps alive (and in its own memory bookkeeping)
+    assert len(held) == 1, held  # the first phase's model and critic were released at the switch

@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from fintts.train.config import ConfigError, load_config
-from fintts.train import ConfigDrift, checkpoint, train
+from fintts.train import ConfigDrift, Trainer, checkpoint, train
 from fintts.train.clock import SessionClock
 from fintts.train.sampler import EpochPlan, MicroBatchSampler
 from trainer_helpers import QUIET, assert_bit_identical, final_weights, write_config
@@ -134,7 +134,7 @@ def test_store_settings_are_config_keys_with_one_rule_for_the_local_folder(tmp_p
     assert load_config(config).train.local_dir() == Path("runs/toy")
     hub = load_config(config, ["hub_repo=alice/finnish-voice", "push_every=10m", "storage_cap_gb=5"]).train
     assert hub.local_dir() == Path("runs/finnish-voice")  # a Hub run: one folder per repo, not per config
-    assert hub.push_every == "10m" and hub.storage_cap_gb == 5.0
+    assert hub.push_every == 600.0 and hub.storage_cap_gb == 5.0
     assert load_config(config, ["store=/tmp/elsewhere", "hub_repo=alice/x"]).train.local_dir() == Path("/tmp/elsewhere")
     with pytest.raises(ConfigError, match="hub_repo: alice/x"):
         load_config(config, ["store=hf://alice/x"])
@@ -209,3 +209,28 @@ def test_sampler_seeks_without_loading_and_splits_steps_across_devices():
     spread = [max(lengths[i] for i in s) - min(lengths[i] for i in s) for s in steps]
     assert sum(spread) / len(spread) < 30  # length buckets: similar clips batch together
     assert plan.steps(3) == steps and plan.steps(4) != steps
+
+
+def test_a_resumed_optimizer_keeps_its_state_where_a_fresh_one_does(tmp_path):
+    """AdamW keeps its step counters on the CPU and its moments beside the parameters; a resume must too
+    (counters on the GPU would make every step wait on the device)."""
+    config = write_config(tmp_path, max_steps=4, eval_every=0, checkpoint_every_steps=0)
+    store = tmp_path / "store"
+    fresh = Trainer(load_config(config, [f"store={store}"]), **QUIET)
+    fresh.run()
+    resumed = Trainer(load_config(config, [f"store={store}", "max_steps=5"]), **QUIET)
+    assert resumed.run().start_step == 4
+    for before, after in zip(fresh.built.groups, resumed.built.groups):
+        for (param, a), b in zip(before.optimizer.state.items(), after.optimizer.state.values()):
+            assert b["step"].device == a["step"].device == torch.device("cpu")
+            assert b["exp_avg"].device == a["exp_avg"].device == param.device
+
+
+def test_durations_are_seconds_once_loaded_and_a_bad_one_is_refused_naming_its_setting(tmp_path):
+    config = write_config(tmp_path, checkpoint_every="45m", push_every="1h30m")
+    loaded = load_config(config).train
+    assert (loaded.checkpoint_every, loaded.push_every, loaded.session_limit) == (2700.0, 5400.0, "auto")
+    assert load_config(config, ["session_limit=none"]).train.session_limit is None
+    for key, value in [("checkpoint_every", "auto"), ("push_every", "soon"), ("exit_grace", "auto")]:
+        with pytest.raises(ConfigError, match=f"{key}: '{value}' is not a duration"):
+            load_config(config, [f"{key}={value}"])

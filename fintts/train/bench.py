@@ -49,7 +49,8 @@ from accelerate import PartialState
 from fintts.errors import UsageError
 from fintts.train import checkpoint
 from fintts.train.config import ConfigError, RunConfig, speed_settings
-from fintts.train.loop import OUT_OF_MEMORY, train
+from fintts.train.decision import StopReason
+from fintts.train.loop import train
 from fintts.train.memory import is_out_of_memory
 from fintts.train.platform import device_label
 from fintts.train.precision import resolve_precision
@@ -164,7 +165,7 @@ def measure(
             summary = train(run.with_overrides(session), progress=False, log=lambda message: None)
         finally:
             _release_memory()
-        if summary.reason == OUT_OF_MEMORY:  # the trainer stopped the session cleanly: nothing timed to read
+        if summary.reason == StopReason.OUT_OF_MEMORY:  # the trainer stopped the session cleanly: nothing timed to read
             row.out_of_memory = True
             row.error = next((w for w in summary.warnings if w.startswith("out of memory")), "out of memory")[:240]
             log(f"  {label}: {row.error}")

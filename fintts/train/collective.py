@@ -14,14 +14,30 @@ posts its error in the process group's key-value store — the rendezvous store 
 process of the run already shares, served by the main process — and the main process
 reads what its peers posted when it fails in turn, so the status says
 ``process 1: ValueError: ...`` instead of the symptom.
+
+No device collective waits on the Hub. While the main process takes the lease, downloads
+the checkpoint, or waits for the final push, the others wait here, on that same
+key-value store, for what it announces (:func:`announce`) — polling, with a deadline from the
+session's clock, and giving up at once when the main process posted a failure or its
+store is gone. A device collective (NCCL) would instead wait until the process group's
+watchdog aborts it, whatever the session's schedule.
 """
 
 from __future__ import annotations
+
+import time
 
 import torch
 import torch.distributed as dist
 
 _KEY = "fintts/failure/{rank}"
+_ANNOUNCEMENT = "fintts/announce/{name}"
+#: Seconds between two looks at the store while waiting for the main process.
+POLL = 0.05
+
+
+class MainProcessGone(RuntimeError):
+    """The main process failed, ended, or said nothing before the deadline while the others waited for it."""
 
 
 def vote(flags: list[bool], device: torch.device) -> list[bool]:
@@ -39,6 +55,34 @@ def _store():
     from torch.distributed.distributed_c10d import _get_default_store  # importable only where dist.is_available()
 
     return _get_default_store()
+
+
+def who_raised(flag: bool, rank: int, world: int, device: torch.device) -> list[int]:
+    """The processes that raised ``flag``: one all-reduce of one slot per process."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or world == 1:
+        return [rank] if flag else []
+    slots = torch.zeros(world, device=device)
+    slots[rank] = 1.0 if flag else 0.0
+    dist.all_reduce(slots)
+    return [r for r, count in enumerate(slots.tolist()) if count > 0]
+
+
+def post_note(kind: str, rank: int, message: str) -> None:
+    """Leave ``message`` for the main process (e.g. the first line of an out-of-memory error); no-op alone."""
+    store = _store()
+    if store is not None:
+        store.set(f"fintts/{kind}/{rank}", message)
+
+
+def read_note(kind: str, rank: int) -> str | None:
+    """What process ``rank`` left with :func:`post_note` (``None``: nothing, or a single process)."""
+    store = _store()
+    key = f"fintts/{kind}/{rank}"
+    if store is None or not store.check([key]):
+        return None
+    return store.get(key).decode("utf-8", "replace")
 
 
 def post_failure(rank: int, message: str) -> None:
@@ -63,3 +107,45 @@ def posted_failures(rank: int) -> dict[int, str]:
         if other != rank and store.check([key]):
             found[other] = store.get(key).decode("utf-8", "replace")
     return found
+
+
+def announce(name: str, value: str = "", *, read_by: int = 0, deadline: float | None = None) -> None:
+    """The main process says ``name`` is done (with ``value``); the others :func:`await_main` it.
+
+    ``read_by``: wait until that many processes have read it (at most until ``deadline``),
+    for a last announcement: the store lives in this process and ends with it.
+    """
+    store = _store()
+    if store is None:
+        return
+    store.set(_ANNOUNCEMENT.format(name=name), value)
+    read = _ANNOUNCEMENT.format(name=name) + "/read"
+    while read_by and store.add(read, 0) < read_by and (deadline is None or time.time() < deadline):
+        time.sleep(POLL)
+
+
+def await_main(name: str, deadline: float | None) -> str:
+    """Wait, off the device, until the main process announces ``name`` (:func:`announce`); its value.
+
+    Raises :class:`MainProcessGone` at ``deadline`` (``time.time()``; ``None``: no deadline),
+    when the main process posted a failure, or when its store no longer answers.
+    """
+    store = _store()
+    if store is None:
+        return ""
+    key, failure = _ANNOUNCEMENT.format(name=name), _KEY.format(rank=0)
+    while True:
+        try:
+            if store.check([key]):
+                value = store.get(key).decode("utf-8", "replace")
+                store.add(key + "/read", 1)
+                return value
+            if store.check([failure]):
+                raise MainProcessGone(f"the main process failed ({store.get(failure).decode('utf-8', 'replace')})")
+        except MainProcessGone:
+            raise
+        except Exception as err:  # the store is served by the main process: it is gone
+            raise MainProcessGone(f"the main process is gone while this one waited for {name!r} ({err})") from None
+        if deadline is not None and time.time() > deadline:
+            raise MainProcessGone(f"the main process did not finish {name!r} before the session's end")
+        time.sleep(POLL)

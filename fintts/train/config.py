@@ -41,6 +41,30 @@ if TYPE_CHECKING:
 TASK_ENTRY_POINTS = "fintts.tasks"
 
 
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?", re.IGNORECASE)
+
+
+def parse_duration(value: Any, *, key: str = "duration") -> float | None:
+    """``11h30m``, ``90s``, ``45m``, ``2.5h`` or a number of seconds; ``none``/``off`` is ``None``."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip().lower().replace(" ", "")
+    if text in {"none", "off", "never", "", "0"}:
+        return None if text != "0" else 0.0
+    total, pos = 0.0, 0
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        number, unit = float(match.group(1)), (match.group(2) or "s").lower()
+        total += number * {"h": 3600, "m": 60, "s": 1, "ms": 0.001}[unit]
+        pos = match.end()
+    if pos != len(text) or pos == 0:
+        raise ConfigError(f"{key}: {value!r} is not a duration; write e.g. 11h30m, 45m or 90s")
+    return total
+
+
 def free_setting(default: Any = dataclasses.MISSING, *, speed: bool = False, **kwargs) -> Any:
     """A dataclass field that does not change the math, so it may differ between sessions of a run.
 
@@ -51,9 +75,16 @@ def free_setting(default: Any = dataclasses.MISSING, *, speed: bool = False, **k
     return dataclasses.field(default=default, metadata={"math": False, "speed": speed}, **kwargs)
 
 
+def duration_setting(default: str, *, auto: bool = False) -> Any:
+    """A free setting that is a duration: written ``30m``, ``11h30m`` or ``90s`` (or ``none``; ``auto`` where
+    ``auto=True``), held as seconds (a float, ``None`` for none), converted and checked when the config is built."""
+    seconds = default if auto and default == "auto" else parse_duration(default)
+    return dataclasses.field(default=seconds, metadata={"math": False, "speed": False, "duration": "auto" if auto else True})
+
+
 #: Settings of the whole run, which a phase cannot set for itself.
 RUN_SETTINGS = ("task", "run_name", "seed", "precision", "max_steps", "epochs", "session_limit", "store", "hub_repo",
-                "push_every", "hub_timeout", "storage_cap_gb", "phases")
+                "push_every", "hub_timeout", "storage_cap_gb", "collective_timeout", "exit_grace", "phases")
 
 
 @dataclasses.dataclass
@@ -104,18 +135,18 @@ class TrainConfig:
     min_delta: float = free_setting(0.0)
     #: metric for early stopping and "best"; default: the task's.
     monitor: str = free_setting("")
-    #: a checkpoint every this long (e.g. 30m), so a hard kill loses at most that; and/or every N steps.
-    checkpoint_every: str = free_setting("30m")
+    #: a checkpoint every this long (e.g. 30m; seconds once loaded), so a hard kill loses at most that; and/or every N steps.
+    checkpoint_every: float | None = duration_setting("30m")
     checkpoint_every_steps: int = free_setting(0)
     keep_last: int = free_setting(3)
     #: session length (``--budget``): a duration, ``auto`` (12 h on Kaggle and Colab, unlimited elsewhere) or ``none``.
-    session_limit: str = free_setting("auto")
+    session_limit: float | str | None = duration_setting("auto", auto=True)
     #: stop this long before the session limit as well as the measured reserve.
-    safety_margin: str = free_setting("5m")
+    safety_margin: float | None = duration_setting("5m")
     #: the reserve for the final save + upload is this × the longest recent measured one.
     reserve_factor: float = free_setting(2.0)
     #: reserve used until this run has measured a save (at most a quarter of the session).
-    initial_reserve: str = free_setting("3m")
+    initial_reserve: float | None = duration_setting("3m")
     #: stop after this many optimizer steps in a row were skipped (non-finite gradients or loss, loss spikes); 0: never.
     max_skipped_steps: int = free_setting(25)
     #: fp16: stop when the GradScaler's loss scale falls below this (below 1 the gradients overflow fp16 even unscaled).
@@ -144,12 +175,18 @@ class TrainConfig:
     #: keep the run in this Hugging Face Hub repo, ``user/name`` (``--hub-repo``); empty: the local folder only.
     hub_repo: str = free_setting("")
     #: with ``hub_repo``: push a full checkpoint at most this often (0: every checkpoint); a session's end always pushes.
-    push_every: str = free_setting("1h")
+    push_every: float | None = duration_setting("1h")
     #: with ``hub_repo``: warn before the repo's storage passes this many GB (0: no warning).
     storage_cap_gb: float = free_setting(0.0)
     #: with ``hub_repo``: the longest any one Hub request may take before it counts as failed and is retried
     #: (never past the session's end). A stalled Hub then costs this, not the session.
-    hub_timeout: str = free_setting("60s")
+    hub_timeout: float | None = duration_setting("60s")
+    #: with several processes: how long one may wait in a collective (e.g. a gradient all-reduce) before the process
+    #: group aborts it; ``auto``: the session's limit (torch's default, 10 min on NCCL, without one).
+    collective_timeout: float | str | None = duration_setting("auto", auto=True)
+    #: with several processes: how long another process may outlive a first process that ended its session
+    #: cleanly before the launcher ends it.
+    exit_grace: float | None = duration_setting("30s")
     #: stages of the run, each with its own settings (e.g. a full fine-tune, then an adapter on one
     #: speaker); empty: one stage with the settings above. Fingerprinted phase by phase.
     phases: list[Phase] = dataclasses.field(default_factory=list, metadata={"math": "per phase"})
@@ -190,30 +227,6 @@ class RunConfig:
             return self
         extra = dict(overrides) if isinstance(overrides, Mapping) else parse_overrides(list(overrides))
         return split_config(_merge(self.to_dict(), extra), source=self.source, default_name=self.train.run_name)
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?", re.IGNORECASE)
-
-
-def parse_duration(value: Any, *, key: str = "duration") -> float | None:
-    """``11h30m``, ``90s``, ``45m``, ``2.5h`` or a number of seconds; ``none``/``off`` is ``None``."""
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    text = str(value).strip().lower().replace(" ", "")
-    if text in {"none", "off", "never", "", "0"}:
-        return None if text != "0" else 0.0
-    total, pos = 0.0, 0
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        number, unit = float(match.group(1)), (match.group(2) or "s").lower()
-        total += number * {"h": 3600, "m": 60, "s": 1, "ms": 0.001}[unit]
-        pos = match.end()
-    if pos != len(text) or pos == 0:
-        raise ConfigError(f"{key}: {value!r} is not a duration; write e.g. 11h30m, 45m or 90s")
-    return total
 
 
 def _coerce(value: Any, hint: Any, key: str) -> Any:
@@ -263,6 +276,15 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
     raise ConfigError(f"{key}: expected {getattr(hint, '__name__', hint)}, got {value!r}")
 
 
+def _duration(value: Any, key: str, kind: Any) -> float | str | None:
+    """A :func:`duration_setting`'s value in seconds (``auto`` kept where the setting allows it)."""
+    if kind == "auto" and isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: {value!r} is not a duration; write e.g. 11h30m, 45m or 90s")
+    return parse_duration(value, key=key)
+
+
 def build(cls: type, data: dict[str, Any], *, prefix: str = "") -> Any:
     """Instantiate dataclass ``cls`` from ``data``, checking every key and type."""
     hints = typing.get_type_hints(cls)
@@ -273,7 +295,11 @@ def build(cls: type, data: dict[str, Any], *, prefix: str = "") -> Any:
             f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(prefix + k for k in unknown)}; "
             f"valid settings are: {', '.join(prefix + k for k in sorted(fields))}"
         )
-    values = {name: _coerce(value, hints[name], prefix + name) for name, value in data.items()}
+    values = {
+        name: _duration(value, prefix + name, fields[name].metadata["duration"]) if fields[name].metadata.get("duration")
+        else _coerce(value, hints[name], prefix + name)
+        for name, value in data.items()
+    }
     missing = [
         n for n, f in fields.items()
         if n not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
@@ -457,10 +483,7 @@ def check_train_config(cfg: TrainConfig) -> None:
         raise ConfigError(f"epochs: must be 0 (use max_steps) or positive, got {cfg.epochs}")
     if cfg.micro_batch_size < 0:
         raise ConfigError("micro_batch_size: must be 0 (automatic) or positive")
-    for key in ("checkpoint_every", "session_limit", "safety_margin", "initial_reserve", "push_every", "hub_timeout"):
-        if getattr(cfg, key) != "auto":
-            parse_duration(getattr(cfg, key), key=key)
-    if not parse_duration(cfg.hub_timeout, key="hub_timeout"):
+    if not cfg.hub_timeout:
         raise ConfigError("hub_timeout: must be a positive duration, e.g. 60s")
     if cfg.store.startswith("hf://"):
         raise ConfigError(

@@ -27,7 +27,10 @@ What this process does while they train:
 - **No process waits forever.** A failing process makes the others fail at their next
   collective (:mod:`fintts.train.collective`). Should one still be running
   ``PEER_GRACE`` seconds after another failed (a NCCL collective can block until its
-  watchdog's timeout), it is killed.
+  watchdog's timeout), it is killed. A process still running ``exit_grace`` seconds
+  (a setting, 30 s by default) after the first one ended its session — its summary
+  written — is ended too, and that is said: the session is over and its checkpoint is where
+  the summary says, whatever keeps that process alive.
 """
 
 from __future__ import annotations
@@ -135,6 +138,9 @@ class _Processes:
         self.logs = config.train.local_dir() / LOGS
         self.processes: list[subprocess.Popen] = []
         self.log_files: list[IO[bytes]] = []
+        self.exit_grace = config.train.exit_grace or 0.0
+        #: processes ended because they outlived the first one's finished session by ``exit_grace``.
+        self.ended_late: set[int] = set()
 
     def run(self) -> SessionSummary:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -144,11 +150,13 @@ class _Processes:
             summary_file = Path(tmp) / "summary.json"
             try:
                 self._start(config_file, summary_file)
-                codes = self._supervise()
+                codes = self._supervise(summary_file)
             finally:
                 for log in self.log_files:
                     log.close()
-            if all(code == 0 for code in codes) and summary_file.is_file():
+            # a session that ended as its summary says (a failed one too: out of memory exits 1 in every process)
+            ended = all(code == codes[0] or rank in self.ended_late for rank, code in enumerate(codes))
+            if ended and codes[0] in (0, 1) and summary_file.is_file():
                 return SessionSummary(**json.loads(summary_file.read_text()))
             raise self._failure(codes)
 
@@ -172,10 +180,11 @@ class _Processes:
                 stdout=subprocess.PIPE if rank == 0 else self.log_files[-1],
             ))
 
-    def _supervise(self) -> list[int]:
-        """Relay the first process's output, pass signals on, and end stragglers after a failure."""
+    def _supervise(self, summary_file: Path) -> list[int]:
+        """Relay the first process's output, pass signals on, and end stragglers after a failure or a finished session."""
         relayed = self.processes[0].stdout
         failed_at: float | None = None
+        finished_at: float | None = None
         with _forwarding_sigterm(self._signal_all):
             while True:
                 try:
@@ -186,14 +195,29 @@ class _Processes:
                     codes = [p.poll() for p in self.processes]
                     if relayed is None and None not in codes:
                         return codes
-                    if failed_at is None and any(code not in (None, 0) for code in codes):
+                    if finished_at is None and codes[0] is not None and summary_file.is_file():
+                        finished_at = time.time()
+                    elif failed_at is None and any(code not in (None, 0) for code in codes):
                         failed_at = time.time()
+                    if finished_at is not None and time.time() - finished_at > self.exit_grace:
+                        self._end_stragglers()
                     if failed_at is not None and time.time() - failed_at > PEER_GRACE:
                         for process in self.processes:
                             if process.poll() is None:
                                 process.kill()
                 except KeyboardInterrupt:
                     self._signal_all(signal.SIGINT)
+
+    def _end_stragglers(self) -> None:
+        for rank, process in enumerate(self.processes):
+            if process.poll() is None and rank not in self.ended_late:
+                self.ended_late.add(rank)
+                process.kill()
+                self.out.write(
+                    f"process {rank} was still running {self.exit_grace:g} s after the first process ended the session; "
+                    f"ended it (its log: {self.logs}/process-{rank}.log)\n"
+                )
+                self.out.flush()
 
     def _relay(self, stream: IO[bytes]) -> IO[bytes] | None:
         """Copy what the first process wrote to ``out`` and its log; ``None`` once it closed its output."""

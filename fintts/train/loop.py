@@ -1,8 +1,11 @@
 """One session of training: resume, step until a reason to stop, save, make it durable, exit.
 
-Read :meth:`Trainer.run` top to bottom; it is the whole story. Devices and data
-parallelism come from ``accelerate``; autocast and the GradScaler are ours, so the same
-fp16 path (scaler state included) runs and is tested on a CPU.
+Read :meth:`Trainer.run` top to bottom; it is the whole story: build the phase, resume, and
+for each step: step, log, validate, decide, save or stop. The pieces it calls have rooms of
+their own: :mod:`~fintts.train.building` (a phase as one value), :mod:`~fintts.train.optimizer_step`,
+:mod:`~fintts.train.validation` (best and patience), :mod:`~fintts.train.decision` (what every
+process does after a step, decided together), :mod:`~fintts.train.saving` and
+:mod:`~fintts.train.collective` (how the processes wait for the main one off the device).
 
 The session's end is planned backwards from its limit (:mod:`fintts.train.clock`): the
 store's requests are bounded by it, the final wait gives up before it, and the summary is
@@ -12,131 +15,52 @@ whether its checkpoint is safe and how to push it if not.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import datetime
 import errno
-import math
+import json
 import os
-import shutil
 import time
 import uuid
-import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
-import yaml
 from accelerate import Accelerator
-from accelerate.utils import gather_object
-from safetensors.torch import load_model, save_model
+from accelerate.utils import InitProcessGroupKwargs, gather_object
+from safetensors.torch import load_model
 from torch.utils.data import DataLoader
 
-from fintts.train import card, checkpoint, data_drift, memory, phases, status
+from fintts.train import card, checkpoint, data_drift, memory, phases, status, validation
+from fintts.train.building import BuiltPhase, build_phase, describe_data
 from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
-from fintts.train.collective import post_failure, posted_failures, vote
-from fintts.train.config import ConfigDrift, ConfigError, RunConfig, as_run_config, fingerprint, fingerprint_changes, parse_duration
-from fintts.train.guard import FP16_OVERFLOW, StepGuard, gradient_norm
-from fintts.train.memory import is_out_of_memory
-from fintts.train.plan import total_steps
+from fintts.train.collective import announce, await_main, post_failure, posted_failures, read_note, vote
+from fintts.train.config import ConfigDrift, RunConfig, as_run_config, fingerprint, fingerprint_changes
+from fintts.train.decision import FAILURES, FINISHED, Decision, Flags, StopReason, decide
+from fintts.train.guard import FP16_OVERFLOW, StepGuard
+from fintts.train.metrics import Board, LossWindow
+from fintts.train.optimizer_step import OutOfMemory, optimizer_step
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, device_label, host_name, library_versions, session_start
-from fintts.train.precision import resolve_precision
 from fintts.train.progress import SessionBar
-from fintts.train.sampler import EpochPlan, MicroBatchSampler, padding_fraction
+from fintts.train.precision import resolve_precision
+from fintts.train.sampler import MicroBatchSampler
+from fintts.train.saving import is_disk_full, replace_export, write_checkpoint
 from fintts.train.seeding import seed_process
 from fintts.train.state import SessionRecord, TrainerState, capture_rng, isolated_rng, restore_rng
+from fintts.train.stepping import cuda_switches, first_line
 from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
-from fintts.train.summary import SessionSummary, loss_plot_png
-from fintts.train.task import OptimizerGroup, Task, TaskContext, Weights
+from fintts.train.summary import SessionSummary
+from fintts.train.task import Weights
 
-
-AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}
+#: Seconds the main process waits at most for the others to read the session's final status (they poll for it).
+FINAL_READ = 10.0
 #: Seconds the lease's release may take after a person stopped the final wait (they want the prompt back).
 INTERRUPTED_RELEASE = 5.0
-#: Reasons that end a session as failed: no new checkpoint beyond the one each implies (see ``_finish``).
-DIVERGED, OUT_OF_MEMORY, DISK_FULL = "diverged", "out_of_memory", "disk_full"
-FAILURES = (DIVERGED, OUT_OF_MEMORY, DISK_FULL)
 
 
-def is_disk_full(err: BaseException | None) -> bool:
-    """ENOSPC or EDQUOT, also when a library reports it as its own error (safetensors: "No space left on device")."""
-    while err is not None:
-        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
-        if any(text in str(err) for text in (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))):
-            return True
-        err = err.__cause__ or err.__context__
-    return False
-
-
-@contextlib.contextmanager
-def cuda_switches(cudnn_benchmark: bool, tf32: bool) -> Iterator[None]:
-    """cuDNN autotuning and TF32 for one session; torch's process-wide flags are put back after.
-
-    Neither changes anything on a CPU. ``set_float32_matmul_precision`` rather than
-    ``torch.backends.cuda.matmul.allow_tf32``: newer torch refuses to mix that legacy flag
-    with its new per-backend precision settings, and this call works with both.
-    """
-    saved = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision()
-    torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = cudnn_benchmark, tf32
-    torch.set_float32_matmul_precision("high" if tf32 else "highest")
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = saved[:2]
-        torch.set_float32_matmul_precision(saved[2])
-
-
-def lr_factor(cfg, step: int) -> float:
-    """Warm-up then decay, as a factor of each optimizer's base learning rate."""
-    warm = min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps else 1.0
-    if cfg.lr_schedule == "exponential":
-        return warm * cfg.lr_decay ** step
-    if cfg.lr_schedule == "cosine":
-        progress = min(step / max(1, cfg.decay_steps), 1.0)
-        return warm * 0.5 * (1.0 + math.cos(math.pi * progress))
-    return warm
-
-
-def _to_device(batch: Any, device: torch.device) -> Any:
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=True)
-    if isinstance(batch, dict):
-        return {k: _to_device(v, device) for k, v in batch.items()}
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(_to_device(v, device) for v in batch)
-    if dataclasses.is_dataclass(batch):
-        return dataclasses.replace(batch, **{f.name: _to_device(getattr(batch, f.name), device) for f in dataclasses.fields(batch)})
-    return batch
-
-
-def _torch_save(obj: Any, path: Path) -> None:
-    """``torch.save`` through a Python file, so a full disk raises ``OSError(ENOSPC)`` (given a path, torch raises an opaque error)."""
-    with open(path, "wb") as handle:
-        torch.save(obj, handle)
-
-
-class _Board:
-    """TensorBoard scalars that never stop training: a write that fails (a full disk) turns them off, with a warning."""
-
-    def __init__(self, writer, warn: Callable[[str], None]):
-        self.writer, self.warn = writer, warn
-
-    def scalar(self, key: str, value: float, step: int) -> None:
-        if self.writer is None:
-            return
-        try:
-            self.writer.add_scalar(key, value, step)
-        except OSError as err:
-            self.writer = None
-            self.warn(f"TensorBoard logging stopped: {err}")
-
-    def close(self) -> None:
-        try:
-            if self.writer is not None:
-                self.writer.close()
-        except OSError as err:
-            self.warn(f"TensorBoard's last events were not written: {err}")
+class ValidationFailed(RuntimeError):
+    """Another process's validation raised; every process ends the session with it (the vote said so)."""
 
 
 class Trainer:
@@ -163,6 +87,8 @@ class Trainer:
         self.wait_interrupted = False
         self.progress, self._log = progress, log
         self.store = store or store_for(self.cfg)
+        #: the phase being trained (see :mod:`fintts.train.building`); ``None`` until the session built it.
+        self.built: BuiltPhase | None = None
 
     # ------------------------------------------------------------------ the story
     def run(self) -> SessionSummary:
@@ -171,13 +97,13 @@ class Trainer:
             return self._session()
 
     def _session(self) -> SessionSummary:
-        self.accelerator = Accelerator()
+        self.clock = self._make_clock()
+        self.accelerator = Accelerator(kwargs_handlers=self._process_group_settings())
         self.main = self.accelerator.is_main_process
         # accelerate names the CPU of a multi-process run "cpu:0", which torch.load and safetensors refuse
         self.device = torch.device("cpu") if self.accelerator.device.type == "cpu" else self.accelerator.device
-        self.world = self.accelerator.num_processes
+        self.world, self.rank = self.accelerator.num_processes, self.accelerator.process_index
         self.precision = resolve_precision(self.cfg.precision, self.device)
-        self.clock = self._make_clock()
         self.store.set_deadline(self.clock.end)
         self.session = SessionRecord(
             id=uuid.uuid4().hex[:12], host=host_name(), devices=device_label(self.device, self.world), precision=self.precision, started=time.time()
@@ -206,7 +132,7 @@ class Trainer:
             self._write_status("running")
             self.stop.phase = TRAINING
             with cuda_switches(self.cfg.cudnn_benchmark, self.cfg.tf32):
-                reason = self._train(self.stop) if self._work_left() else self._nothing_left()
+                reason = self._train() if self._work_left() else self._nothing_left()
             self.stop.phase = ENDING
             return self._finish(reason, resumed_from)
         except SessionInterrupted as err:
@@ -228,88 +154,45 @@ class Trainer:
     def _make_clock(self) -> SessionClock:
         platform = detect_platform()
         start, how = session_start(platform)
-        if self.cfg.session_limit == "auto":
-            limit = PLATFORM_LIMITS.get(platform)
-        else:
-            limit = parse_duration(self.cfg.session_limit, key="session_limit")
+        limit = PLATFORM_LIMITS.get(platform) if self.cfg.session_limit == "auto" else self.cfg.session_limit
         self.clock_origin = how
         return SessionClock(
             start=start,
             limit=limit,
-            margin=parse_duration(self.cfg.safety_margin) or 0.0,
+            margin=self.cfg.safety_margin or 0.0,
             reserve_factor=self.cfg.reserve_factor,
-            initial_reserve=parse_duration(self.cfg.initial_reserve) or 0.0,
+            initial_reserve=self.cfg.initial_reserve or 0.0,
         )
+
+    def _process_group_settings(self) -> list[InitProcessGroupKwargs]:
+        """The process group's timeout: ``collective_timeout``, else the session's limit (torch's default without one).
+
+        A collective that waits longer than this is aborted by the process group's watchdog;
+        from the session's limit, no watchdog fires inside the session's own schedule (the
+        Hub waits are off the device, see :mod:`fintts.train.collective`).
+        """
+        seconds = self.clock.limit if self.cfg.collective_timeout == "auto" else self.cfg.collective_timeout
+        return [InitProcessGroupKwargs(timeout=datetime.timedelta(seconds=seconds))] if seconds else []
 
     def _build(self, start: Weights | None = None) -> None:
-        """Build the current phase's task, models, optimizers and data from its config (see :mod:`fintts.train.phases`)."""
-        phase_config = self.config.phase(self.state.phase, self.state.resolved)
-        self.cfg = phase_config.train
-        self.phase_config = phase_config
-        autocast_dtype = AUTOCAST_DTYPES[self.precision]
-        cache = self.store.root / CACHE_DIR
-        self.task: Task = phase_config.task_class(
-            phase_config.task,
-            TaskContext(self.cfg.seed, self.device, autocast_dtype, cache, self.main, self.log, self.progress and self.main),
+        """Build the current phase (see :mod:`fintts.train.building`), replacing the previous one whole."""
+        self.built = build_phase(
+            self.config.phase(self.state.phase, self.state.resolved), start, accelerator=self.accelerator, device=self.device,
+            precision=self.precision, cache=self.store.root / CACHE_DIR, main=self.main, log=self.log, progress=self.progress,
+            spent=self._spent,
         )
-        started = time.time()
-        models = self.task.build_models(start)
-        self.state.resolved = {**self.state.resolved, **self.task.resolved_settings()}
-        self.raw_models = {name: m.to(self.device) for name, m in models.items()}
-        self.groups: list[OptimizerGroup] = self.task.build_optimizers(self.raw_models)
-        self.group_params = {
-            g.name: [p for name in g.models for p in self.raw_models[name].parameters() if p.requires_grad] for g in self.groups
-        }
-        self.schedulers = {
-            g.name: torch.optim.lr_scheduler.LambdaLR(g.optimizer, lambda s: lr_factor(self.cfg, s)) for g in self.groups
-        }
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
-        self.models = {name: self.accelerator.prepare_model(m) for name, m in self.raw_models.items()}
-        self.micro = self.cfg.micro_batch_size or self.cfg.batch_size // self.world
-        if self.micro <= 0 or self.cfg.batch_size % (self.micro * self.world):
-            raise ConfigError(
-                f"batch_size={self.cfg.batch_size} must be a multiple of micro_batch_size={self.micro} × {self.world} device(s)"
-            )
-        self.accumulation = self.cfg.batch_size // (self.micro * self.world)
-        self._spent("models", started)
-        started = time.time()
-        self.data = self.task.train_data()
-        lengths = self.data.lengths if self.cfg.length_buckets else None
-        self.plan = EpochPlan(len(self.data.dataset), self.cfg.batch_size, self.cfg.seed, lengths)
-        self.max_steps = total_steps(self.cfg, self.plan.steps_per_epoch)
-        self.data_facts = self._describe_data()
-        self.data_fingerprint = self.task.data_fingerprint()
-        self._spent("data", started)
-        monitor = self.cfg.monitor or self.task.monitor or ""
-        self.monitor_mode, _, self.monitor = monitor.rpartition(":") if ":" in monitor else (self.task.monitor_mode, "", monitor)
+        self.state.resolved = {**self.state.resolved, **self.built.resolved}
+        self.cfg = self.built.cfg
+        self.data_facts = describe_data(self.built, self.log)
         self.last_eval: dict[str, Any] | None = None
-        self.main_loss = status.main_loss_key([g.name for g in self.groups])
-
-    def _describe_data(self) -> dict[str, Any]:
-        """Items, steps per epoch, the run's length, and how much of each micro-batch is padding."""
-        cfg, plan, data = self.cfg, self.plan, self.data
-        facts: dict[str, Any] = {"items": plan.n_items, "batch_size": cfg.batch_size, "steps_per_epoch": plan.steps_per_epoch}
-        line = f"data: {plan.n_items} items, {plan.steps_per_epoch} steps per epoch at batch_size={cfg.batch_size}"
-        if cfg.epochs:
-            line += f"; epochs={cfg.epochs:g} → {self.max_steps} steps (max_steps is not used)"
-        if data.seconds is not None:
-            facts["item_seconds"] = sum(data.seconds) / len(data.seconds)
-        if data.lengths is not None:
-            facts["padding"] = {
-                name: padding_fraction(EpochPlan(plan.n_items, cfg.batch_size, cfg.seed, lengths).steps(0), data.lengths, self.micro)
-                for name, lengths in (("bucketed", data.lengths), ("unbucketed", None))
-            }
-            used, other = ("bucketed", "unbucketed") if cfg.length_buckets else ("unbucketed", "bucketed")
-            line += f"; padding {facts['padding'][used]:.0%} of each micro-batch ({facts['padding'][other]:.0%} {other})"
-        facts["length_buckets"] = cfg.length_buckets and data.lengths is not None
-        self.log(line)
-        return facts
 
     def _resume_point(self) -> tuple[Path | None, TrainerState | None]:
         """The checkpoint to resume from and its state, read before anything is built; drift is refused here."""
-        folder = self.store.resume_point(self.log) if self.main else None
-        self.accelerator.wait_for_everyone()
-        if not self.main:
+        if self.main:
+            folder = self.store.resume_point(self.log)
+            announce("resume-point")
+        else:  # off the device: the main process may be downloading from the Hub for a while
+            await_main("resume-point", self.clock.end)
             folder = checkpoint.latest_complete(self.store.root, log=lambda _: None)
         if folder is None:
             self.log(f"starting run {self.cfg.run_name!r} in {self.store.url}")
@@ -336,13 +219,13 @@ class Trainer:
         self._good: set[str] = set()
 
     def _data_record(self) -> dict[str, Any] | None:
-        return dataclasses.asdict(self.data_fingerprint) if self.data_fingerprint else None
+        return dataclasses.asdict(self.built.data_fingerprint) if self.built.data_fingerprint else None
 
     def _resume(self, folder: Path) -> str:
         """Load the checkpoint's weights, optimizers and random streams into the phase built from its state."""
         saved = self.state
         data = self._check_data(saved, folder.name)
-        for name, model in self.raw_models.items():
+        for name, model in self.built.raw_models.items():
             try:
                 load_model(model, str(folder / f"{name}.safetensors"), strict=True, device=str(self.device))
             except RuntimeError as err:  # shapes that do not fit: say why, not a strict-load dump
@@ -352,11 +235,13 @@ class Trainer:
                     + (f" The data changed: {data.labels}." if data.labels else "")
                     + " Restore the settings and data it was trained with, or train a new run in another --store."
                 ) from None
-        optim = torch.load(folder / "optim.pt", map_location=self.device, weights_only=True)
+        # on the CPU: the optimizer moves its tensors to its parameters' device itself, and keeps
+        # AdamW's step counters on the CPU where it wants them (on the GPU each step would sync on them)
+        optim = torch.load(folder / "optim.pt", map_location="cpu", weights_only=True)
         sched = torch.load(folder / "sched.pt", weights_only=True)
-        for g in self.groups:
+        for g in self.built.groups:
             g.optimizer.load_state_dict(optim[g.name])
-            self.schedulers[g.name].load_state_dict(sched[g.name])
+            self.built.schedulers[g.name].load_state_dict(sched[g.name])
         self._load_scaler(torch.load(folder / "scaler.pt", weights_only=True), saved, folder.name)
         versions = library_versions()
         changed = {k: (v, versions.get(k, "(none)")) for k, v in saved.versions.items() if versions.get(k) != v}
@@ -365,10 +250,10 @@ class Trainer:
                 f"library versions changed since {folder.name} (results may differ slightly from an unbroken run): "
                 + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in sorted(changed.items()))
             )
-        if saved.world_size != self.world or saved.micro_batch_size != self.micro:
+        if saved.world_size != self.world or saved.micro_batch_size != self.built.micro:
             self.log(
-                f"resuming on {self.world} device(s) with micro_batch_size={self.micro} (was {saved.world_size} × "
-                f"{saved.micro_batch_size}): accumulation is now {self.accumulation} (was "
+                f"resuming on {self.world} device(s) with micro_batch_size={self.built.micro} (was {saved.world_size} × "
+                f"{saved.micro_batch_size}): accumulation is now {self.built.accumulation} (was "
                 f"{self.cfg.batch_size // max(1, saved.world_size * saved.micro_batch_size)}), so each step still uses "
                 f"batch_size={self.cfg.batch_size} samples"
             )
@@ -389,7 +274,7 @@ class Trainer:
 
     def _check_data(self, saved: TrainerState, name: str) -> data_drift.DataChanges:
         """Compare the task's data with the checkpoint's: refuse changed labels, warn of changed items (and reset the best)."""
-        changes = data_drift.compare(saved.data, self.data_fingerprint)
+        changes = data_drift.compare(saved.data, self.built.data_fingerprint)
         if changes.labels and not self.allow_config_change:
             raise ConfigDrift(
                 f"{name} in {self.store.url} was trained for other labels than the data has now: {changes.labels}. "
@@ -420,11 +305,11 @@ class Trainer:
         session's warnings: the training dynamics change with the precision.
         """
         was = saved.precision or ("fp16" if scaler_state else "bf16 or fp32")
-        if self.scaler.is_enabled() and scaler_state:
-            self.scaler.load_state_dict(scaler_state)
+        if self.built.scaler.is_enabled() and scaler_state:
+            self.built.scaler.load_state_dict(scaler_state)
             return
-        if self.scaler.is_enabled():
-            note = f"{name} was trained in {was}; fp16 loss scaling starts fresh (scale {self.scaler.get_scale():g})"
+        if self.built.scaler.is_enabled():
+            note = f"{name} was trained in {was}; fp16 loss scaling starts fresh (scale {self.built.scaler.get_scale():g})"
         elif scaler_state:
             note = f"{name} was trained in fp16; its loss scale ({scaler_state.get('scale')}) is not needed in {self.precision} and is dropped"
         elif saved.precision and saved.precision != self.precision:
@@ -437,21 +322,21 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def _work_left(self) -> bool:
         last_phase = phases.in_last_phase(self.config.train.phases, self.state)
-        return self.state.step < self.max_steps and not (self.state.stopped_early and self.cfg.patience and last_phase)
+        return self.state.step < self.built.max_steps and not (self.state.stopped_early and self.cfg.patience and last_phase)
 
-    def _nothing_left(self) -> str:
-        return "early_stopping" if self.state.stopped_early else "max_steps"
+    def _nothing_left(self) -> StopReason:
+        return StopReason.EARLY_STOPPING if self.state.stopped_early else StopReason.MAX_STEPS
 
     def _loader(self) -> DataLoader:
         """This session's loader, from where the run stands; each epoch iterates it again."""
         self.sampler = MicroBatchSampler(
-            self.plan, self.state.epoch, self.state.step_in_epoch,
-            micro_batch_size=self.micro, rank=self.accelerator.process_index, world=self.world,
+            self.built.plan, self.state.epoch, self.state.step_in_epoch,
+            micro_batch_size=self.built.micro, rank=self.accelerator.process_index, world=self.world,
         )
         return DataLoader(
-            self.data.dataset,
+            self.built.data.dataset,
             batch_sampler=self.sampler,
-            collate_fn=self.data.collate,
+            collate_fn=self.built.data.collate,
             num_workers=self.cfg.num_workers,
             persistent_workers=self.cfg.persistent_workers and self.cfg.num_workers > 0,
             pin_memory=self.cfg.pin_memory and self.device.type == "cuda",
@@ -459,105 +344,109 @@ class Trainer:
             generator=torch.Generator().manual_seed(self.cfg.seed + self.state.epoch),
         )
 
-    def _train(self, stop: StopRequest) -> str:
+    def _train(self) -> StopReason:
+        """Step until the processes decide together to stop: for each step, step, log, validate, decide, save or stop."""
         cfg = self.cfg
-        every = parse_duration(cfg.checkpoint_every, key="checkpoint_every")
+        every = cfg.checkpoint_every
         last_save = time.time()
         step_times: list[float] = []
         eval_seconds = 0.0
-        window: dict[str, float] = {}
-        logged, unusual, last_unusual = 0, 0, ""
+        window = LossWindow()
+        unusual, last_unusual = 0, ""
         bar = SessionBar(
-            step=self.state.step, max_steps=self.max_steps, clock=self.clock, enabled=self.progress and self.main, desc=cfg.run_name
+            step=self.state.step, max_steps=self.built.max_steps, clock=self.clock, enabled=self.progress and self.main, desc=cfg.run_name
         )
         writer = self._tensorboard()
         loader = self._loader()
         batches = iter(loader)
-        for model in self.models.values():
+        for model in self.built.models.values():
             model.train()
-        reason = None
-        while reason is None:
-            ended = phases.phase_end(self.config.train.phases, self.state, self.plan.steps_per_epoch)
+        decision = Decision(stop=None, save=False)
+        while decision.stop is None:
+            flags, validated = Flags(), False
+            ended = phases.phase_end(self.config.train.phases, self.state, self.built.plan.steps_per_epoch)
             if ended:
-                if not self._next_phase(ended, writer):
-                    reason = DISK_FULL
-                    break
+                if not self._next_phase(ended):
+                    return StopReason.DISK_FULL
                 cfg, loader = self.cfg, self._loader()
                 batches = iter(loader)
-                for model in self.models.values():
+                if cfg.eval_every:  # a phase starts with a validation of the weights it begins from
+                    flags.early_stop, flags.validation_error = self._validate(writer)
+                    validated = True
+                for model in self.built.models.values():
                     model.train()
             started = time.time()
-            if self.state.step_in_epoch >= self.plan.steps_per_epoch:
+            if self.state.step_in_epoch >= self.built.plan.steps_per_epoch:
                 self.state.epoch += 1
                 self.state.step_in_epoch = 0
                 self.sampler.set_epoch(self.state.epoch)
                 batches = iter(loader)
-            try:
-                losses, skipped = self._optimizer_step(batches)
-            except Exception as err:
-                if not is_out_of_memory(err):
-                    raise
-                reason = self._out_of_memory(err)
-                break
-            self.state.step += 1
-            self.state.step_in_epoch += 1
-            step_times = (step_times + [time.time() - started])[-20:]
-            self._spent("steps", started)
-            if all(math.isfinite(v) for v in losses.values()):  # a skipped step's finite losses still tell its story
-                logged += 1
-                window[status.STEP_SECONDS] = window.get(status.STEP_SECONDS, 0.0) + step_times[-1]
-                for key, value in losses.items():
-                    window[key] = window.get(key, 0.0) + value
-            if skipped is not None and skipped != FP16_OVERFLOW:
-                unusual, last_unusual = unusual + 1, skipped
-                if self.guard.in_row == 1 or "spike" in skipped:
-                    self.log(f"step {self.state.step} skipped: {skipped}")
-            if self.state.step % cfg.log_every == 0 or self.state.step == self.max_steps:
-                if logged:
-                    self._record_losses(window, logged, writer)
-                window, logged = {}, 0
-            if cfg.eval_every and self.state.step % cfg.eval_every == 0:
-                eval_started = time.time()
-                if self._evaluate(writer) and phases.in_last_phase(self.config.train.phases, self.state):
-                    reason = "early_stopping"
-                eval_seconds = time.time() - eval_started
-                self._spent("validation", eval_started)
-            next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
-            diverged = self.guard.verdict(self.scaler.get_scale() if self.scaler.is_enabled() else None)
-            if diverged is not None:
-                reason = self._diverged(diverged)
-            elif self.state.step >= self.max_steps:
-                reason = reason or "max_steps"
-            else:
-                signalled, late = vote(
-                    [bool(stop), self.clock.must_stop(max(step_times) * 1.2 + (eval_seconds if next_eval else 0.0))], self.device
-                )
-                if signalled:
-                    reason = stop.signal_name or "signal"  # a process that got no signal stops with the one that did
-                elif late:
-                    reason = "deadline"
-                elif self.guard.in_row == 0 and (  # while steps are being skipped, latest stays the last good checkpoint
-                    (every and time.time() - last_save >= every)
-                    or (cfg.checkpoint_every_steps and self.state.step % cfg.checkpoint_every_steps == 0)
-                ):
-                    saving = time.time()
-                    if not self._save():
-                        reason = DISK_FULL
-                    self._spent("checkpoints", saving)
-                    last_save = time.time()
-            bar.update(
-                self.state.step,
-                loss=f"{losses.get(self.main_loss, float('nan')):.4g}", s_step=f"{sum(step_times) / len(step_times):.2f}",
+            losses, skipped, out_of_memory = optimizer_step(
+                self.built, batches, accelerator=self.accelerator, guard=self.guard, precision=self.precision,
+                device=self.device, rank=self.rank, world=self.world,
             )
+            diverged = None
+            if out_of_memory is not None:
+                flags.out_of_memory = True
+            else:
+                self.state.step += 1
+                self.state.step_in_epoch += 1
+                step_times = (step_times + [time.time() - started])[-20:]
+                self._spent("steps", started)
+                window.add(losses, step_times[-1])
+                if skipped is not None and skipped != FP16_OVERFLOW:
+                    unusual, last_unusual = unusual + 1, skipped
+                    if self.guard.in_row == 1 or "spike" in skipped:
+                        self.log(f"step {self.state.step} skipped: {skipped}")
+                if self.state.step % cfg.log_every == 0 or self.state.step == self.built.max_steps:
+                    self._record_losses(window, writer)
+                if cfg.eval_every and self.state.step % cfg.eval_every == 0:
+                    validated = True
+                    eval_started = time.time()
+                    early, failed = self._validate(writer)
+                    flags.early_stop, flags.validation_error = flags.early_stop or early, flags.validation_error or failed
+                    eval_seconds = time.time() - eval_started
+                    self._spent("validation", eval_started)
+                next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
+                diverged = self.guard.verdict(self.built.scaler.get_scale() if self.built.scaler.is_enabled() else None)
+                flags.diverged = diverged is not None
+                flags.max_steps = self.state.step >= self.built.max_steps
+                flags.deadline = self.clock.must_stop(max(step_times) * 1.2 + (eval_seconds if next_eval else 0.0))
+                steady = self.guard.in_row == 0  # while steps are being skipped, latest stays the last good checkpoint
+                flags.save_by_time = steady and bool(every) and time.time() - last_save >= every
+                flags.save_by_steps = steady and bool(cfg.checkpoint_every_steps) and self.state.step % cfg.checkpoint_every_steps == 0
+            flags.signal = self.stop.signal_name
+            decision = decide(
+                flags, rank=self.rank, world=self.world, device=self.device,
+                early_stop_ends_run=phases.in_last_phase(self.config.train.phases, self.state),
+            )
+            if validated:
+                self.state.stopped_early = decision.early_stop
+            if decision.stop is StopReason.VALIDATION_ERROR:
+                self._validation_failed(decision.failed_processes)
+            elif decision.stop is StopReason.OUT_OF_MEMORY:
+                self._out_of_memory(out_of_memory)
+            elif decision.stop is StopReason.DIVERGED:
+                self._diverged(diverged or "the steps of another process diverged")
+            elif decision.save:
+                saving = time.time()
+                if not self._save():
+                    decision = Decision(stop=StopReason.DISK_FULL, save=False)
+                self._spent("checkpoints", saving)
+                last_save = time.time()
+            if out_of_memory is None:
+                bar.update(
+                    self.state.step,
+                    loss=f"{losses.get(self.built.main_loss, float('nan')):.4g}", s_step=f"{sum(step_times) / len(step_times):.2f}",
+                )
         bar.close()
-        if logged:
-            self._record_losses(window, logged, writer)
+        self._record_losses(window, writer)
         if unusual:
             self.session.warnings.append(f"{unusual} step(s) were skipped in this session, the last for: {last_unusual}")
         writer.close()
-        return reason
+        return decision.stop
 
-    def _next_phase(self, reason: str, writer: _Board) -> bool:
+    def _next_phase(self, reason: str) -> bool:
         """End the current phase and build the next one from its final weights (see :mod:`fintts.train.phases`).
 
         ``False`` when the phase's end could not be saved (the disk is full): the phase
@@ -567,7 +456,8 @@ class Trainer:
         latest = checkpoint.read_latest(self.store.root)
         if (latest is None or checkpoint.step_of(latest) != self.state.step) and not self._save():
             return False
-        start = {name: model.state_dict() for name, model in self.raw_models.items()}
+        start = {name: model.state_dict() for name, model in self.built.raw_models.items()}
+        self.accelerator.free_memory()  # the ended phase's models and optimizers are not kept alive by accelerate
         phases.begin_next(self.config.train.phases, self.state, reason, checkpoint.name_for_step(self.state.step))
         with isolated_rng(self.cfg.seed + 7_777 * self.state.phase):
             self._build(start)
@@ -575,61 +465,15 @@ class Trainer:
         self.state.data = self._data_record()
         self.log(f"step {self.state.step}: phase {ended} ended ({reason}); phase {self.config.train.phases[self.state.phase].name} "
                  f"begins" + "".join(f", {k}: {v}" for k, v in self.state.resolved.items()))
-        if self.cfg.eval_every:
-            self._evaluate(writer)
         return True
 
-    def _optimizer_step(self, batches) -> tuple[dict[str, float], str | None]:
-        """Accumulate ``accumulation`` micro-batches into every group, then step every group, unless the guard skips it.
+    def _validation_failed(self, processes: tuple[int, ...]) -> None:
+        """The vote found an error in some process's validation: each process ends the session with it."""
+        if self.rank in processes:
+            raise self.validation_error
+        raise ValidationFailed(f"validation failed in process {min(processes)} at step {self.state.step}")
 
-        Returns the step's losses and why it was skipped (``None``: applied). The losses and
-        the groups' gradient norms reach the host together, in one device sync (averaged
-        over the processes, so every process judges the step the same).
-        """
-        totals: dict[str, torch.Tensor] = {}
-        autocast_dtype = AUTOCAST_DTYPES[self.precision]
-        for index in range(self.accumulation):
-            batch = _to_device(next(batches), self.device)
-            syncing = index == self.accumulation - 1
-            with contextlib.ExitStack() as stack:
-                if not syncing:
-                    for model in self.models.values():
-                        stack.enter_context(self.accelerator.no_sync(model))
-                for group in self.groups:
-                    with torch.autocast(self.device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-                        losses = self.task.step(self.models, batch, group.name)
-                    loss = losses["loss"]
-                    self.scaler.scale(loss / self.accumulation).backward(inputs=self.group_params[group.name])
-                    for key, value in losses.items():
-                        name = key if len(self.groups) == 1 else f"{group.name}/{key}"
-                        totals[name] = totals.get(name, 0.0) + value.detach().float() / self.accumulation
-        norms = []
-        for group in self.groups:
-            if self.scaler.is_enabled():
-                self.scaler.unscale_(group.optimizer)  # fp16: judge (and clip) the true gradients
-            norms.append(gradient_norm(self.group_params[group.name], self.device))
-        stacked = torch.stack([*totals.values(), *norms])
-        if self.world > 1:
-            stacked = self.accelerator.reduce(stacked, reduction="mean")
-        values = stacked.cpu().tolist()  # one device sync per step
-        losses = dict(zip(totals, values))
-        skipped = self.guard.judge(losses[self.main_loss], values[len(totals):], fp16=self.scaler.is_enabled())
-        if skipped is None:
-            for group in self.groups:
-                if group.clip_grad_norm:
-                    torch.nn.utils.clip_grad_norm_(self.group_params[group.name], group.clip_grad_norm)
-                self.scaler.step(group.optimizer)
-        self.scaler.update()  # fp16: after an overflow the scale is halved; otherwise a no-op
-        self.guard.record(losses[self.main_loss], skipped)
-        for group in self.groups:
-            group.optimizer.zero_grad(set_to_none=True)
-            with warnings.catch_warnings():
-                # a skipped step does not step the optimizer; the schedule follows the step count regardless
-                warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler.step\(\)` before")
-                self.schedulers[group.name].step()
-        return losses, skipped
-
-    def _diverged(self, why: str) -> str:
+    def _diverged(self, why: str) -> None:
         """Training went bad: say so, and end the session keeping the last good checkpoint (no new one is saved)."""
         latest = checkpoint.read_latest(self.store.root) if self.main else None
         self.session.warnings.append(
@@ -638,48 +482,50 @@ class Trainer:
             "(fp16 overflows most easily), then run again (with --allow-config-change for changed settings)"
         )
         self.log("stopping: " + self.session.warnings[-1])
-        return DIVERGED
 
-    def _out_of_memory(self, err: BaseException) -> str:
-        """The device ran out of memory: free what this step held, and end the session saving where it was (the step is redone)."""
-        for group in self.groups:
-            group.optimizer.zero_grad(set_to_none=True)
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
+    def _out_of_memory(self, step: OutOfMemory | None) -> None:
+        """A device ran out of memory: say where and what to change; the session ends saving where it was (the step is redone)."""
+        if step is None:  # cannot be: every process learnt it in the step (see _optimizer_step)
+            return
         world_batch = self.cfg.batch_size // self.world
-        smaller = next((m for m in range(self.micro - 1, 0, -1) if world_batch % m == 0), None)
+        smaller = next((m for m in range(self.built.micro - 1, 0, -1) if world_batch % m == 0), None)
         advice = [
             f"micro_batch_size={smaller} (batch_size={self.cfg.batch_size} stays: {world_batch // smaller} micro-batches "
             "are accumulated per step, same result, slower)"
         ] if smaller else []
-        advice += self.task.memory_advice()
-        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        advice += self.built.task.memory_advice()
+        first = step.processes[0]
+        message = first_line(step.error) if step.error is not None and first == self.rank else read_note("out-of-memory", first)
+        where = f" in process {first}" if self.world > 1 else ""
         self.session.warnings.append(
-            f"out of memory at step {self.state.step + 1} ({first_line}). The session saved step {self.state.step} and stopped; "
-            "the same batch comes again at the same step, so run again with less memory per step: "
+            f"out of memory{where} at step {self.state.step + 1} ({message or 'out of memory'}). The session saved step "
+            f"{self.state.step} and stopped; the same batch comes again at the same step, so run again with less memory per step: "
             + ("; ".join(advice) if advice else "a smaller model or shorter clips")
         )
         self.log("stopping: " + self.session.warnings[-1])
-        return OUT_OF_MEMORY
 
-    def _record_losses(self, window: dict[str, float], count: int, writer: _Board) -> None:
-        entry = {"step": self.state.step, **{k: v / count for k, v in window.items()}}
-        entry["lr"] = self.groups[0].optimizer.param_groups[0]["lr"]
+    def _record_losses(self, window: LossWindow, writer: Board) -> None:
+        """The window's mean losses (and the learning rate) into the run's history and TensorBoard; none if it is empty."""
+        means = window.take()
+        if means is None:
+            return
+        entry = {"step": self.state.step, **means}
+        entry["lr"] = self.built.groups[0].optimizer.param_groups[0]["lr"]
         self.state.history.append(entry)
         for key, value in entry.items():
             if key != "step":
                 writer.scalar(f"train/{key}", value, self.state.step)
 
-    def _tensorboard(self) -> _Board:
+    def _tensorboard(self) -> Board:
         if not self.main:
-            return _Board(None, self._warn)
+            return Board(None, self._warn)
         from torch.utils.tensorboard import SummaryWriter  # imports tensorboard (seconds); only the main process logs
 
         try:
-            return _Board(SummaryWriter(str(self.store.root / "tb")), self._warn)
+            return Board(SummaryWriter(str(self.store.root / "tb")), self._warn)
         except OSError as err:
             self._warn(f"no TensorBoard logs this session: {err}")
-            return _Board(None, self._warn)
+            return Board(None, self._warn)
 
     def _warn(self, message: str) -> None:
         """Something a person must know, that does not stop training: logged, and kept in the session's warnings."""
@@ -687,44 +533,48 @@ class Trainer:
             self.session.warnings.append(message)
             self.log(f"warning: {message}")
 
-    def _evaluate(self, writer: _Board) -> bool:
-        """Validate, keep the best export, and say whether patience ran out."""
-        stop = False
+    def _validate(self, writer: Board) -> tuple[bool, bool]:
+        """Validate in every process: whether patience ran out, and whether this process's validation raised.
+
+        Every process validates the same held-out data with the same weights and random
+        stream; the main process keeps the results. An error is not raised here but brought
+        to the step's vote (posted first, so the main process can name it), so the other
+        processes learn of it in the same collective instead of waiting in the next one.
+        """
         self.memory = gather_object([memory.peak_memory(self.device)])
-        if self.main:
-            for model in self.models.values():
-                model.eval()
-            with torch.no_grad(), isolated_rng(self.cfg.seed + 99_991):
-                evaluation = self.task.evaluate(self.models, self.state.step)
-            for model in self.models.values():
-                model.train()
-            for rel in evaluation.files:  # written into checkpoints: a name from a corpus must not reach outside them
-                checkpoint.safe_relative_path(rel, what=f"{type(self.task).__name__}.evaluate() file")
-            self.last_eval = {"step": self.state.step, "metrics": evaluation.metrics, "files": evaluation.files}
-            self.state.evals.append({"step": self.state.step, **evaluation.metrics})
-            for key, value in evaluation.metrics.items():
-                writer.scalar(key, value, self.state.step)
-            value = evaluation.metrics.get(self.monitor) if self.monitor else None
-            if value is not None:
-                best = self.state.best_value
-                improved = best is None or (
-                    value < best - self.cfg.min_delta if self.monitor_mode == "min" else value > best + self.cfg.min_delta
-                )
-                if improved:
-                    self.state.best_value, self.state.best_step, self.state.bad_evals = value, self.state.step, 0
-                    self.state.best_checkpoint = None  # the next checkpoint saved will hold these weights
-                    self._export()
-                else:
-                    self.state.bad_evals += 1
-                    stop = bool(self.cfg.patience) and self.state.bad_evals >= self.cfg.patience
-            self.log(
-                f"step {self.state.step}: "
-                + ", ".join(f"{k} {v:.4g}" for k, v in evaluation.metrics.items())
-                + (f" (best {self.state.best_value:.4g} at step {self.state.best_step})" if self.state.best_value is not None else "")
-                + f"; memory: {memory.describe(self.memory)}"
-            )
-        (stop,) = vote([stop], self.device)  # the main process decided; the others learn it here
-        self.state.stopped_early = stop
+        try:
+            return self._evaluate(writer), False
+        except Exception as err:
+            self.validation_error = err
+            post_failure(self.rank, f"{type(err).__name__}: {err}")
+            self.log(f"validation failed at step {self.state.step}: {type(err).__name__}: {err}")
+            return False, True
+
+    def _evaluate(self, writer: Board) -> bool:
+        """Validate, keep the best export (main process), and say whether patience ran out."""
+        for model in self.built.models.values():
+            model.eval()
+        with torch.no_grad(), isolated_rng(self.cfg.seed + 99_991):
+            evaluation = self.built.task.evaluate(self.built.models, self.state.step)
+        for model in self.built.models.values():
+            model.train()
+        for rel in evaluation.files:  # written into checkpoints: a name from a corpus must not reach outside them
+            checkpoint.safe_relative_path(rel, what=f"{type(self.built.task).__name__}.evaluate() file")
+        self.last_eval = {"step": self.state.step, "metrics": evaluation.metrics, "files": evaluation.files}
+        for key, value in evaluation.metrics.items():
+            writer.scalar(key, value, self.state.step)
+        improved, stop = validation.record(
+            self.state, evaluation.metrics, monitor=self.built.monitor, mode=self.built.monitor_mode, min_delta=self.cfg.min_delta,
+            patience=self.cfg.patience,
+        )
+        if improved and self.main:
+            self._export()
+        self.log(
+            f"step {self.state.step}: "
+            + ", ".join(f"{k} {v:.4g}" for k, v in evaluation.metrics.items())
+            + (f" (best {self.state.best_value:.4g} at step {self.state.best_step})" if self.state.best_value is not None else "")
+            + f"; memory: {memory.describe(self.memory)}"
+        )
         return stop
 
     # ------------------------------------------------------------------ saving
@@ -742,13 +592,16 @@ class Trainer:
             self.state.rng = rngs
             self.state.guard = self.guard.state()
             self.state.precision, self.state.versions = self.precision, library_versions()
-            self.state.world_size, self.state.micro_batch_size = self.world, self.micro
+            self.state.world_size, self.state.micro_batch_size = self.world, self.built.micro
             self.session.end_step = self.state.step
             self.session.ended = time.time()
             if self.state.best_step is not None and self.state.best_checkpoint is None:
                 self.state.best_checkpoint = name
             try:
-                checkpoint.save(self.store.root, name, self._write_checkpoint)
+                checkpoint.save(
+                    self.store.root, name,
+                    lambda folder: write_checkpoint(folder, self.built, self.state, self.last_eval["files"] if self.last_eval else {}),
+                )
             except Exception as err:
                 if not is_disk_full(err):
                     raise
@@ -781,79 +634,54 @@ class Trainer:
         self.log("stopping: " + self.session.warnings[-1])
 
     def _export(self) -> None:
-        """Replace ``model/`` with the task's export, never leaving a half-written folder behind.
-
-        A disk too full for the export keeps the previous ``model/`` and says so; it never
-        stops training or the checkpoint that the export accompanies.
-        """
+        """Replace ``model/`` with the task's export; a disk too full for it keeps the previous one, and says so."""
         final = self.store.root / MODEL_DIR
-        fresh, stale = final.with_name(f".{MODEL_DIR}-new"), final.with_name(f".{MODEL_DIR}-old")
-        for leftover in (fresh, stale):
-            shutil.rmtree(leftover, ignore_errors=True)
-        try:
-            self.task.export(self.models, fresh)
-            if final.exists():
-                os.replace(final, stale)
-            os.replace(fresh, final)
-        except Exception as err:
-            if not (isinstance(err, OSError) or is_disk_full(err)):
-                raise
-            shutil.rmtree(fresh, ignore_errors=True)
-            if stale.exists() and not final.exists():
-                os.replace(stale, final)
+        err = replace_export(final, lambda folder: self.built.task.export(self.built.models, folder))
+        if err is not None:
             self._warn(f"could not export {final} at step {self.state.step} ({err}); it holds the previous export")
-            return
-        shutil.rmtree(stale, ignore_errors=True)
-
-    def _write_checkpoint(self, folder: Path) -> None:
-        for name, model in self.raw_models.items():
-            save_model(model, str(folder / f"{name}.safetensors"))
-        _torch_save({g.name: g.optimizer.state_dict() for g in self.groups}, folder / "optim.pt")
-        _torch_save({g.name: s.state_dict() for g, s in zip(self.groups, self.schedulers.values())}, folder / "sched.pt")
-        _torch_save(self.scaler.state_dict(), folder / "scaler.pt")
-        (folder / "state.json").write_text(self.state.to_json())
-        # the settings this checkpoint's phase trains with (resolved values included), for `fintts eval` and people
-        (folder / "config.yaml").write_text(yaml.safe_dump(self.phase_config.to_dict(), sort_keys=False, allow_unicode=True))
-        # the task's own files, and the newest validation's samples (state.json's evals say at which step)
-        files = {**self.task.checkpoint_files(self.raw_models), **(self.last_eval["files"] if self.last_eval else {})}
-        for rel, data in files.items():
-            target = folder / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        png = loss_plot_png(self.state.history, self.state.evals)
-        if png:
-            (folder / "loss.png").write_bytes(png)
 
     # ------------------------------------------------------------------ the end
-    def _finish(self, reason: str, resumed_from: str | None) -> SessionSummary:
-        self.session.reason = reason  # before the final save, so the checkpoint's sessions log says why
+    def _finish(self, reason: StopReason, resumed_from: str | None) -> SessionSummary:
+        """The final save, then (main process) the wait for the store, the status and the lease's release.
+
+        The other processes wait for the main one's final status off the device (on the
+        process group's store, until the session's end), never in a collective while it
+        waits for the Hub: a slow final push cannot make a watchdog abort them.
+        """
+        self.session.reason = reason.value  # before the final save, so the checkpoint's sessions log says why
         started = time.time()
         here = checkpoint.name_for_step(self.state.step)
-        if reason in (DIVERGED, DISK_FULL):  # keep latest as it is: the last good checkpoint / no room for another
+        if reason in (StopReason.DIVERGED, StopReason.DISK_FULL):  # keep latest as it is: the last good checkpoint / no room for another
             latest = checkpoint.read_latest(self.store.root)
             if self.main and checkpoint.is_checkpoint_name(latest) and (self.store.root / checkpoint.CHECKPOINTS / latest).is_dir():
                 self.store.publish(latest, final=True)
         elif vote([self.main and not self._intact(here)], self.device)[0]:
             if not self._save(final=True):
-                reason = self.session.reason = DISK_FULL
+                reason = StopReason.DISK_FULL
+                self.session.reason = reason.value
         elif self.main:
             checkpoint.point_latest(self.store.root, here)
             self.store.publish(here, final=True)
-        finished = reason in {"max_steps", "early_stopping"}
-        durable, pending = True, None
-        final_status = None
         self.memory = gather_object([memory.peak_memory(self.device)])
         if self.main:
             durable = self._wait_durable()
             pending = self.store.pending()
             self._spent("final", started)
             self.session.end_step, self.session.ended = self.state.step, time.time()
-            final_status = self._write_status(
-                "failed" if reason in FAILURES else "finished" if finished else "paused", reason=reason
-            )
-        final_status = gather_object([final_status])[0]  # rank 0's, so every process returns the same summary
+            final = {
+                "status": self._write_status(
+                    "failed" if reason in FAILURES else "finished" if reason in FINISHED else "paused", reason=reason.value
+                ),
+                "durable": durable, "pending": pending,
+            }
+            closing = self.clock.closing_time()
+            announce("final", json.dumps(final), read_by=self.world - 1,
+                     deadline=time.time() + FINAL_READ if closing is None else min(time.time() + FINAL_READ, closing))
+        else:  # rank 0's, so every process returns the same summary (and exits with the same code)
+            final = json.loads(await_main("final", self.clock.end))
         summary = SessionSummary.from_status(
-            final_status, resumed_from=resumed_from, durable=durable, pending=pending, clock_origin=self.clock_origin
+            final["status"], resumed_from=resumed_from, durable=final["durable"], pending=final["pending"],
+            clock_origin=self.clock_origin,
         )
         self.log(summary.format())  # before the release: whatever happens next, this has been said
         if self.main:
@@ -903,7 +731,7 @@ class Trainer:
         """Record why the session failed; with several processes, the one that raised first is the reason."""
         own = f"{type(err).__name__}: {err}"
         post_failure(self.accelerator.process_index, own)
-        if not self.main or not hasattr(self, "groups"):
+        if not self.main or self.built is None:  # set-up had not built the phase: no state worth a status
             if self.main:
                 self.store.release(timeout=self.clock.left())
                 self.store.close(timeout=0.0)
@@ -939,9 +767,9 @@ class Trainer:
             return None
         root = self.store.root
         current = status.build(
-            state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.max_steps,
-            groups=[g.name for g in self.groups], monitor=self.monitor, monitor_mode=self.monitor_mode,
-            root=root, store=self.store.url, about=self.task.describe(), memory=self.memory,
+            state=state, reason=reason, run=self.state, task=self.cfg.task, max_steps=self.built.max_steps,
+            groups=[g.name for g in self.built.groups], monitor=self.built.monitor, monitor_mode=self.built.monitor_mode,
+            root=root, store=self.store.url, about=self.built.task.describe(), memory=self.memory,
             data=self.data_facts, clock=self._clock_facts(),
             warnings=self.session.warnings + [p for p in (self.store.problem(), self.clock.ceiling_note(), *self.store.notes()) if p],
             phases=phases.describe(self.config.train.phases, self.state),
@@ -953,7 +781,7 @@ class Trainer:
             if plot is not None and plot.is_file():
                 checkpoint.write_atomic(root / card.LOSS_PLOT, plot.read_bytes())
             repo = self.store.hub_repo
-            page = card.render(current, self.task.card(current, repo), repo=repo, loss_plot=(root / card.LOSS_PLOT).is_file())
+            page = card.render(current, self.built.task.card(current, repo), repo=repo, loss_plot=(root / card.LOSS_PLOT).is_file())
             checkpoint.write_atomic(root / card.CARD, page.encode())
         except OSError as err:
             self._warn(f"could not write the run's status and page in {root} ({err})")

@@ -191,7 +191,11 @@ class Task(abc.ABC):
         """
 
     def evaluate(self, models: Mapping[str, nn.Module], step: int) -> Evaluation:
-        """Validate; runs on the main process under ``torch.no_grad`` with a fixed RNG."""
+        """Validate; runs in every process (same weights, same fixed RNG) under ``torch.no_grad``.
+
+        The main process's result is the one kept; an error in any process ends the session
+        as failed, naming that process, in the same step in all of them.
+        """
         return Evaluation(metrics={})
 
     def export(self, models: Mapping[str, nn.Module], out_dir: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from fintts.errors import LeaseConflict, StoreError
-from fintts.train.config import TrainConfig, parse_duration
+from fintts.train.config import TrainConfig
 from fintts.train.stores.base import Store
 from fintts.train.stores.local import LocalStore
 
@@ -28,6 +28,6 @@ def store_for(cfg: TrainConfig) -> Store:
         return open_store(cfg.local_dir())
     return open_store(
         cfg.local_dir(), hub_repo=cfg.hub_repo,
-        push_every=parse_duration(cfg.push_every, key="push_every") or 0.0, storage_cap_gb=cfg.storage_cap_gb or None,
-        request_timeout=parse_duration(cfg.hub_timeout, key="hub_timeout"),
+        push_every=cfg.push_every or 0.0, storage_cap_gb=cfg.storage_cap_gb or None,
+        request_timeout=cfg.hub_timeout,
     )

@@ -10,7 +10,14 @@ run) for ``fault_steps`` micro-batches (0: for ever):
 - ``oom``: ``torch.OutOfMemoryError``, the exception CUDA raises (the trainer's handling is what is tested);
 - ``escape``: every validation returns a sample file named ``../../../escaped.json``;
 - ``cuda``: a ``RuntimeError`` as CUDA raises it for a device fault (not out of memory);
-- ``eval-error``: every validation from step ``fault_at`` on raises (a bug in the task's ``evaluate``).
+- ``eval-bug``: every validation from step ``fault_at`` on raises (a bug in the task's ``evaluate``);
+- ``eval-error``: the ``fault_at``-th validation raises ``ValueError``;
+- ``slow-status``: describing the run for its status (main process only, at the start and in
+  every save) takes ``fault_seconds``: the main process is held back while the others go on;
+- ``linger``: after its session the process never leaves the process group, so it never exits
+  (as a NCCL teardown can hang).
+
+``fault_rank`` picks the process the fault happens in (-1: every process).
 
 ``oom_above`` (any ``fault``): every micro-batch of more than that many items raises
 ``torch.OutOfMemoryError``, as a device with room for ``oom_above`` items would (0: never).
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 import torch
@@ -31,6 +39,10 @@ from fintts.train.task import Evaluation
 from fintts_stand_ins.toy import ToyConfig, ToyTask
 
 
+def _hang(*args, **kwargs) -> None:
+    time.sleep(600)
+
+
 @dataclasses.dataclass
 class FaultyConfig(ToyConfig):
     fault: str = free_setting("")
@@ -38,10 +50,16 @@ class FaultyConfig(ToyConfig):
     fault_steps: int = free_setting(1)
     oom_above: int = free_setting(0)
     noise_dir: str = free_setting("")
+    fault_rank: int = free_setting(-1)
+    fault_seconds: float = free_setting(0.0)
 
 
 class FaultyToy(ToyTask):
     config_class = FaultyConfig
+
+    def _here(self) -> bool:
+        rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+        return self.config.fault_rank in (-1, rank)
 
     def _faulting(self) -> bool:
         cfg = self.config
@@ -57,7 +75,9 @@ class FaultyToy(ToyTask):
         if self.config.oom_above and items > self.config.oom_above:
             raise torch.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {items} items' activations (raised by the test task)")
         losses = super().step(models, batch, group)
-        if group != "model" or self.config.fault not in ("nan", "nan-grad", "spike", "oom", "cuda") or not self._faulting():
+        if self.config.fault == "linger" and self._here():
+            torch.distributed.destroy_process_group = _hang
+        if group != "model" or self.config.fault not in ("nan", "nan-grad", "spike", "oom", "cuda") or not self._here() or not self._faulting():
             return losses
         loss = losses["loss"]
         if self.config.fault == "cuda":
@@ -74,9 +94,18 @@ class FaultyToy(ToyTask):
         return {**losses, "loss": loss}
 
     def evaluate(self, models, step) -> Evaluation:
-        if self.config.fault == "eval-error" and step >= self.config.fault_at:
+        if self.config.fault == "eval-bug" and step >= self.config.fault_at:
             raise ZeroDivisionError("division by zero in the task's evaluate (raised by the test task)")
+        if self.config.fault == "eval-error" and self._here():
+            self._validations = getattr(self, "_validations", 0) + 1
+            if self._validations == self.config.fault_at:
+                raise ValueError(f"validation broke at step {step} (raised by the test task)")
         evaluation = super().evaluate(models, step)
         if self.config.fault == "escape":
             evaluation.files["../../../escaped.json"] = b'{"written": "outside the checkpoint"}'
         return evaluation
+
+    def describe(self):
+        if self.config.fault == "slow-status" and self._here():
+            time.sleep(self.config.fault_seconds)
+        return super().describe()

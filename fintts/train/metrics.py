@@ -1,0 +1,55 @@
+"""Training's numbers: mean losses over the steps between two log lines, and TensorBoard, which never stops training."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from fintts.train.status import STEP_SECONDS
+
+
+class Board:
+    """TensorBoard scalars that never stop training: a write that fails (a full disk) turns them off, with a warning."""
+
+    def __init__(self, writer, warn: Callable[[str], None]):
+        self.writer, self.warn = writer, warn
+
+    def scalar(self, key: str, value: float, step: int) -> None:
+        if self.writer is None:
+            return
+        try:
+            self.writer.add_scalar(key, value, step)
+        except OSError as err:
+            self.writer = None
+            self.warn(f"TensorBoard logging stopped: {err}")
+
+    def close(self) -> None:
+        try:
+            if self.writer is not None:
+                self.writer.close()
+        except OSError as err:
+            self.warn(f"TensorBoard's last events were not written: {err}")
+
+
+class LossWindow:
+    """Each loss summed over the steps since the last :meth:`take`, with the steps' seconds.
+
+    A step with a non-finite loss is left out; a skipped step's finite losses still tell its story.
+    """
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {}
+        self.steps = 0
+
+    def add(self, losses: dict[str, float], seconds: float) -> None:
+        if not all(math.isfinite(v) for v in losses.values()):
+            return
+        self.steps += 1
+        for key, value in {STEP_SECONDS: seconds, **losses}.items():
+            self.sums[key] = self.sums.get(key, 0.0) + value
+
+    def take(self) -> dict[str, float] | None:
+        """The means since the last take (``None``: no step counted), and a fresh window."""
+        means = {key: value / self.steps for key, value in self.sums.items()} if self.steps else None
+        self.sums, self.steps = {}, 0
+        return means
