@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> dict:
     torch.manual_seed(config.train.seed)
     timer = PartTimer()
     with tempfile.TemporaryDirectory() as cache:
-        task = VitsTask(config.task, TaskContext(config.train.seed, torch.device("cpu"), None, Path(cache), progress=False, log=lambda _: None))
+        context = TaskContext(config.train.seed, torch.device("cpu"), None, Path(cache), progress=False, log=lambda _: None)
+        task = VitsTask(config.task, context)
         models = task.build_models()
         groups = task.build_optimizers(models)
         data = task.train_data()

@@ -78,7 +78,8 @@ def main() -> None:
         said, _ = voice.synthesize(text, speaker=args.speaker if voice.config.num_speakers > 1 else None, warn=None)
         nearest, scores = nearest_reference(said, references, voice.sample_rate)
         rows.append({"text": text, "identified": nearest == k, "nearest": SENTENCES[nearest], "mcd_db": scores[k]})
-        print(f"{'ok  ' if nearest == k else 'MISS'} {scores[k]:5.2f} dB  {text}" + ("" if nearest == k else f"  (heard as: {SENTENCES[nearest]})"))
+        heard = "" if nearest == k else f"  (heard as: {SENTENCES[nearest]})"
+        print(f"{'ok  ' if nearest == k else 'MISS'} {scores[k]:5.2f} dB  {text}" + heard)
     identified = sum(r["identified"] for r in rows)
     result = {
         "model": str(args.model), "speaker": args.speaker, "sentences": len(rows), "identified": identified,

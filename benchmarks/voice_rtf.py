@@ -164,7 +164,8 @@ def main() -> None:
         folder = Path(tmp) / "mms"
         print(f"exporting an MMS-sized voice (load {loadavg()}) ...", flush=True)
         result["export_seconds"], result["parameters"] = build_voice(folder)
-        result["file_mb"] = {p.name: round(p.stat().st_size / 2**20, 1) for p in sorted(folder.iterdir()) if p.suffix in (".onnx", ".safetensors")}
+        result["file_mb"] = {p.name: round(p.stat().st_size / 2**20, 1) for p in sorted(folder.iterdir())
+                             if p.suffix in (".onnx", ".safetensors")}
         result["parity"] = parity(folder, args.seed)
         result.update(measure(folder, args.rounds, args.seed))
     if args.quality_voice:

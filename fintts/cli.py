@@ -343,7 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-config-change", action="store_true", help="resume although math-changing settings differ")
     p.add_argument("--force", action="store_true", help="take the run over from another session")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
-    p.add_argument("--push-every", help="with --hub-repo: push a full checkpoint at most this often (push_every=; default 1h; a session's end always pushes)")
+    p.add_argument("--push-every", help="with --hub-repo: push a full checkpoint at most this often "
+                   "(push_every=; default 1h; a session's end always pushes)")
     p.add_argument("--storage-cap-gb", help="with --hub-repo: warn before the repo's storage passes this (storage_cap_gb=)")
     p.add_argument("--num-processes", type=int, metavar="N",
                    help="training processes, one per device (default: one per visible GPU, 1 on the CPU)")
@@ -368,7 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="where a run stands")
     p.add_argument("--store", help="run folder (with --hub-repo: its local mirror, default runs/<name>)")
     p.add_argument("--hub-repo", metavar="USER/NAME")
-    p.add_argument("--json", action="store_true", help="machine-readable (keys: state, step, epoch, latest_checkpoint, sessions, estimate, ...)")
+    p.add_argument("--json", action="store_true",
+                   help="machine-readable (keys: state, step, epoch, latest_checkpoint, sessions, estimate, ...)")
     p.add_argument("--quota-hours", type=float, default=30.0, help="GPU hours a week, for the estimate (default 30: Kaggle)")
     p.set_defaults(func=cmd_status)
 
@@ -487,7 +489,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def kernel_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", default="mms-fin.yaml",
-                       help="your config file (its text goes into the notebook), or one of fintts's configs/ by name (default mms-fin.yaml)")
+                       help="your config file (its text goes into the notebook), "
+                            "or one of fintts's configs/ by name (default mms-fin.yaml)")
         p.add_argument("--corpus", metavar="OWNER/SLUG", help="your corpus as a Kaggle dataset, attached to the notebook")
         p.add_argument("--data", help="the corpus folder in the session (default /kaggle/input/<corpus slug>)")
         p.add_argument("--hub-repo", metavar="USER/NAME", help="the Hugging Face repo that keeps the run")

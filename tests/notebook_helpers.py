@@ -10,8 +10,9 @@ minus the variables that would make fintts believe it runs on Kaggle.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient

@@ -16,8 +16,8 @@ from fintts.tts.audio import (
     SpectrogramConfig,
     linear_spectrogram,
     load_audio,
-    resampled_length,
     mel_spectrogram,
+    resampled_length,
     spec_to_mel,
 )
 from fintts.tts.features import FeatureCache

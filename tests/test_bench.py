@@ -63,7 +63,8 @@ def test_micro_batch_search_takes_out_of_memory_as_too_big_and_the_bench_is_kept
         assert row["out_of_memory"] and row["error"].startswith("out of memory at step 1") and row["seconds_per_step"] is None
     kept = json.loads((tmp_path / "runs" / "toy" / "bench.json").read_text())["entries"]
     assert kept[0]["report"]["largest_micro_batch"] == 20
-    assert "largest micro-batch that fits in one device's memory: 20" in cli("bench", config, "--search", "--steps", "1", cwd=tmp_path).stdout
+    out = cli("bench", config, "--search", "--steps", "1", cwd=tmp_path).stdout
+    assert "largest micro-batch that fits in one device's memory: 20" in out
 
 
 def test_a_config_that_runs_out_of_memory_is_benched_kept_and_refused_by_plan(tmp_path):

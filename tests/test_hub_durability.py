@@ -11,12 +11,12 @@ import time
 import pytest
 from huggingface_hub import HfApi, constants
 
-from fintts_stand_ins import HubServer
 from fintts.train import Trainer, checkpoint
 from fintts.train.clock import SessionClock
 from fintts.train.config import load_config
 from fintts.train.stores import LeaseConflict
 from fintts.train.stores.hub import pull
+from fintts_stand_ins import HubServer
 from hub_helpers import REPO, TOKEN, export_model, latest_on_hub, make_store, save
 from trainer_helpers import FAULTY, cli, start_cli, write_config
 

@@ -15,10 +15,10 @@ import pytest
 from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
-from fintts.kaggle.parameters import load, read_parameters
-from fintts_stand_ins.kaggle_server import KaggleServer
 from fintts.errors import LeaseConflict
+from fintts.kaggle.parameters import load, read_parameters
 from fintts.train.stores.hub.lease import LEASE, Lease, iso
+from fintts_stand_ins.kaggle_server import KaggleServer
 from hub_helpers import TOKEN, make_store
 from notebook_helpers import ROOT
 

@@ -9,12 +9,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from fintts.train.config import ConfigError, load_config
 from fintts.train import ConfigDrift, Trainer, checkpoint, train
 from fintts.train.clock import SessionClock
+from fintts.train.config import ConfigError, load_config
 from fintts.train.sampler import EpochPlan, MicroBatchSampler
 from trainer_helpers import QUIET, assert_bit_identical, final_weights, write_config
-
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,7 @@ import torch
 from torch import nn
 from transformers import VitsModel
 
-from fintts.tts.vits.discriminator import (
-    DiscriminatorConfig,
-    VitsDiscriminator,
-    load_discriminator,
-    load_mms_discriminator,
-)
+from fintts.tts.vits.discriminator import DiscriminatorConfig, VitsDiscriminator, load_discriminator, load_mms_discriminator
 from fintts.tts.vits.generator import (
     CHECKPOINTABLE_BLOCKS,
     GeneratorOutput,
@@ -26,13 +21,7 @@ from fintts.tts.vits.generator import (
     train_forward,
 )
 from fintts.tts.vits.init import tiny_vits_config
-from fintts.tts.vits.losses import (
-    LossWeights,
-    discriminator_loss,
-    feature_matching_loss,
-    generator_adversarial_loss,
-    kl_loss,
-)
+from fintts.tts.vits.losses import LossWeights, discriminator_loss, feature_matching_loss, generator_adversarial_loss, kl_loss
 
 TINY_DISCRIMINATOR = DiscriminatorConfig(
     scale_channels=(4, 8, 16, 16, 16, 16),

@@ -49,9 +49,9 @@ from typing import IO, Any
 
 from huggingface_hub import CommitOperationDelete
 
+from fintts.errors import StoreError
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
 from fintts.kaggle.kernel import TEMPLATE, KernelSettings, push, slug
-from fintts.errors import StoreError
 from fintts.train.checkpoint import CHECKPOINTS, LATEST
 from fintts.train.clock import hms
 from fintts.train.stores.base import MODEL_DIR, STATUS
@@ -156,7 +156,7 @@ def read_run(repo: str, timeout: float = REQUEST_TIMEOUT) -> HubRun | None:
         return None
 
 
-def release_dead_lease(repo: str, session: "Session", timeout: float = REQUEST_TIMEOUT) -> str | None:
+def release_dead_lease(repo: str, session: Session, timeout: float = REQUEST_TIMEOUT) -> str | None:
     """Delete the lease that the session's ended kernel left on the Hub; what was done, for the output (``None``: nothing)."""
     client = HubClient.connect(repo, timeout=timeout)
 
@@ -176,7 +176,7 @@ def release_dead_lease(repo: str, session: "Session", timeout: float = REQUEST_T
         return f"the lease on hf://{repo} stays ({err}); the next session waits for it to expire"
 
 
-def _taken_after(lease: Lease, session: "Session") -> bool:
+def _taken_after(lease: Lease, session: Session) -> bool:
     """Whether ``lease`` was taken after this session was pushed (a followed session: any), by clocks ``CLOCK_SLACK`` apart."""
     if not session.version:
         return True

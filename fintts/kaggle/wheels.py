@@ -30,8 +30,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
 from fintts.kaggle.kernel import CONFIGS, PROJECT, WHEELS_SLUG
@@ -88,7 +89,8 @@ def _dependency_wheels(wheel: Path, out: Path, python: str, log: Callable[[str],
     """Every package the fintts wheel pulls in, but torch's, as wheels for Kaggle (see the module's docstring)."""
     with tempfile.TemporaryDirectory(prefix="fintts-resolve-") as tmp:
         report = Path(tmp) / "report.json"
-        _pip("install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report), f"{wheel}[train]")  # [train]: the training stack
+        # [train]: the training stack
+        _pip("install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report), f"{wheel}[train]")
         resolved = [item["metadata"] for item in json.loads(report.read_text())["install"]]
     wanted = [f"{m['name']}=={m['version']}" for m in resolved if m["name"].lower() != "fintts" and not IMAGE_HAS.match(m["name"].lower())]
     log(f"downloading {len(wanted)} dependency wheels for Python {python} on Kaggle's Linux; torch is Kaggle's own")

@@ -10,7 +10,8 @@ carries it like any other file of the run.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 

@@ -22,8 +22,8 @@ import os
 import re
 import shutil
 import stat
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterable
 
 MANIFEST = "MANIFEST.json"
 LATEST = "latest"

@@ -26,8 +26,9 @@ import importlib.metadata
 import re
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -204,13 +205,13 @@ class RunConfig:
 
     train: TrainConfig
     task: Any
-    task_class: type["Task"]
+    task_class: type[Task]
     source: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self.train), **dataclasses.asdict(self.task)}
 
-    def phase(self, index: int, resolved: Mapping[str, Any] | None = None) -> "RunConfig":
+    def phase(self, index: int, resolved: Mapping[str, Any] | None = None) -> RunConfig:
         """The config phase ``index`` trains with: its settings over the run's, then what it ``resolved``.
 
         ``resolved`` are the values its task decided from the data when the phase began
@@ -221,7 +222,7 @@ class RunConfig:
             data = _merge(data, self.train.phases[index].settings)
         return split_config(_merge(data, dict(resolved or {})), source=self.source, default_name=self.train.run_name)
 
-    def with_overrides(self, overrides: list[str] | Mapping[str, Any]) -> "RunConfig":
+    def with_overrides(self, overrides: list[str] | Mapping[str, Any]) -> RunConfig:
         """A copy with ``overrides`` applied and validated as if they had been given at load time."""
         if not overrides:
             return self
@@ -441,7 +442,7 @@ def registered_tasks() -> dict[str, str]:
     return {ep.name: ep.value for ep in importlib.metadata.entry_points(group=TASK_ENTRY_POINTS)}
 
 
-def resolve_task(name: str, *, registered_only: bool = False) -> type["Task"]:
+def resolve_task(name: str, *, registered_only: bool = False) -> type[Task]:
     """A registered short name or ``package.module:Class`` → the Task subclass, with a clear error.
 
     ``registered_only``: the name came from outside (a pulled checkpoint's config), and only the

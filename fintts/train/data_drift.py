@@ -9,7 +9,8 @@ docstring; here the changes are found and said in words, with a few examples.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from fintts.train.task import DataFingerprint
 

@@ -30,7 +30,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 

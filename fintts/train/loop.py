@@ -22,8 +22,9 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from accelerate import Accelerator
@@ -41,8 +42,8 @@ from fintts.train.guard import FP16_OVERFLOW, StepGuard
 from fintts.train.metrics import Board, LossWindow
 from fintts.train.optimizer_step import OutOfMemory, optimizer_step
 from fintts.train.platform import PLATFORM_LIMITS, detect_platform, device_label, host_name, library_versions, session_start
-from fintts.train.progress import SessionBar
 from fintts.train.precision import resolve_precision
+from fintts.train.progress import SessionBar
 from fintts.train.sampler import MicroBatchSampler
 from fintts.train.saving import is_disk_full, replace_export, write_checkpoint
 from fintts.train.seeding import seed_process
@@ -106,7 +107,8 @@ class Trainer:
         self.precision = resolve_precision(self.cfg.precision, self.device)
         self.store.set_deadline(self.clock.end)
         self.session = SessionRecord(
-            id=uuid.uuid4().hex[:12], host=host_name(), devices=device_label(self.device, self.world), precision=self.precision, started=time.time()
+            id=uuid.uuid4().hex[:12], host=host_name(), devices=device_label(self.device, self.world), precision=self.precision,
+            started=time.time(),
         )
         self.session.phases["before"] = max(0.0, self.session.started - self.clock.start)
         memory.reset_peaks(self.device)  # this session's peak, also when one process trains several
@@ -311,7 +313,8 @@ class Trainer:
         if self.built.scaler.is_enabled():
             note = f"{name} was trained in {was}; fp16 loss scaling starts fresh (scale {self.built.scaler.get_scale():g})"
         elif scaler_state:
-            note = f"{name} was trained in fp16; its loss scale ({scaler_state.get('scale')}) is not needed in {self.precision} and is dropped"
+            note = (f"{name} was trained in fp16; its loss scale ({scaler_state.get('scale')}) is not needed in {self.precision} "
+                    "and is dropped")
         elif saved.precision and saved.precision != self.precision:
             note = f"{name} was trained in {saved.precision}; training continues in {self.precision}"
         else:

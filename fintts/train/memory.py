@@ -16,8 +16,9 @@ failures, in every spelling the CUDA libraries use for it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 

@@ -37,7 +37,8 @@ How the trainer goes through them (:class:`fintts.train.loop.Trainer`):
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from fintts.train.config import Phase
 from fintts.train.state import TrainerState

@@ -15,8 +15,8 @@ sequence models do.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import torch
 from torch.utils.data import Sampler

@@ -11,12 +11,12 @@ import base64
 import dataclasses
 import json
 import random
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
-
 
 #: Where a session's time goes. ``before``: from the session's start (the container's on
 #: Kaggle, the process's elsewhere) until training began: installs, imports, copying data.
@@ -93,7 +93,7 @@ class TrainerState:
         return json.dumps(dataclasses.asdict(self), indent=1)
 
     @classmethod
-    def from_json(cls, text: str) -> "TrainerState":
+    def from_json(cls, text: str) -> TrainerState:
         data = json.loads(text)
         known = {f.name for f in dataclasses.fields(cls)}
         data = {k: v for k, v in data.items() if k in known}

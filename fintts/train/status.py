@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from fintts.train import checkpoint
 from fintts.train.state import TrainerState

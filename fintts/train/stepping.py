@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 

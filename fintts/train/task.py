@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import torch
 from torch import nn

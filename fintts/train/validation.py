@@ -7,7 +7,7 @@ checkpoint holding the best weights is the next one saved, so it is cleared here
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from fintts.train.state import TrainerState
 

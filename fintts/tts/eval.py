@@ -20,7 +20,8 @@ sounds over a constant hiss: :func:`noise_floor_db` measures exactly that.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.fft import dct

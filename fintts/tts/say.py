@@ -20,8 +20,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 from fintts.tts.voice import Voice, VoiceError, load_voice
 from fintts.tts.wav import WavWriter, pcm16

@@ -9,7 +9,7 @@ these are cheap next to the networks that produce their inputs.
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import Tensor

@@ -77,7 +77,8 @@ class FaultyToy(ToyTask):
         losses = super().step(models, batch, group)
         if self.config.fault == "linger" and self._here():
             torch.distributed.destroy_process_group = _hang
-        if group != "model" or self.config.fault not in ("nan", "nan-grad", "spike", "oom", "cuda") or not self._here() or not self._faulting():
+        faulty = self.config.fault in ("nan", "nan-grad", "spike", "oom", "cuda") and self._here() and self._faulting()
+        if group != "model" or not faulty:
             return losses
         loss = losses["loss"]
         if self.config.fault == "cuda":

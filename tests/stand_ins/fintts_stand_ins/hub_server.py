@@ -526,7 +526,8 @@ class HubServer:
         with self._lock:
             repo = self._repo(f"{ns}/{name}")
             repo.store_blob(data)
-            repo.state["blobs"].setdefault(oid, {"size": len(data), "git": _git_sha1(data), "lfs": True, "filename": "", "pushedAt": _now()})
+            blob = {"size": len(data), "git": _git_sha1(data), "lfs": True, "filename": "", "pushedAt": _now()}
+            repo.state["blobs"].setdefault(oid, blob)
             repo.save()
         return 200, {}, b""
 

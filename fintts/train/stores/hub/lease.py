@@ -51,7 +51,7 @@ class Lease:
     timeout: float
 
     @classmethod
-    def parse(cls, data: bytes | None) -> "Lease | None":
+    def parse(cls, data: bytes | None) -> Lease | None:
         """The lease in ``data``; ``None`` when there is none or it is unreadable (nobody holds the run)."""
         try:
             value: Any = json.loads(data) if data else None

@@ -33,8 +33,8 @@ import logging
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from fintts.train.stores.hub.client import Backoff
 from fintts.train.stores.hub.errors import HubDeadline, HubError, LeaseLost
