@@ -22,10 +22,14 @@ NOTEBOOK = ROOT / "notebooks" / "kaggle_train.ipynb"
 VERSION = "0.1.0.post999"  # not the version installed here, so the cell has something to install
 
 
-def install_cell() -> str:
-    cells = [c for c in load(NOTEBOOK)["cells"] if c["cell_type"] == "code" and "pip" in "".join(c["source"])]
-    assert len(cells) == 1
-    return "".join(cells[0]["source"])
+def install_cell(**parameters: str) -> str:
+    """The notebook's install cell after its parameters cell (whose names it reads), ``parameters`` set as a push sets them."""
+    code = [c for c in load(NOTEBOOK)["cells"] if c["cell_type"] == "code"]
+    defaults = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
+    cells = [c for c in code if "pip" in "".join(c["source"])]
+    assert len(cells) == 1 and len(defaults) == 1
+    given = "".join(f"{name} = {value!r}\n" for name, value in parameters.items())
+    return "".join(defaults[0]["source"]) + "\n" + given + "".join(cells[0]["source"])
 
 
 def dataset_wheel(tmp_path, *, dependency: str = "") -> Path:
@@ -92,7 +96,7 @@ def test_the_install_cell_installs_from_a_read_only_folder_without_the_index_and
     venv = tmp_path / "venv"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_FIND_LINKS", "PIP_INDEX_URL")}
     env["PIP_NO_INDEX"] = "1"  # no network either way: the cell must manage with the folder
-    script = f"WHEELS = {str(wheels)!r}\nCONFIG = 'demo.yaml'\n{install_cell()}\nprint('config', config)\n"
+    script = f"{install_cell(WHEELS=str(wheels), CONFIG='demo.yaml')}\nprint('config', config)\n"
 
     first = subprocess.run([python, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert first.returncode == 0, first.stdout + first.stderr
@@ -120,7 +124,7 @@ def test_the_install_cell_installs_the_datasets_wheel_when_the_index_offers_anot
     python = kaggle_like_python(tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_FIND_LINKS", "PIP_NO_INDEX")}
     env["PIP_INDEX_URL"] = index
-    script = f"WHEELS = {str(wheels)!r}\nCONFIG = 'demo.yaml'\n{install_cell()}\n"
+    script = f"{install_cell(WHEELS=str(wheels), CONFIG='demo.yaml')}\n"
     result = subprocess.run([python, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     probe = ("import fintts, importlib.util as u; "

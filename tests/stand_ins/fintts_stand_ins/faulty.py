@@ -77,8 +77,8 @@ class FaultyToy(ToyTask):
         losses = super().step(models, batch, group)
         if self.config.fault == "linger" and self._here():
             torch.distributed.destroy_process_group = _hang
-        faulty = self.config.fault in ("nan", "nan-grad", "spike", "oom", "cuda") and self._here() and self._faulting()
-        if group != "model" or not faulty:
+        faulty = self.config.fault in ("nan", "nan-grad", "spike", "oom", "cuda") and self._here()
+        if group != "model" or not faulty or not self._faulting():  # counts the model group's micro-batches only
             return losses
         loss = losses["loss"]
         if self.config.fault == "cuda":
