@@ -57,7 +57,7 @@ class KernelSettings:
     data: str = ""
     #: the Hugging Face repo that keeps the run (``user/name``); empty: the session's output only.
     hub_repo: str = ""
-    #: the run's local folder in the session; empty: runs/<config name>.
+    #: the run's local folder in the session; empty: runs/<repo name> with hub_repo, else runs/<config name>.
     store: str = ""
     #: the session's length (e.g. 11h30m); empty: until Kaggle's session limit.
     budget: str = ""
