@@ -14,7 +14,7 @@ from pathlib import Path
 from fintts.errors import UsageError
 
 #: The voice's folder in a run: the trainer's ``MODEL_DIR`` (:mod:`fintts.train.stores.base`), named
-#: again because the laptop voice imports nothing of the trainer (tests/test_voice.py checks it).
+#: again because the laptop voice imports nothing of the trainer (tests/tts/test_voice.py checks it).
 VOICE_DIR = "model"
 SPEAKERS_FILE = "speakers.json"
 #: A voice's LoRA adapters, one folder per speaker in peft's layout: ``adapters/<speaker>/``.

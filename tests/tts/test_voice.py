@@ -34,7 +34,7 @@ from fintts.tts.voice import PAUSES, VoiceError, load_voice
 from hub_helpers import TOKEN
 from trainer_helpers import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEXT = "Hyvää huomenta! Kello on 7.30. Ei."
 SPEAKERS = ["anna", "ben", "cai"]
 #: torch (oneDNN) and onnxruntime (MLAS) add up convolutions in different orders; over the
