@@ -59,8 +59,6 @@ def _store():
 
 def who_raised(flag: bool, rank: int, world: int, device: torch.device) -> list[int]:
     """The processes that raised ``flag``: one all-reduce of one slot per process."""
-    import torch.distributed as dist
-
     if not (dist.is_available() and dist.is_initialized()) or world == 1:
         return [rank] if flag else []
     slots = torch.zeros(world, device=device)

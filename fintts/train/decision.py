@@ -21,6 +21,7 @@ import dataclasses
 import enum
 
 import torch
+import torch.distributed as dist
 
 
 class StopReason(str, enum.Enum):
@@ -115,8 +116,6 @@ def from_votes(seen: dict[str, bool], signals: list[StopReason], failed: tuple[i
 
 
 def _all_reduce(values: list[float], device: torch.device) -> list[float]:
-    import torch.distributed as dist
-
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return values
     counts = torch.tensor(values, device=device)
