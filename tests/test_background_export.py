@@ -88,3 +88,34 @@ def test_a_session_killed_mid_export_leaves_a_consistent_model_and_the_next_one_
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert not list(store.glob(".model-*")), list(store.glob(".model-*"))  # the killed session's copy is gone
     assert consistent(local_model(store))
+
+
+@pytest.mark.slow
+def test_two_processes_agree_while_the_main_one_finishes_the_export_before_its_final_save(tmp_path):
+    config = write_config(tmp_path, **SLOW, max_steps=16, fault_seconds=3.0, fault_rank=0)
+    store = tmp_path / "store"
+    result = cli("train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress", cwd=tmp_path,
+                 timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads((store / "status.json").read_text())["state"] == "finished"
+    assert consistent(local_model(store))
+    assert len(json.loads((checkpoint.latest_complete(store, log=lambda _: None) / "state.json").read_text())["rng"]) == 2
+
+
+@pytest.mark.slow
+def test_an_export_too_slow_for_the_budget_is_left_for_the_next_session_and_the_session_ends_in_time(tmp_path):
+    config = write_config(tmp_path, **SLOW, max_steps=100_000, fault_seconds=600.0)
+    store = tmp_path / "store"
+    started = time.time()
+    result = cli("train", str(config), "--store", str(store), "--budget", "20s", "--no-progress", cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert time.time() - started < 30
+    status = json.loads((store / "status.json").read_text())
+    assert status["state"] in ("paused", "finished") and "did not finish before the session's end" in result.stdout + result.stderr
+    model = local_model(store)
+    assert "model.safetensors" in model and "derived.json" not in model
+
+    config = write_config(tmp_path, **{**SLOW, "eval_every": 0}, max_steps=status["step"] + 4, fault_seconds=0.2)
+    resumed = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert consistent(local_model(store))
