@@ -44,6 +44,8 @@ def test_training_goes_on_while_the_export_is_made_and_the_final_voice_has_it(tm
     assert phases["validation"] < 2.0, phases  # no validation waited for an export
     assert consistent(local_model(store))  # the final voice's slow part, of its own weights
     assert not list(store.glob(".model-*")), list(store.glob(".model-*"))
+    saved = json.loads((checkpoint.latest_complete(store, log=lambda _: None) / "state.json").read_text())
+    assert saved["export_pending"] is False  # nothing left for the next session to make
 
 
 @pytest.mark.slow
@@ -111,7 +113,7 @@ def test_an_export_too_slow_for_the_budget_is_left_for_the_next_session_and_the_
     assert result.returncode == 0, result.stdout + result.stderr
     assert time.time() - started < 30
     status = json.loads((store / "status.json").read_text())
-    assert status["state"] in ("paused", "finished") and "did not finish before the session's end" in result.stdout + result.stderr
+    assert status["state"] in ("paused", "finished") and "was not finished in this session" in result.stdout + result.stderr
     model = local_model(store)
     assert "model.safetensors" in model and "derived.json" not in model
 
@@ -119,3 +121,23 @@ def test_an_export_too_slow_for_the_budget_is_left_for_the_next_session_and_the_
     resumed = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert consistent(local_model(store))
+
+
+@pytest.mark.slow
+def test_a_signal_ends_the_session_without_waiting_for_the_export(tmp_path):
+    config = write_config(tmp_path, **SLOW, max_steps=100_000, fault_seconds=120.0)
+    store = tmp_path / "store"
+    process = start_cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    deadline = time.time() + 120
+    while not list(store.glob(".model-later-*")) and time.time() < deadline:
+        assert process.poll() is None, process.stdout.read()
+        time.sleep(0.05)
+    started = time.time()
+    out = stop(process, signal.SIGTERM)
+    assert process.returncode == 0, out
+    assert time.time() - started < 20, out  # not the export's 120 s
+    assert "was not finished in this session" in out
+    model = local_model(store)
+    assert "model.safetensors" in model and "derived.json" not in model
+    saved = json.loads((checkpoint.latest_complete(store, log=lambda _: None) / "state.json").read_text())
+    assert saved["export_pending"] is True and saved["step"] == json.loads((store / "status.json").read_text())["step"]

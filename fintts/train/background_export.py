@@ -10,13 +10,14 @@ session killed mid-way leaves ``model/`` as the quick export wrote it (the copy 
 the next start). The main process waits for the newest one before its final save
 (:meth:`BackgroundExport.settle`), so the final push carries the graphs when the clock allows.
 
-One worker at a time: the slow part is CPU work, and the CPU also feeds the devices.
+One worker at a time, at the lowest CPU priority: the slow part is CPU work, and the CPU also feeds the devices.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fintts.train.saving import replace_export
+
+#: Seconds between looks at a signal or the deadline while the final save waits for an export.
+WAIT_STEP = 0.1
+#: The worker thread's niceness (Linux): the CPU that feeds the devices goes to training first.
+NICENESS = 19
 
 
 @dataclass
@@ -37,6 +43,7 @@ class _Job:
     done: threading.Event = field(default_factory=threading.Event)
 
     def run(self, derive: Callable[[Path], None]) -> None:
+        _yield_to_training()
         try:
             derive(self.folder)
         except BaseException as err:  # reported by the main thread, which owns the warnings
@@ -104,20 +111,32 @@ class BackgroundExport:
         self._job.thread = threading.Thread(target=self._job.run, args=(derive,), name="fintts-export", daemon=True)
         self._job.thread.start()
 
-    def settle(self, deadline: float | None) -> float | None:
-        """Finish the newest export before ``deadline`` (a ``time.time()``; ``None``: none); the seconds waited, or ``None``
-        when it did not finish in time (then ``final`` keeps the quick part, and a person is told how to finish it)."""
+    def settle(self, deadline: float | None, interrupted: Callable[[], bool] = lambda: False) -> float | None:
+        """Finish the newest export before ``deadline`` (a ``time.time()``; ``None``: none) unless ``interrupted()``; the
+        seconds waited, or ``None`` when it did not finish (then ``final`` keeps the quick part, and a person is told)."""
         started = time.time()
         while self.pending():
             job = self._job
             if job is not None:
-                timeout = None if deadline is None else max(0.0, deadline - time.time())
-                if not job.done.wait(timeout):
-                    self._warn(f"the export of {self.final} at step {self._step} did not finish before the session's end: "
-                               f"it holds the quick part only (for a voice, `fintts export --onnx --voice {self.final}` finishes it)")
+                while not job.done.wait(WAIT_STEP) and (deadline is None or time.time() < deadline) and not interrupted():
+                    pass
+                if not job.done.is_set():
+                    self._warn(f"the export of {self.final} at step {self._step} was not finished in this session: it holds "
+                               f"the quick part only; the next session finishes it (for a voice, so does "
+                               f"`fintts export --onnx --voice {self.final}`)")
                     return None
             self.poll()
         return time.time() - started
+
+
+def _yield_to_training() -> None:
+    """Lower this thread's CPU priority, and so its helper threads' (they inherit it); Linux's niceness is per thread."""
+    if sys.platform != "linux":  # elsewhere the id would name a process: the export keeps the training's priority
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
+    except OSError:
+        pass  # not allowed here: the export keeps the training's priority
 
 
 def _link_or_copy(source: str, target: str) -> None:

@@ -665,18 +665,23 @@ class Trainer:
         """Put a finished background export in place (main process); the final save waits for it, so the clock's reserve
         counts its time with the save's."""
         seconds = self.exports.poll()
+        self.state.export_pending = self.exports.pending()
         if seconds is not None:
-            self.state.export_pending = self.exports.pending()
             self.clock.record(seconds + (self._durable or 0.0))
             self.state.durable_seconds = list(self.clock.measured)
 
-    def _settle_exports(self) -> None:
+    def _settle_exports(self, reason: StopReason) -> None:
         """Before the final save, the main process finishes the newest background export (so the final push carries it)
-        while the others wait off the device; it gives up when only the final save's own time is left."""
+        while the others wait off the device. It gives up when only the final save's own time is left, or on a signal
+        (a stop asked for by a signal, or one while it waits): the export is then the next session's to make."""
         if self.main:
             closing = self.clock.closing_time()
             need = self._durable or self.clock.initial_reserve / 2
-            seconds = self.exports.settle(None if closing is None else closing - 2 * need)
+            deadline = time.time() if reason in (StopReason.SIGINT, StopReason.SIGTERM) else (
+                None if closing is None else closing - 2 * need)
+            seen = self.stop.received
+            seconds = self.exports.settle(deadline, interrupted=lambda: self.stop.received > seen)
+            self.state.export_pending = self.exports.pending()  # what the final checkpoint tells the next session
             if seconds:
                 self.log(f"waited {seconds:.1f} s for the export of {MODEL_DIR}/ to finish")
             announce("exports")
@@ -693,7 +698,7 @@ class Trainer:
         """
         self.session.reason = reason.value  # before the final save, so the checkpoint's sessions log says why
         started = time.time()
-        self._settle_exports()
+        self._settle_exports(reason)
         here = checkpoint.name_for_step(self.state.step)
         if reason in (StopReason.DIVERGED, StopReason.DISK_FULL):  # keep latest as it is: the last good checkpoint / no room for another
             latest = checkpoint.read_latest(self.store.root)
