@@ -32,7 +32,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import VitsModel
+from safetensors.torch import load_file
+from transformers import VitsConfig, VitsModel
 
 from fintts.tts.onnx_backend import INPUTS, OUTPUTS
 from fintts.tts.text import FinnishText
@@ -153,5 +154,15 @@ def _quantize(graph: Path, out: Path, feeds: list[dict[str, np.ndarray]]) -> Pat
 def export_folder(folder: Path, *, int8: bool = True) -> list[Path]:
     """``fintts export --onnx``, and the trainer's background part of a new best's export: the ONNX graphs of the voice
     already saved in ``folder`` (weights only from safetensors), made without touching torch's global generators."""
-    vits = VitsModel.from_pretrained(folder, use_safetensors=True, torch_dtype=torch.float32)
-    return export_onnx(vits, folder, FinnishText.from_folder(folder), int8=int8, private=True)
+    return export_onnx(_load_quietly(folder), folder, FinnishText.from_folder(folder), int8=int8, private=True)
+
+
+def _load_quietly(folder: Path) -> VitsModel:
+    """The voice's float32 model from its safetensors, drawing nothing from torch's global generator: built on the meta
+    device and given the weights (``from_pretrained`` initialises with random draws, from a generator that a training
+    in another thread owns: its resumed run would no longer be bit-identical)."""
+    with torch.device("meta"):
+        model = VitsModel(VitsConfig.from_pretrained(folder))
+    weights = load_file(str(folder / "model.safetensors"))
+    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in weights.items()}, assign=True)
+    return model
