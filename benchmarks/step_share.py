@@ -5,7 +5,8 @@
 trains one session of ``configs/mms-fin.yaml`` on the stand-ins of ``benchmarks/stand_ins.py``
 (written to ``OUT`` once, then reused) in ``OUT/run-<device>`` (emptied first) and reads what
 the session recorded about itself: seconds per phase (:data:`fintts.train.state.PHASES`:
-start-up, steps, validations with their exports, checkpoints, the final save).
+start-up, steps, validations with the quick part of each new best's export, checkpoints, the final save,
+which waits for the newest best's ONNX graphs, made in the background).
 
 A session long enough to validate at the config's cadence (``eval_every: 250``) takes hours on
 a CPU, so the measured session validates every ``steps / validations`` steps instead, and the

@@ -33,6 +33,7 @@ from safetensors.torch import load_model
 from torch.utils.data import DataLoader
 
 from fintts.train import card, checkpoint, data_drift, memory, phases, status, validation
+from fintts.train.background_export import BackgroundExport
 from fintts.train.building import BuiltPhase, build_phase, describe_data
 from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
 from fintts.train.collective import announce, await_main, post_failure, posted_failures, read_note, vote
@@ -115,6 +116,8 @@ class Trainer:
         try:
             if self.main:
                 self.store.acquire(self.session.id, force=self.force)
+                self.exports = BackgroundExport(self.store.root / MODEL_DIR, self._warn)
+            self._durable: float | None = None  # seconds the newest checkpoint took to save and push (main process)
             started = time.time()
             folder, saved = self._resume_point()
             self._spent("resume", started)
@@ -128,6 +131,8 @@ class Trainer:
             self._build()
             started = time.time()
             resumed_from = self._resume(folder) if folder is not None else self._begin()
+            if self.main and self.state.export_pending and (self.store.root / MODEL_DIR).is_dir():
+                self._export_later()  # an earlier session ended before the slow part of model/'s export was made
             self._spent("resume", started)
             self.session.start_step = self.session.end_step = self.state.step
             self.state.sessions.append(self.session)
@@ -419,6 +424,8 @@ class Trainer:
                 flags.save_by_time = steady and bool(every) and time.time() - last_save >= every
                 flags.save_by_steps = steady and bool(cfg.checkpoint_every_steps) and self.state.step % cfg.checkpoint_every_steps == 0
             flags.signal = self.stop.signal_name
+            if self.main:
+                self._poll_exports()
             decision = decide(
                 flags, rank=self.rank, world=self.world, device=self.device,
                 early_stop_ends_run=phases.in_last_phase(self.config.train.phases, self.state),
@@ -614,12 +621,14 @@ class Trainer:
                 self._good.add(name)
                 if self.state.best_step is None:  # no validated best yet: the newest weights are the model
                     self._export()
+                self._poll_exports()  # a finished background export goes into this push
                 holder = self.state.best_checkpoint
                 phase_ends = [record["checkpoint"] for record in self.state.phases]  # each phase's last weights
                 self.store.prune(self.cfg.keep_last, ([holder] if holder else []) + phase_ends)
                 self._write_status("running")
                 self.store.publish(name, final=final)
-                self.clock.record(time.time() - started + max(self.store.transfer_seconds()[-5:] or [0.0]))
+                self._durable = time.time() - started + max(self.store.transfer_seconds()[-5:] or [0.0])
+                self.clock.record(self._durable)
                 self.state.durable_seconds = list(self.clock.measured)
         (full,) = vote([full], self.device)
         self.accelerator.wait_for_everyone()
@@ -637,11 +646,47 @@ class Trainer:
         self.log("stopping: " + self.session.warnings[-1])
 
     def _export(self) -> None:
-        """Replace ``model/`` with the task's export; a disk too full for it keeps the previous one, and says so."""
+        """Replace ``model/`` with the task's export, and start its slow part in the background; a disk too full for it
+        keeps the previous one, and says so."""
         final = self.store.root / MODEL_DIR
         err = replace_export(final, lambda folder: self.built.task.export(self.built.models, folder))
         if err is not None:
             self._warn(f"could not export {final} at step {self.state.step} ({err}); it holds the previous export")
+            return
+        self._export_later()
+
+    def _export_later(self) -> None:
+        """Start the slow part of the export ``model/`` holds (main process), in the background."""
+        derive = self.built.task.export_later()
+        self.state.export_pending = derive is not None
+        self.exports.exported(derive, self.state.step)
+
+    def _poll_exports(self) -> None:
+        """Put a finished background export in place (main process); the final save waits for it, so the clock's reserve
+        counts its time with the save's."""
+        seconds = self.exports.poll()
+        self.state.export_pending = self.exports.pending()
+        if seconds is not None:
+            self.clock.record(seconds + (self._durable or 0.0))
+            self.state.durable_seconds = list(self.clock.measured)
+
+    def _settle_exports(self, reason: StopReason) -> None:
+        """Before the final save, the main process finishes the newest background export (so the final push carries it)
+        while the others wait off the device. It gives up when only the final save's own time is left, or on a signal
+        (a stop asked for by a signal, or one while it waits): the export is then the next session's to make."""
+        if self.main:
+            closing = self.clock.closing_time()
+            need = self._durable or self.clock.initial_reserve / 2
+            deadline = time.time() if reason in (StopReason.SIGINT, StopReason.SIGTERM) else (
+                None if closing is None else closing - 2 * need)
+            seen = self.stop.received
+            seconds = self.exports.settle(deadline, interrupted=lambda: self.stop.received > seen)
+            self.state.export_pending = self.exports.pending()  # what the final checkpoint tells the next session
+            if seconds:
+                self.log(f"waited {seconds:.1f} s for the export of {MODEL_DIR}/ to finish")
+            announce("exports")
+        else:
+            await_main("exports", self.clock.end)
 
     # ------------------------------------------------------------------ the end
     def _finish(self, reason: StopReason, resumed_from: str | None) -> SessionSummary:
@@ -653,6 +698,7 @@ class Trainer:
         """
         self.session.reason = reason.value  # before the final save, so the checkpoint's sessions log says why
         started = time.time()
+        self._settle_exports(reason)
         here = checkpoint.name_for_step(self.state.step)
         if reason in (StopReason.DIVERGED, StopReason.DISK_FULL):  # keep latest as it is: the last good checkpoint / no room for another
             latest = checkpoint.read_latest(self.store.root)

@@ -80,6 +80,9 @@ class TrainerState:
     #: the task's :class:`~fintts.train.task.DataFingerprint` (items, held-out items, labels), if it gives one.
     data: dict[str, Any] | None = None
     sessions: list[SessionRecord] = dataclasses.field(default_factory=list)
+    #: ``model/`` holds an export whose slow part (``Task.export_later``, made in the background) it lacks: a session
+    #: ended before it was made, so the next one makes it.
+    export_pending: bool = False
     #: seconds recent checkpoints took to become durable (save + upload): the clock's reserve.
     durable_seconds: list[float] = dataclasses.field(default_factory=list)
     #: mean losses every ``log_every`` steps and validation metrics, for plots and summaries.

@@ -200,7 +200,18 @@ class Task(abc.ABC):
         return Evaluation(metrics={})
 
     def export(self, models: Mapping[str, nn.Module], out_dir: Path) -> None:
-        """Write the user-facing artefact (the best model so far) into ``out_dir``."""
+        """Write the user-facing artefact (the best model so far) into ``out_dir``: its quick part (the weights)."""
+
+    def export_later(self) -> Callable[[Path], None] | None:
+        """The slow part of :meth:`export` (ONNX graphs, say), or ``None``: a function that adds its files to a folder
+        :meth:`export` wrote, from that folder's files alone.
+
+        The trainer runs it in a background thread of the main process while training goes on,
+        on a copy of the folder, and puts the result in place only if the folder still holds the
+        same export. It must not touch the live models, draw from torch's global random
+        generators, or write outside the folder it is given.
+        """
+        return None
 
     def resolved_settings(self) -> dict[str, Any]:
         """Config values this task decided from its data when it was built (e.g. ``speaker: best`` → a name).

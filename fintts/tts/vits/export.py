@@ -32,7 +32,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import VitsModel
+from safetensors.torch import load_file
+from transformers import VitsConfig, VitsModel
 
 from fintts.tts.onnx_backend import INPUTS, OUTPUTS
 from fintts.tts.text import FinnishText
@@ -68,7 +69,7 @@ def save_voice(vits: VitsModel, out_dir: Path, text: FinnishText, speakers: Sequ
 
 
 def export_onnx(vits: VitsModel, out_dir: Path, text: FinnishText, *, int8: bool = True,
-                sentences: Sequence[str] = CALIBRATION_SENTENCES) -> list[Path]:
+                sentences: Sequence[str] = CALIBRATION_SENTENCES, private: bool = False) -> list[Path]:
     """Write ``model.onnx`` (and ``model.int8.onnx``) for ``vits`` into ``out_dir``; returns the files.
 
     Works on a float32 CPU copy: the caller's model (a training model on a GPU, say)
@@ -77,10 +78,16 @@ def export_onnx(vits: VitsModel, out_dir: Path, text: FinnishText, *, int8: bool
     layers' classes, and folding the copy's weight norm would strip the original's. Its
     random initialisation draws from a forked generator, so exporting in the middle of
     training leaves the run's random stream (and so a resumed run's bit-identity) alone.
+    ``private``: ``vits`` is a float32 CPU model nothing else uses (loaded from a folder), folded
+    in place without a copy: no draw from (or restore of) the global generator, which a
+    training running in another thread owns.
     """
-    with torch.random.fork_rng(devices=[]):
-        model = VitsModel(copy.deepcopy(vits.config)).eval()
-    model.load_state_dict({name: tensor.float() for name, tensor in vits.state_dict().items()})
+    if private:
+        model = vits.eval()
+    else:
+        with torch.random.fork_rng(devices=[]):
+            model = VitsModel(copy.deepcopy(vits.config)).eval()
+        model.load_state_dict({name: tensor.float() for name, tensor in vits.state_dict().items()})
     model = fold_weight_norm(model)
     synthesizer = VitsSynthesizer(model)
     feeds = list(_feeds(model, text, sentences))
@@ -145,5 +152,17 @@ def _quantize(graph: Path, out: Path, feeds: list[dict[str, np.ndarray]]) -> Pat
 
 
 def export_folder(folder: Path, *, int8: bool = True) -> list[Path]:
-    """``fintts export --onnx``: the ONNX graphs of the voice already saved in ``folder`` (weights only from safetensors)."""
-    return export_onnx(VitsModel.from_pretrained(folder, use_safetensors=True), folder, FinnishText.from_folder(folder), int8=int8)
+    """``fintts export --onnx``, and the trainer's background part of a new best's export: the ONNX graphs of the voice
+    already saved in ``folder`` (weights only from safetensors), made without touching torch's global generators."""
+    return export_onnx(_load_quietly(folder), folder, FinnishText.from_folder(folder), int8=int8, private=True)
+
+
+def _load_quietly(folder: Path) -> VitsModel:
+    """The voice's float32 model from its safetensors, drawing nothing from torch's global generator: built on the meta
+    device and given the weights (``from_pretrained`` initialises with random draws, from a generator that a training
+    in another thread owns: its resumed run would no longer be bit-identical)."""
+    with torch.device("meta"):
+        model = VitsModel(VitsConfig.from_pretrained(folder))
+    weights = load_file(str(folder / "model.safetensors"))
+    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in weights.items()}, assign=True)
+    return model

@@ -50,7 +50,7 @@ from fintts.tts.speakers import BEST, analyse_speakers
 from fintts.tts.text import FALLBACK_VOCAB, FinnishText
 from fintts.tts.vits.card import is_mms, run_card
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
-from fintts.tts.vits.export import save_voice
+from fintts.tts.vits.export import export_folder, save_voice
 from fintts.tts.vits.generator import (
     CHECKPOINTABLE_BLOCKS,
     VitsTrainingForward,
@@ -154,8 +154,8 @@ class VitsTaskConfig:
     #: set ``speaker``. Checkpoints and ``model/adapters/<speaker>/`` keep it in peft's layout.
     lora: LoraSettings = dataclasses.field(default_factory=LoraSettings)
     #: write model.onnx and model.int8.onnx with each exported voice, so a laptop without torch can
-    #: speak it. It costs each new best voice 5-10 s for the demo voice and 25-75 s for an MMS-sized
-    #: one on a shared 2-core CPU (README, "On a laptop").
+    #: speak it. They take 5-10 s for the demo voice and 25-75 s for an MMS-sized one on a shared
+    #: 2-core CPU, made in the background while training goes on (see fintts.train.background_export).
     export_onnx: bool = free_setting(True)
 
     def __post_init__(self) -> None:
@@ -562,13 +562,17 @@ class VitsTask(Task):
         ``adapters/<speaker>/`` — ``fintts merge`` makes the adapted voice a folder of its own, with its graphs."""
         vits = unwrap(models["model"]).model
         if self.adapter is None:
-            save_voice(vits, out_dir, self.text, self.speakers, card=self._model_card(vits), onnx=self.config.export_onnx)
+            save_voice(vits, out_dir, self.text, self.speakers, card=self._model_card(vits), onnx=False)  # graphs: export_later
             return
         base = standard_model(vits.config, base_weights(vits.state_dict()))
         save_voice(base, out_dir, self.text, self.speakers, card=self._model_card(base), onnx=False)
         for rel, data in self.checkpoint_files(models).items():
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             (out_dir / rel).write_bytes(data)
+
+    def export_later(self):
+        """The ONNX graphs, made from the voice folder :meth:`export` wrote (an adapter phase's base voice gets none)."""
+        return export_folder if self.config.export_onnx and self.adapter is None else None
 
     def checkpoint_files(self, models) -> dict[str, bytes]:
         if self.adapter is None:

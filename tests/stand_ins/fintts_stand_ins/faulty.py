@@ -14,6 +14,9 @@ run) for ``fault_steps`` micro-batches (0: for ever):
 - ``eval-error``: the ``fault_at``-th validation raises ``ValueError``;
 - ``slow-status``: describing the run for its status (main process only, at the start and in
   every save) takes ``fault_seconds``: the main process is held back while the others go on;
+- ``slow-export``: the export's slow part (:meth:`Task.export_later`, as a voice's ONNX graphs) takes
+  ``fault_seconds`` and then writes ``derived.json`` with the sha256 of the folder's ``model.safetensors``
+  (what it was made from), so a test can see that ``model/`` never mixes weights;
 - ``linger``: after its session the process never leaves the process group, so it never exits
   (as a NCCL teardown can hang).
 
@@ -28,6 +31,8 @@ a VITS posterior would get) to ``noise_dir/rank-<rank>.json``.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -41,6 +46,12 @@ from fintts_stand_ins.toy import ToyConfig, ToyTask
 
 def _hang(*args, **kwargs) -> None:
     time.sleep(600)
+
+
+def _derive_slowly(seconds: float, folder: Path) -> None:
+    time.sleep(seconds)
+    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    (folder / "derived.json").write_text(json.dumps({"model.safetensors": digest}))
 
 
 @dataclasses.dataclass
@@ -105,6 +116,11 @@ class FaultyToy(ToyTask):
         if self.config.fault == "escape":
             evaluation.files["../../../escaped.json"] = b'{"written": "outside the checkpoint"}'
         return evaluation
+
+    def export_later(self):
+        if self.config.fault == "slow-export":
+            return functools.partial(_derive_slowly, self.config.fault_seconds)
+        return super().export_later()
 
     def describe(self):
         if self.config.fault == "slow-status" and self._here():

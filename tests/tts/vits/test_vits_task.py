@@ -92,6 +92,15 @@ def test_exported_voice_loads_in_plain_transformers_and_fintts(trained):
     assert "language: fi" in card and "text-to-speech" in card
 
 
+def test_the_final_voices_onnx_graphs_are_of_its_own_weights(trained):
+    # the graphs are made in the background from model/'s own files: they speak as its torch weights do
+    model_dir = trained[0] / "store" / "model"
+    assert (model_dir / "model.onnx").is_file() and (model_dir / "model.int8.onnx").is_file()
+    said = [load_voice(model_dir, "espeak_f2", backend=b, int8=False, seed=5).synthesize("Hyvää päivää.")[0]
+            for b in ("onnx", "torch")]
+    np.testing.assert_allclose(*said, atol=1e-4, rtol=0)
+
+
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_a_few_steps_under_cpu_autocast_stay_finite(tmp_path, precision):
     config = tiny_config(tmp_path, precision=precision, max_steps=4, eval_every=0)

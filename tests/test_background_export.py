@@ -1,0 +1,143 @@
+"""The slow part of an export (a voice's ONNX graphs) made in the background: training goes on meanwhile, ``model/``
+never holds files derived from other weights than its own (here, on the Hub, after a kill), and the final voice
+has them. The stand-in task's ``slow-export`` fault makes that part slow and records what it was made from."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import time
+
+import pytest
+
+from fintts.train import checkpoint
+from hub_helpers import REPO
+from trainer_helpers import FAULTY, cli, start_cli, stop, write_config
+
+SLOW = dict(task=FAULTY, adversarial=False, fault="slow-export", eval_every=4, checkpoint_every_steps=4, step_delay=0.02)
+
+
+def consistent(files: dict[str, bytes]) -> bool:
+    """Was ``derived.json`` made from the ``model.safetensors`` beside it? (``False`` when it is missing.)"""
+    if "derived.json" not in files:
+        return False
+    return json.loads(files["derived.json"])["model.safetensors"] == hashlib.sha256(files["model.safetensors"]).hexdigest()
+
+
+def local_model(store) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in (store / "model").iterdir()}
+
+
+def session(store) -> dict:
+    return json.loads((store / "status.json").read_text())["sessions"][-1]
+
+
+def test_training_goes_on_while_the_export_is_made_and_the_final_voice_has_it(tmp_path):
+    config = write_config(tmp_path, **SLOW, max_steps=32, fault_seconds=2.0)
+    store = tmp_path / "store"
+    result = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    bests = [line for line in result.stdout.splitlines() if "(best" in line]
+    assert len(bests) >= 4  # eight validations, each (at least at first) a new best whose export takes 2 s
+    phases = session(store)["phases"]
+    assert phases["validation"] < 2.0, phases  # no validation waited for an export
+    assert consistent(local_model(store))  # the final voice's slow part, of its own weights
+    assert not list(store.glob(".model-*")), list(store.glob(".model-*"))
+    saved = json.loads((checkpoint.latest_complete(store, log=lambda _: None) / "state.json").read_text())
+    assert saved["export_pending"] is False  # nothing left for the next session to make
+
+
+@pytest.mark.slow
+def test_every_model_folder_pushed_to_the_hub_is_of_one_export(tmp_path, hub_env):
+    hub = hub_env
+    config = write_config(tmp_path, **SLOW, max_steps=40, fault_seconds=0.6, checkpoint_every=0)
+    result = cli("train", str(config), "--hub-repo", REPO, "--store", str(tmp_path / "store"), "--push-every", "0",
+                 "--no-progress", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    with_model, complete = 0, 0
+    for commit in hub.commits(REPO):
+        files = hub.files(REPO, commit["oid"])
+        model = {path.removeprefix("model/"): data for path, data in files.items() if path.startswith("model/")}
+        if not model:
+            continue
+        with_model += 1
+        if "derived.json" in model:
+            complete += 1
+            assert consistent(model), commit["summary"]  # never the slow part of other weights
+    assert with_model >= 2 and complete >= 1
+    final = {path.removeprefix("model/"): data for path, data in hub.files(REPO).items() if path.startswith("model/")}
+    assert consistent(final)  # the final voice on the Hub has its slow part
+
+
+@pytest.mark.slow
+def test_a_session_killed_mid_export_leaves_a_consistent_model_and_the_next_one_completes_it(tmp_path):
+    config = write_config(tmp_path, **SLOW, max_steps=100_000, fault_seconds=120.0)
+    store = tmp_path / "store"
+    process = start_cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    deadline = time.time() + 120
+    while not list(store.glob(".model-later-*")) and time.time() < deadline:
+        assert process.poll() is None, process.stdout.read()
+        time.sleep(0.05)
+    time.sleep(0.5)  # training goes on, the export does not end
+    stop(process, signal.SIGKILL)
+    model = local_model(store)
+    assert "model.safetensors" in model and "derived.json" not in model  # the quick part, nothing half-made
+
+    killed_at = checkpoint.step_of(checkpoint.read_latest(store))
+    config = write_config(tmp_path, **{**SLOW, "eval_every": 0}, max_steps=killed_at + 8, fault_seconds=0.5)  # no new best
+    resumed = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert not list(store.glob(".model-*")), list(store.glob(".model-*"))  # the killed session's copy is gone
+    assert consistent(local_model(store))
+
+
+@pytest.mark.slow
+def test_two_processes_agree_while_the_main_one_finishes_the_export_before_its_final_save(tmp_path):
+    config = write_config(tmp_path, **SLOW, max_steps=16, fault_seconds=3.0, fault_rank=0)
+    store = tmp_path / "store"
+    result = cli("train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress", cwd=tmp_path,
+                 timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads((store / "status.json").read_text())["state"] == "finished"
+    assert consistent(local_model(store))
+    assert len(json.loads((checkpoint.latest_complete(store, log=lambda _: None) / "state.json").read_text())["rng"]) == 2
+
+
+@pytest.mark.slow
+def test_an_export_too_slow_for_the_budget_is_left_for_the_next_session_and_the_session_ends_in_time(tmp_path):
+    config = write_config(tmp_path, **SLOW, max_steps=100_000, fault_seconds=600.0)
+    store = tmp_path / "store"
+    started = time.time()
+    result = cli("train", str(config), "--store", str(store), "--budget", "20s", "--no-progress", cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert time.time() - started < 30
+    status = json.loads((store / "status.json").read_text())
+    assert status["state"] in ("paused", "finished") and "was not finished in this session" in result.stdout + result.stderr
+    model = local_model(store)
+    assert "model.safetensors" in model and "derived.json" not in model
+
+    config = write_config(tmp_path, **{**SLOW, "eval_every": 0}, max_steps=status["step"] + 4, fault_seconds=0.2)
+    resumed = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert consistent(local_model(store))
+
+
+@pytest.mark.slow
+def test_a_signal_ends_the_session_without_waiting_for_the_export(tmp_path):
+    config = write_config(tmp_path, **SLOW, max_steps=100_000, fault_seconds=120.0)
+    store = tmp_path / "store"
+    process = start_cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    deadline = time.time() + 120
+    while not list(store.glob(".model-later-*")) and time.time() < deadline:
+        assert process.poll() is None, process.stdout.read()
+        time.sleep(0.05)
+    started = time.time()
+    out = stop(process, signal.SIGTERM)
+    assert process.returncode == 0, out
+    assert time.time() - started < 20, out  # not the export's 120 s
+    assert "was not finished in this session" in out
+    model = local_model(store)
+    assert "model.safetensors" in model and "derived.json" not in model
+    saved = json.loads((checkpoint.latest_complete(store, log=lambda _: None) / "state.json").read_text())
+    assert saved["export_pending"] is True and saved["step"] == json.loads((store / "status.json").read_text())["step"]
