@@ -65,6 +65,23 @@ class ValidationFailed(RuntimeError):
     """Another process's validation raised; every process ends the session with it (the vote said so)."""
 
 
+@dataclasses.dataclass
+class _Pace:
+    """What one session's loop carries from step to step: how long steps and validations take, when it last saved."""
+
+    last_save: float
+    #: the session's checkpoint interval by time, as the session began (a phase switch keeps it)
+    checkpoint_every: float | None = None
+    step_times: list[float] = dataclasses.field(default_factory=list)  # the last 20
+    eval_seconds: float = 0.0
+    skipped: int = 0
+    last_skipped: str = ""
+
+    @property
+    def mean_step(self) -> float:
+        return sum(self.step_times) / len(self.step_times)
+
+
 class Trainer:
     """Trains one session of a run and leaves it resumable.
 
@@ -354,75 +371,35 @@ class Trainer:
 
     def _train(self) -> StopReason:
         """Step until the processes decide together to stop: for each step, step, log, validate, decide, save or stop."""
-        cfg = self.cfg
-        every = cfg.checkpoint_every
-        last_save = time.time()
-        step_times: list[float] = []
-        eval_seconds = 0.0
-        window = LossWindow()
-        unusual, last_unusual = 0, ""
+        pace, window, writer = _Pace(time.time(), self.cfg.checkpoint_every), LossWindow(), self._tensorboard()
         bar = SessionBar(
-            step=self.state.step, max_steps=self.built.max_steps, clock=self.clock, enabled=self.progress and self.main, desc=cfg.run_name
+            step=self.state.step, max_steps=self.built.max_steps, clock=self.clock, enabled=self.progress and self.main,
+            desc=self.cfg.run_name,
         )
-        writer = self._tensorboard()
-        loader = self._loader()
-        batches = iter(loader)
-        for model in self.built.models.values():
-            model.train()
+        loader, batches = self._batches()
         decision = Decision(stop=None, save=False)
         while decision.stop is None:
-            flags, validated = Flags(), False
+            flags, validated, diverged = Flags(), False, None
             ended = phases.phase_end(self.config.train.phases, self.state, self.built.plan.steps_per_epoch)
             if ended:
                 if not self._next_phase(ended):
                     return StopReason.DISK_FULL
-                cfg, loader = self.cfg, self._loader()
-                batches = iter(loader)
-                if cfg.eval_every:  # a phase starts with a validation of the weights it begins from
-                    flags.early_stop, flags.validation_error = self._validate(writer)
-                    validated = True
-                for model in self.built.models.values():
-                    model.train()
+                loader, batches = self._batches()
+                if self.cfg.eval_every:  # a phase starts with a validation of the weights it begins from
+                    validated = self._validate_into(flags, writer)
             started = time.time()
             if self.state.step_in_epoch >= self.built.plan.steps_per_epoch:
-                self.state.epoch += 1
-                self.state.step_in_epoch = 0
-                self.sampler.set_epoch(self.state.epoch)
-                batches = iter(loader)
+                batches = self._next_epoch(loader)
             losses, skipped, out_of_memory = optimizer_step(
                 self.built, batches, accelerator=self.accelerator, guard=self.guard, precision=self.precision,
                 device=self.device, rank=self.rank, world=self.world,
             )
-            diverged = None
             if out_of_memory is not None:
                 flags.out_of_memory = True
             else:
-                self.state.step += 1
-                self.state.step_in_epoch += 1
-                step_times = (step_times + [time.time() - started])[-20:]
-                self._spent("steps", started)
-                window.add(losses, step_times[-1])
-                if skipped is not None and skipped != FP16_OVERFLOW:
-                    unusual, last_unusual = unusual + 1, skipped
-                    if self.guard.in_row == 1 or "spike" in skipped:
-                        self.log(f"step {self.state.step} skipped: {skipped}")
-                if self.state.step % cfg.log_every == 0 or self.state.step == self.built.max_steps:
-                    self._record_losses(window, writer)
-                if cfg.eval_every and self.state.step % cfg.eval_every == 0:
-                    validated = True
-                    eval_started = time.time()
-                    early, failed = self._validate(writer)
-                    flags.early_stop, flags.validation_error = flags.early_stop or early, flags.validation_error or failed
-                    eval_seconds = time.time() - eval_started
-                    self._spent("validation", eval_started)
-                next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
-                diverged = self.guard.verdict(self.built.scaler.get_scale() if self.built.scaler.is_enabled() else None)
-                flags.diverged = diverged is not None
-                flags.max_steps = self.state.step >= self.built.max_steps
-                flags.deadline = self.clock.must_stop(max(step_times) * 1.2 + (eval_seconds if next_eval else 0.0))
-                steady = self.guard.in_row == 0  # while steps are being skipped, latest stays the last good checkpoint
-                flags.save_by_time = steady and bool(every) and time.time() - last_save >= every
-                flags.save_by_steps = steady and bool(cfg.checkpoint_every_steps) and self.state.step % cfg.checkpoint_every_steps == 0
+                self._count_step(started, losses, skipped, pace, window, writer)
+                validated = self._validate_if_due(flags, writer, pace) or validated
+                diverged = self._judge(flags, pace)
             flags.signal = self.stop.signal_name
             if self.main:
                 self._poll_exports()
@@ -432,29 +409,90 @@ class Trainer:
             )
             if validated:
                 self.state.stopped_early = decision.early_stop
-            if decision.stop is StopReason.VALIDATION_ERROR:
-                self._validation_failed(decision.failed_processes)
-            elif decision.stop is StopReason.OUT_OF_MEMORY:
-                self._out_of_memory(out_of_memory)
-            elif decision.stop is StopReason.DIVERGED:
-                self._diverged(diverged or "the steps of another process diverged")
-            elif decision.save:
-                saving = time.time()
-                if not self._save():
-                    decision = Decision(stop=StopReason.DISK_FULL, save=False)
-                self._spent("checkpoints", saving)
-                last_save = time.time()
+            decision = self._act(decision, out_of_memory, diverged, pace)
             if out_of_memory is None:
-                bar.update(
-                    self.state.step,
-                    loss=f"{losses.get(self.built.main_loss, float('nan')):.4g}", s_step=f"{sum(step_times) / len(step_times):.2f}",
-                )
+                bar.update(self.state.step, loss=f"{losses.get(self.built.main_loss, float('nan')):.4g}", s_step=f"{pace.mean_step:.2f}")
         bar.close()
         self._record_losses(window, writer)
-        if unusual:
-            self.session.warnings.append(f"{unusual} step(s) were skipped in this session, the last for: {last_unusual}")
+        if pace.skipped:
+            self.session.warnings.append(f"{pace.skipped} step(s) were skipped in this session, the last for: {pace.last_skipped}")
         writer.close()
         return decision.stop
+
+    def _batches(self) -> tuple[DataLoader, Any]:
+        """The phase's loader from where the run stands, its first batches, and its models in training mode."""
+        loader = self._loader()
+        for model in self.built.models.values():
+            model.train()
+        return loader, iter(loader)
+
+    def _next_epoch(self, loader: DataLoader) -> Any:
+        self.state.epoch += 1
+        self.state.step_in_epoch = 0
+        self.sampler.set_epoch(self.state.epoch)
+        return iter(loader)
+
+    def _count_step(self, started: float, losses: dict[str, float], skipped: str | None, pace: _Pace, window: LossWindow,
+                    writer: Board) -> None:
+        """A step taken: the run's counters, its time, its losses (logged when due) and whether it was skipped."""
+        self.state.step += 1
+        self.state.step_in_epoch += 1
+        pace.step_times = (pace.step_times + [time.time() - started])[-20:]
+        self._spent("steps", started)
+        window.add(losses, pace.step_times[-1])
+        if skipped is not None and skipped != FP16_OVERFLOW:
+            pace.skipped, pace.last_skipped = pace.skipped + 1, skipped
+            if self.guard.in_row == 1 or "spike" in skipped:
+                self.log(f"step {self.state.step} skipped: {skipped}")
+        if self.state.step % self.cfg.log_every == 0 or self.state.step == self.built.max_steps:
+            self._record_losses(window, writer)
+
+    def _validate_if_due(self, flags: Flags, writer: Board, pace: _Pace) -> bool:
+        """Validate when ``eval_every`` says so, timed (the clock keeps room for the next one); whether it ran."""
+        if not (self.cfg.eval_every and self.state.step % self.cfg.eval_every == 0):
+            return False
+        started = time.time()
+        self._validate_into(flags, writer)
+        pace.eval_seconds = time.time() - started
+        self._spent("validation", started)
+        return True
+
+    def _validate_into(self, flags: Flags, writer: Board) -> bool:
+        early, failed = self._validate(writer)
+        flags.early_stop, flags.validation_error = flags.early_stop or early, flags.validation_error or failed
+        return True
+
+    def _judge(self, flags: Flags, pace: _Pace) -> str | None:
+        """This process's view after a step taken: divergence, the run's end, the deadline, a checkpoint due.
+
+        Returns why the steps diverged (``None``: they did not), for the message should the vote stop on it.
+        """
+        cfg = self.cfg
+        next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
+        diverged = self.guard.verdict(self.built.scaler.get_scale() if self.built.scaler.is_enabled() else None)
+        flags.diverged = diverged is not None
+        flags.max_steps = self.state.step >= self.built.max_steps
+        flags.deadline = self.clock.must_stop(max(pace.step_times) * 1.2 + (pace.eval_seconds if next_eval else 0.0))
+        steady = self.guard.in_row == 0  # while steps are being skipped, latest stays the last good checkpoint
+        flags.save_by_time = steady and bool(pace.checkpoint_every) and time.time() - pace.last_save >= pace.checkpoint_every
+        flags.save_by_steps = steady and bool(cfg.checkpoint_every_steps) and self.state.step % cfg.checkpoint_every_steps == 0
+        return diverged
+
+    def _act(self, decision: Decision, out_of_memory: OutOfMemory | None, diverged: str | None, pace: _Pace) -> Decision:
+        """Do what the processes decided: report the failure that stops them, or save; a save the disk refuses stops them."""
+        if decision.stop is StopReason.VALIDATION_ERROR:
+            self._validation_failed(decision.failed_processes)
+        elif decision.stop is StopReason.OUT_OF_MEMORY:
+            self._out_of_memory(out_of_memory)
+        elif decision.stop is StopReason.DIVERGED:
+            self._diverged(diverged or "the steps of another process diverged")
+        elif decision.save:
+            saving = time.time()
+            if not self._save():
+                decision = Decision(stop=StopReason.DISK_FULL, save=False)
+            self._spent("checkpoints", saving)
+            pace.last_save = time.time()
+        return decision
 
     def _next_phase(self, reason: str) -> bool:
         """End the current phase and build the next one from its final weights (see :mod:`fintts.train.phases`).
