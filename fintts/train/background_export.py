@@ -1,8 +1,8 @@
-"""The slow part of a task's export (ONNX graphs, say) made in the background, so training goes on meanwhile.
+"""The slow part of a task's export (ONNX graphs, say) made in a child process, so training goes on meanwhile.
 
 At a new best the main process replaces ``model/`` with the task's quick export (its
-weights) as before, then hands the slow part (:meth:`Task.export_later`) to a worker thread,
-which makes it in a hard-linked copy of that folder. Only the main thread swaps the finished
+weights) as before, then hands the slow part (:meth:`Task.export_later`) to a child process,
+which makes it in a hard-linked copy of that folder. Only the main process swaps the finished
 copy in, and only while ``model/`` still holds the export the copy was made from: a newer
 best meanwhile makes the copy stale (dropped; the newest one is made next). So ``model/``
 never holds files derived from other weights than its own whenever a push snapshots it, and a
@@ -10,26 +10,65 @@ session killed mid-way leaves ``model/`` as the quick export wrote it (the copy 
 the next start). The main process waits for the newest one before its final save
 (:meth:`BackgroundExport.settle`), so the final push carries the graphs when the clock allows.
 
-One worker at a time, at the lowest CPU priority: the slow part is CPU work, and the CPU also feeds the devices.
+Why a process and not a thread: an export is torch's tracer and onnxruntime's quantiser, neither of
+which can be abandoned half-way. A thread still inside them when the interpreter exits aborts the
+process (``terminate called without an active exception``, exit 134: a crashed Kaggle kernel after
+the summary) whenever the clock ends a session before its export. A child process can be ended:
+when the clock leaves no time for it, :meth:`settle` kills it and the export is recorded as pending
+for the next session. The child also keeps the export's warnings, logging switches and GIL off the
+training process. It is ended with its parent (``PR_SET_PDEATHSIG`` on Linux), ignores the
+terminal's SIGINT and the session's SIGTERM (the parent decides what a signal means), gets no Hub or
+Kaggle token in its environment, and runs at the lowest CPU priority: the CPU also feeds the devices.
+
+The task names its slow part as a module-level function (or a :func:`functools.partial` of one
+with JSON arguments); the child imports it by name, so nothing is pickled between the two.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fintts.train.saving import replace_export
 
 #: Seconds between looks at a signal or the deadline while the final save waits for an export.
 WAIT_STEP = 0.1
-#: The worker thread's niceness (Linux): the CPU that feeds the devices goes to training first.
+#: The child's niceness (Linux and macOS): the CPU that feeds the devices goes to training first.
 NICENESS = 19
+#: Environment variables a child that only writes files never needs (tokens are never handed on).
+SECRETS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN", "KAGGLE_KEY", "KAGGLE_USERNAME")
+#: Lines of the child's own output kept for a warning when it fails.
+TAIL_LINES = 8
+
+
+def describe(derive: Callable[[Path], None]) -> dict[str, Any]:
+    """The JSON the child rebuilds ``derive`` from; a clear error for one it could not import by name."""
+    func, args, kwargs = derive, (), {}
+    if isinstance(derive, functools.partial):
+        func, args, kwargs = derive.func, derive.args, dict(derive.keywords)
+    module, name = getattr(func, "__module__", None), getattr(func, "__qualname__", "")
+    if not module or module == "__main__" or "<" in name:
+        raise TypeError(
+            f"Task.export_later() returned {derive!r}: the export's slow part runs in a child process, which imports it by "
+            "name; return a module-level function (or a functools.partial of one with JSON arguments)"
+        )
+    spec = {"module": module, "name": name, "args": list(args), "kwargs": kwargs}
+    try:
+        json.dumps(spec)
+    except TypeError as err:
+        raise TypeError(f"Task.export_later() returned {derive!r}: its arguments must be JSON values ({err})") from err
+    return spec
 
 
 @dataclass
@@ -37,20 +76,43 @@ class _Job:
     generation: int
     folder: Path
     started: float
-    thread: threading.Thread | None = None
-    error: BaseException | None = None
-    seconds: float = 0.0
-    done: threading.Event = field(default_factory=threading.Event)
+    process: subprocess.Popen
 
-    def run(self, derive: Callable[[Path], None]) -> None:
-        _yield_to_training()
+    @property
+    def result(self) -> Path:
+        return self.folder.with_name(self.folder.name + ".json")
+
+    @property
+    def output(self) -> Path:
+        return self.folder.with_name(self.folder.name + ".log")
+
+    def done(self) -> bool:
+        return self.process.poll() is not None
+
+    def outcome(self) -> tuple[float, str | None]:
+        """Seconds the child took and its error (``None``: it finished), once :meth:`done`."""
         try:
-            derive(self.folder)
-        except BaseException as err:  # reported by the main thread, which owns the warnings
-            self.error = err
-        finally:
-            self.seconds = time.time() - self.started
-            self.done.set()
+            told = json.loads(self.result.read_text())
+        except (OSError, ValueError):
+            told = {}
+        seconds = float(told.get("seconds", time.time() - self.started))
+        if self.process.returncode == 0 and "error" not in told:
+            return seconds, None
+        error = told.get("error") or f"the export process ended with {_exit_text(self.process.returncode)}"
+        tail = _tail(self.output)
+        return seconds, error + (f"; its last lines:\n{tail}" if tail else "")
+
+    def end(self) -> None:
+        """Kill the child (it ignores SIGTERM and SIGINT) and remove what it left."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self.remove()
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        for path in (self.result, self.output):
+            path.unlink(missing_ok=True)
 
 
 class BackgroundExport:
@@ -60,67 +122,80 @@ class BackgroundExport:
         self.final, self._warn = final, warn
         self._work = final.with_name(f".{final.name}-later")
         for leftover in final.parent.glob(f"{self._work.name}-*"):  # a killed session's unfinished copies
-            shutil.rmtree(leftover, ignore_errors=True)
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
         self.generation = 0
         self._job: _Job | None = None
         self._wanted: Callable[[Path], None] | None = None
+        #: the newest export's slow part was stopped unfinished: the next session makes it.
+        self._stopped = False
         self._step = 0
 
     def exported(self, derive: Callable[[Path], None] | None, step: int) -> None:
         """``final`` was just replaced by the export of ``step``; ``derive`` (``None``: nothing) is its slow part."""
         self.generation += 1
-        self._wanted, self._step = derive, step
+        self._wanted, self._step, self._stopped = derive, step, False
         self.poll()
 
     def pending(self) -> bool:
-        return self._job is not None or self._wanted is not None
+        return self._job is not None or self._wanted is not None or self._stopped
 
     def poll(self) -> float | None:
         """Swap in a finished, still current job (its seconds are returned) and start the wanted one if none runs."""
         swapped = None
         job = self._job
-        if job is not None and job.done.is_set():
+        if job is not None and job.done():
             self._job = None
+            seconds, error = job.outcome()
             if job.generation != self.generation:
-                shutil.rmtree(job.folder, ignore_errors=True)
-            elif job.error is not None:
-                shutil.rmtree(job.folder, ignore_errors=True)
-                self._warn(f"could not finish the export of {self.final} at step {self._step} ({type(job.error).__name__}: "
-                           f"{job.error}); it holds the quick part only")
+                job.remove()
+            elif error is not None:
+                job.remove()
+                self._warn(f"could not finish the export of {self.final} at step {self._step} ({error}); it holds the quick part only")
             else:
                 err = replace_export(self.final, lambda fresh: os.replace(job.folder, fresh))
+                job.remove()
                 if err is not None:
                     self._warn(f"could not complete {self.final} at step {self._step} ({err}); it holds the quick part only")
                 else:
-                    swapped = job.seconds
+                    swapped = seconds
         if self._job is None and self._wanted is not None:
             self._start(self._wanted)
         return swapped
 
     def _start(self, derive: Callable[[Path], None]) -> None:
         self._wanted = None
+        spec = describe(derive)  # a task's mistake, raised here and not hidden in a child's log
         folder = self._work.with_name(f"{self._work.name}-{self.generation}")
         shutil.rmtree(folder, ignore_errors=True)
         try:
             shutil.copytree(self.final, folder, copy_function=_link_or_copy)
+            with open(folder.with_name(folder.name + ".log"), "wb") as output:
+                process = subprocess.Popen(
+                    [sys.executable, "-m", __name__, json.dumps(spec), str(folder), str(os.getpid())],
+                    stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=_child_environment(),
+                    close_fds=True,
+                )
         except OSError as err:
             shutil.rmtree(folder, ignore_errors=True)
-            self._warn(f"could not copy {self.final} to finish its export at step {self._step} ({err}); it holds the quick part only")
+            self._warn(f"could not start the export of {self.final} at step {self._step} ({err}); it holds the quick part only")
             return
-        self._job = _Job(self.generation, folder, time.time())
-        self._job.thread = threading.Thread(target=self._job.run, args=(derive,), name="fintts-export", daemon=True)
-        self._job.thread.start()
+        self._job = _Job(self.generation, folder, time.time(), process)
 
     def settle(self, deadline: float | None, interrupted: Callable[[], bool] = lambda: False) -> float | None:
         """Finish the newest export before ``deadline`` (a ``time.time()``; ``None``: none) unless ``interrupted()``; the
-        seconds waited, or ``None`` when it did not finish (then ``final`` keeps the quick part, and a person is told)."""
+        seconds waited, or ``None`` when it did not finish: then its process is ended, ``final`` keeps the quick part,
+        :meth:`pending` stays true (the next session makes it) and a person is told."""
         started = time.time()
-        while self.pending():
+        while self._job is not None or self._wanted is not None:
             job = self._job
             if job is not None:
-                while not job.done.wait(WAIT_STEP) and (deadline is None or time.time() < deadline) and not interrupted():
-                    pass
-                if not job.done.is_set():
+                while not job.done() and (deadline is None or time.time() < deadline) and not interrupted():
+                    time.sleep(WAIT_STEP)
+                if not job.done():
+                    self.close()
                     self._warn(f"the export of {self.final} at step {self._step} was not finished in this session: it holds "
                                f"the quick part only; the next session finishes it (for a voice, so does "
                                f"`fintts export --onnx --voice {self.final}`)")
@@ -128,20 +203,83 @@ class BackgroundExport:
             self.poll()
         return time.time() - started
 
+    def close(self) -> None:
+        """End a child still running (a session ending on an error, say): no process of ours outlives the session."""
+        if self._job is not None or self._wanted is not None:
+            if self._job is not None:
+                self._job.end()
+            self._job, self._wanted, self._stopped = None, None, True
 
-def _yield_to_training() -> None:
-    """Lower this thread's CPU priority, and so its helper threads' (they inherit it); Linux's niceness is per thread."""
-    if sys.platform != "linux":  # elsewhere the id would name a process: the export keeps the training's priority
-        return
+
+def _child_environment() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in SECRETS}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+def _tail(path: Path) -> str:
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
+        lines = path.read_text(errors="replace").splitlines()
     except OSError:
-        pass  # not allowed here: the export keeps the training's priority
+        return ""
+    return "\n".join(line for line in lines[-TAIL_LINES:] if line.strip())
 
 
 def _link_or_copy(source: str, target: str) -> None:
-    """A hard link: the quick export never rewrites a file in place (it replaces the folder), so the copy stays as it was."""
+    """A hard link: the quick export never rewrites a file in place (it replaces the folder), and the slow part writes
+    new files and renames them, so the linked file stays as it was."""
     try:
         os.link(source, target)
     except OSError:
         shutil.copy2(source, target)
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this process when its parent dies (a SIGKILLed session leaves no export running)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes  # lazy: only the child needs it
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+
+
+def _child(spec_text: str, folder: Path, parent: int) -> int:
+    """The child's whole life: make the slow part in ``folder`` and say how it went beside it."""
+    _die_with_parent()
+    if os.getppid() != parent:  # the session died before the line above took effect (this module's imports take seconds)
+        return 1
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the session decides what Ctrl-C means, and ends this process itself
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        os.nice(NICENESS)
+    except (OSError, AttributeError):
+        pass  # not allowed here: the export keeps the training's priority
+    started = time.time()
+    result = folder.with_name(folder.name + ".json")
+    spec = json.loads(spec_text)
+    try:
+        func: Any = importlib.import_module(spec["module"])
+        for part in spec["name"].split("."):
+            func = getattr(func, part)
+        func(*spec["args"], folder, **spec["kwargs"])
+    except Exception as err:
+        result.write_text(json.dumps({"error": f"{type(err).__name__}: {err}", "seconds": time.time() - started}))
+        return 1
+    result.write_text(json.dumps({"seconds": time.time() - started}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])))

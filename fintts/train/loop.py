@@ -108,12 +108,18 @@ class Trainer:
         self.store = store or store_for(self.cfg)
         #: the phase being trained (see :mod:`fintts.train.building`); ``None`` until the session built it.
         self.built: BuiltPhase | None = None
+        #: the slow part of model/'s exports (main process); ``None`` until the session holds its store.
+        self.exports: BackgroundExport | None = None
 
     # ------------------------------------------------------------------ the story
     def run(self) -> SessionSummary:
         self.stop = StopRequest()
         with self.stop.installed():  # from the session's start to its end: a signal never kills it half-way
-            return self._session()
+            try:
+                return self._session()
+            finally:
+                if self.exports is not None:
+                    self.exports.close()  # whatever ended the session: no export process outlives it
 
     def _session(self) -> SessionSummary:
         self.clock = self._make_clock()
@@ -626,8 +632,9 @@ class Trainer:
         return stop
 
     # ------------------------------------------------------------------ saving
-    def _save(self, *, final: bool = False) -> bool:
+    def _save(self, *, final: bool = False, export: bool = True) -> bool:
         """Save a checkpoint of this step and hand it to the store; ``False`` when the disk is full (then nothing changed).
+        ``export=False``: ``model/`` already holds this step's export (the final save's, made before its wait).
 
         The checkpoint comes first: once it is written, nothing after it (the status, the
         ``model/`` export, the snapshot for a push) can keep it from being published.
@@ -645,6 +652,8 @@ class Trainer:
             self.session.ended = time.time()
             if self.state.best_step is not None and self.state.best_checkpoint is None:
                 self.state.best_checkpoint = name
+            if export and self.state.best_step is None and self.built.task.export_later() is not None:
+                self.state.export_pending = True  # a kill before the export below is made leaves it to the next session
             try:
                 checkpoint.save(
                     self.store.root, name,
@@ -657,7 +666,7 @@ class Trainer:
                 self._disk_full(name, err)
             else:
                 self._good.add(name)
-                if self.state.best_step is None:  # no validated best yet: the newest weights are the model
+                if export and self.state.best_step is None:  # no validated best yet: the newest weights are the model
                     self._export()
                 self._poll_exports()  # a finished background export goes into this push
                 holder = self.state.best_checkpoint
@@ -736,14 +745,18 @@ class Trainer:
         """
         self.session.reason = reason.value  # before the final save, so the checkpoint's sessions log says why
         started = time.time()
-        self._settle_exports(reason)
         here = checkpoint.name_for_step(self.state.step)
-        if reason in (StopReason.DIVERGED, StopReason.DISK_FULL):  # keep latest as it is: the last good checkpoint / no room for another
+        keep_latest = reason in (StopReason.DIVERGED, StopReason.DISK_FULL)  # the last good checkpoint / no room for another
+        save = not keep_latest and vote([self.main and not self._intact(here)], self.device)[0]
+        if save and self.main and self.state.best_step is None:
+            self._export()  # no validated best yet: the final weights are the voice, exported before the wait below
+        self._settle_exports(reason)  # so the final checkpoint says truly whether model/ still lacks its slow part
+        if keep_latest:
             latest = checkpoint.read_latest(self.store.root)
             if self.main and checkpoint.is_checkpoint_name(latest) and (self.store.root / checkpoint.CHECKPOINTS / latest).is_dir():
                 self.store.publish(latest, final=True)
-        elif vote([self.main and not self._intact(here)], self.device)[0]:
-            if not self._save(final=True):
+        elif save:
+            if not self._save(final=True, export=False):
                 reason = StopReason.DISK_FULL
                 self.session.reason = reason.value
         elif self.main:

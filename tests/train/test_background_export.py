@@ -8,6 +8,7 @@ import hashlib
 import json
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +28,24 @@ def consistent(files: dict[str, bytes]) -> bool:
 
 def local_model(store) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in (store / "model").iterdir()}
+
+
+def export_processes(store, wait: float = 5.0) -> list[str]:
+    """Command lines of live processes still exporting into ``store`` (after ``wait`` seconds for them to go)."""
+    deadline = time.time() + wait
+    while True:
+        found = []
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                state = (proc / "stat").read_text().split(")")[-1].split()[0]
+            except OSError:
+                continue
+            if "background_export" in line and str(store) in line and state != "Z":
+                found.append(line)
+        if not found or time.time() > deadline:
+            return found
+        time.sleep(0.1)
 
 
 def session(store) -> dict:
@@ -76,11 +95,13 @@ def test_a_session_killed_mid_export_leaves_a_consistent_model_and_the_next_one_
     store = tmp_path / "store"
     process = start_cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
     deadline = time.time() + 120
-    while not list(store.glob(".model-later-*")) and time.time() < deadline:
+    # an export under way and a checkpoint to resume from (the first best is exported before that step's save ends)
+    while not (list(store.glob(".model-later-*/")) and checkpoint.read_latest(store)) and time.time() < deadline:
         assert process.poll() is None, process.stdout.read()
         time.sleep(0.05)
     time.sleep(0.5)  # training goes on, the export does not end
     stop(process, signal.SIGKILL)
+    assert export_processes(store) == []  # the export's own process died with its session
     model = local_model(store)
     assert "model.safetensors" in model and "derived.json" not in model  # the quick part, nothing half-made
 
@@ -112,6 +133,7 @@ def test_an_export_too_slow_for_the_budget_is_left_for_the_next_session_and_the_
     result = cli("train", str(config), "--store", str(store), "--budget", "20s", "--no-progress", cwd=tmp_path, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert time.time() - started < 30
+    assert export_processes(store, wait=0) == []  # ended by the session, not left to finish or to be killed at exit
     status = json.loads((store / "status.json").read_text())
     assert status["state"] in ("paused", "finished") and "was not finished in this session" in result.stdout + result.stderr
     model = local_model(store)
@@ -135,6 +157,7 @@ def test_a_signal_ends_the_session_without_waiting_for_the_export(tmp_path):
     started = time.time()
     out = stop(process, signal.SIGTERM)
     assert process.returncode == 0, out
+    assert export_processes(store, wait=0) == []
     assert time.time() - started < 20, out  # not the export's 120 s
     assert "was not finished in this session" in out
     model = local_model(store)

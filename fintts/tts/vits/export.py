@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -92,18 +93,29 @@ def export_onnx(vits: VitsModel, out_dir: Path, text: FinnishText, *, int8: bool
     synthesizer = VitsSynthesizer(model)
     feeds = list(_feeds(model, text, sentences))
     names = list(INPUTS if model.config.num_speakers > 1 else INPUTS[:-1])
-    graph = out_dir / ONNX_FILE
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
-        torch.onnx.export(
-            synthesizer, tuple(torch.from_numpy(feeds[0][name]) for name in names), str(graph),
-            input_names=names, output_names=list(OUTPUTS), opset_version=_OPSET, dynamo=False,
-            dynamic_axes={"input_ids": {1: "tokens"}, "duration_noise": {2: "tokens"}, "prior_noise": {2: "noise_frames"},
-                          "waveform": {1: "samples"}},
-        )
-    written = [graph]
-    if int8:
-        written.append(_quantize(graph, out_dir / ONNX_INT8_FILE, [{k: f[k] for k in names} for f in feeds]))
+    # New files, renamed into place at the end: a graph already in ``out_dir`` may be a hard link shared with the
+    # voice a session serves or pushes (the background export works in a linked copy), never rewritten in place.
+    graph, partial = out_dir / ONNX_FILE, out_dir / f".{ONNX_FILE}.partial"
+    quantized = out_dir / f".{ONNX_INT8_FILE}.partial"
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
+            torch.onnx.export(
+                synthesizer, tuple(torch.from_numpy(feeds[0][name]) for name in names), str(partial),
+                input_names=names, output_names=list(OUTPUTS), opset_version=_OPSET, dynamo=False,
+                dynamic_axes={"input_ids": {1: "tokens"}, "duration_noise": {2: "tokens"}, "prior_noise": {2: "noise_frames"},
+                              "waveform": {1: "samples"}},
+            )
+        if int8:
+            _quantize(partial, quantized, [{k: f[k] for k in names} for f in feeds])
+        os.replace(partial, graph)
+        written = [graph]
+        if int8:
+            os.replace(quantized, out_dir / ONNX_INT8_FILE)
+            written.append(out_dir / ONNX_INT8_FILE)
+    finally:  # a failed export leaves the folder as it was
+        partial.unlink(missing_ok=True)
+        quantized.unlink(missing_ok=True)
     return written
 
 

@@ -1,0 +1,137 @@
+"""Each config in ``configs/`` run as shipped, through the command line a person types.
+
+Only what a person sets from outside is set here: ``data`` and ``init`` where the config names a
+corpus or a voice this machine does not have (``mms-fin.yaml``: a small synthetic corpus and an
+MMS-sized voice with random weights, ``benchmarks/stand_ins.py``), and the session's budget or
+steps. Nothing is switched off: the ONNX export, the loss plot and the model card run as they do
+for the person. The sessions end before their first validation (a first short Kaggle session,
+``fintts plan``'s bench), at their budget, on resume, and across one and two processes; each must
+end with the documented exit code, its summary, and no process or thread of ours left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import soundfile as sf
+
+from fintts.train import checkpoint
+from trainer_helpers import ROOT, cli
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from stand_ins import make_corpus, make_init  # noqa: E402
+
+CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+#: an MMS-sized step takes about 10 s on a 2-core CPU: its sessions get time for a few
+BUDGETS = {"mms-fin.yaml": "45s"}
+ABORT = "terminate called"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def stand_ins(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("stand-ins")
+    return {"corpus": make_corpus(folder / "corpus", clips=24, seconds=2.0, rate=16000), "init": make_init(folder / "mms-sized")}
+
+
+def outside(config: Path, stand_ins: dict[str, Path]) -> list[str]:
+    """What a person sets on the command line for ``config`` on this machine: its corpus and base voice, if not shipped."""
+    if config.name == "mms-fin.yaml":
+        return ["--data", str(stand_ins["corpus"]), f"init={stand_ins['init']}"]
+    return []
+
+
+def ends(config: Path) -> list[str]:
+    """A session shorter than the config's first validation."""
+    return ["--budget", BUDGETS[config.name]] if config.name in BUDGETS else ["--max-steps", "2"]
+
+
+def export_processes(store: Path) -> list[str]:
+    """Live processes of ours still exporting into ``store``."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if "background_export" in line and str(store) in line and state != "Z":
+            found.append(line)
+    return found
+
+
+def assert_ended_whole(result, store: Path) -> dict:
+    """Exit 0, the summary said, no abort, nothing of ours running; returns the status."""
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert ABORT not in output and "fintts session summary" in output, output[-4000:]
+    assert export_processes(store) == []
+    status = json.loads((store / "status.json").read_text())
+    latest = checkpoint.latest_complete(store, log=lambda _: None)
+    assert latest is not None and checkpoint.step_of(latest.name) == status["step"] > 0
+    model = {path.name for path in (store / "model").iterdir()}
+    assert "model.safetensors" in model and not list(store.glob(".model-*"))
+    pending = json.loads((latest / "state.json").read_text())["export_pending"]
+    assert pending == ("model.onnx" not in model), (pending, model)  # the graphs, or the next session told to make them
+    return status
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
+def test_a_session_that_ends_before_its_first_validation_ends_whole_and_the_next_resumes_it(config, stand_ins, tmp_path):
+    store = tmp_path / "store"
+    first = cli("train", str(config), *outside(config, stand_ins), *ends(config), "--store", str(store), "--no-progress",
+                cwd=tmp_path, timeout=400)
+    status = assert_ended_whole(first, store)
+    assert status["evals"] == [] and status["state"] in ("paused", "finished")
+
+    again = ["--budget", BUDGETS[config.name]] if config.name in BUDGETS else ["--max-steps", str(status["step"] + 2)]
+    resumed = cli("train", str(config), *outside(config, stand_ins), *again, "--store", str(store),
+                  "--no-progress", cwd=tmp_path, timeout=400)
+    after = assert_ended_whole(resumed, store)
+    assert after["sessions"][-1]["start_step"] == status["step"] < after["step"]
+
+
+@pytest.mark.parametrize("config", [c for c in CONFIGS if c.name not in BUDGETS], ids=lambda p: p.name)
+def test_a_session_ends_at_its_budget_whole(config, tmp_path):
+    store = tmp_path / "store"
+    result = cli("train", str(config), "--budget", "25s", "--store", str(store), "--no-progress", cwd=tmp_path, timeout=200)
+    status = assert_ended_whole(result, store)
+    assert status["state"] == "paused" and status["sessions"][-1]["reason"] == "deadline"
+
+
+def test_two_processes_then_one_as_shipped(tmp_path):
+    config, store = ROOT / "configs" / "demo.yaml", tmp_path / "store"
+    two = cli("train", str(config), "--max-steps", "2", "--num-processes", "2", "--store", str(store), "--no-progress",
+              cwd=tmp_path, timeout=300)
+    assert_ended_whole(two, store)
+    one = cli("train", str(config), "--max-steps", "4", "--store", str(store), "--no-progress", cwd=tmp_path, timeout=300)
+    status = assert_ended_whole(one, store)
+    assert [s["devices"] for s in status["sessions"]][0] != status["sessions"][-1]["devices"]
+
+
+def test_the_demo_with_a_short_budget_speaks(tmp_path):
+    """The README's quick look, as a newcomer types it (the shipped demo config, both sessions before a validation)."""
+    out = tmp_path / "demo.wav"
+    result = cli("demo", "--budget", "40s", "--store", str(tmp_path / "demo"), "--out", str(out), "--no-progress",
+                 cwd=tmp_path, timeout=400)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    assert ABORT not in result.stdout + result.stderr
+    audio, rate = sf.read(out)
+    assert rate == 16000 and len(audio) > rate // 4
+
+
+def test_train_returns_with_no_thread_or_process_of_ours_left(tmp_path):
+    from fintts.train import train
+
+    store = tmp_path / "store"
+    before = {t.ident for t in threading.enumerate()}
+    train(ROOT / "configs" / "demo.yaml", max_steps=2, store=str(store), progress=False, log=lambda message: None)
+    left = [t.name for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+    assert left == []
+    assert export_processes(store) == []
+    assert (store / "model" / "model.onnx").is_file()  # the final save waited for the graphs: the clock had time
