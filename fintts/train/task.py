@@ -206,10 +206,12 @@ class Task(abc.ABC):
         """The slow part of :meth:`export` (ONNX graphs, say), or ``None``: a function that adds its files to a folder
         :meth:`export` wrote, from that folder's files alone.
 
-        The trainer runs it in a background thread of the main process while training goes on,
-        on a copy of the folder, and puts the result in place only if the folder still holds the
-        same export. It must not touch the live models, draw from torch's global random
-        generators, or write outside the folder it is given.
+        The trainer runs it in a child process of the main process while training goes on (a
+        process can be ended when the session's clock leaves no time for it; a thread inside torch
+        or onnxruntime cannot), on a hard-linked copy of the folder, and puts the result in place
+        only if the folder still holds the same export. The child imports it by name: a module-level
+        function, or a ``functools.partial`` of one with JSON arguments. It must write new files
+        (never rewrite one in place: they are hard links) and nothing outside the folder it is given.
         """
         return None
 
