@@ -161,7 +161,9 @@ def case_of_word(word: str, *, ordinal: bool) -> str | None:
         if folded.endswith(ending) and len(folded) > len(ending) + 1:
             return case
     if len(folded) > 4 and re.search(r"(?:(?:ii|oo|uu)n|(?:aa|ee|ii|oo|uu|ie|uo|ai|ei|oi|ui|au|ou|eu|iu)h[aeiou]n|seen|siin)$", folded):
-        return "illative"  # "taloon", "maahan", "huoneeseen"; "-aan" is left alone: "kerrotaan" is a verb
+        return "illative"  # "taloon", "maahan", "huoneeseen"
+    if len(folded) > 4 and re.search(r"[^aeiou]aan$", folded) and not re.search(r"(?:[aeiou][td]|ll|nn|rr|ss|s[td]|h[td])aan$", folded):
+        return "illative"  # "osaan", "kertaan", "hintaan"; not the passive "kerrotaan", "tehdään", "mennään"
     if _TIME_ESSIVES.fullmatch(word) or word == "vuonna":
         return "essive"
     if ordinal and len(folded) > 3 and re.search(r"(?:aa|tta)$", folded):
@@ -193,7 +195,7 @@ class Noun:
 
     def form(self, case: str, count: int = 2) -> str:
         """The noun after a number ``count``: nominative singular after 1, partitive after others."""
-        a = "a" if re.search(r"[aou][^aouäöy]*$", self.nominative.split()[-1]) else "ä"
+        a = self.partitive[-1]  # the vowel harmony of the last part of a compound ("kilometriä")
         endings = {"genitive": "n", "inessive": f"ss{a}", "elative": f"st{a}", "adessive": f"ll{a}", "ablative": f"lt{a}",
                    "allative": "lle", "translative": "ksi", "abessive": f"tt{a}"}
         if case == "nominative":
