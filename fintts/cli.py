@@ -228,6 +228,23 @@ def cmd_say(args) -> int:
     return EXIT_OK
 
 
+def cmd_normalize(args) -> int:
+    """What the voice will say: the text split as the voice splits it, each sentence normalised, one a line."""
+    from fintts.tts.say import read_text
+    from fintts.tts.text import FinnishText, split_sentences
+    from fintts.tts.voice import voice_folder
+
+    said = read_text(args.text, args.file, sys.stdin)
+    text = FinnishText.from_folder(voice_folder(args.voice)) if args.voice else FinnishText.default()
+    unknown = text.unknown_chars(said)
+    if unknown:
+        print(f"note: left out characters this voice cannot say: {', '.join(repr(c) for c in sorted(unknown))}", file=sys.stderr)
+    for chunk in split_sentences(said):
+        if spoken := text.normalize(chunk.text):
+            print(spoken)
+    return EXIT_OK
+
+
 def cmd_export(args) -> int:
     from fintts.tts.vits.export import export_folder
     from fintts.tts.voice import VoiceError, voice_folder
@@ -421,6 +438,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fp32", action="store_true", help="ONNX: the float32 model.onnx instead of model.int8.onnx")
     p.add_argument("--play", action="store_true", help="also play it as it is synthesised (aplay, paplay, SoX play or afplay)")
     p.set_defaults(func=cmd_say)
+
+    p = sub.add_parser("normalize", help="print what a voice will say for Finnish text, one sentence a line")
+    p.add_argument("text", nargs="?", help='the text ("Lippu maksaa 12 €:lla."); or -f FILE, or pipe it in')
+    p.add_argument("-f", "--file", help="read the text from this UTF-8 file (- for standard input)")
+    p.add_argument("--voice", help="use this voice's characters (a voice or run folder, or a Hub repo); default: the built-in set")
+    p.set_defaults(func=cmd_normalize)
 
     p = sub.add_parser("export", help="write model.onnx and model.int8.onnx into a voice folder (needs torch)")
     p.add_argument("--onnx", action="store_true", required=True, help="the ONNX graphs (the only export format)")

@@ -13,9 +13,14 @@ Reading decisions (all in :meth:`FinnishText.normalize`):
   kaksikymmentäkuusi"). Digit groups separated by a space, no-break space or thin space
   (``10 000``) are one number, as Finnish typography writes them. A number with a
   leading zero (``040``, phone numbers) is read digit by digit.
-* A number followed by a period and then a lower-case word is an ordinal (``3. päivä``
-  -> "kolmas päivä"); before a capital or at the end of the text the period ends the
-  sentence and the number stays a cardinal.
+* Numbers are read in the case Finnish marks for them (:mod:`fintts.tts.numbers_fi`): a
+  colon suffix (``5:ltä`` -> "viideltä", ``12 €:lla`` -> "kahdellatoista eurolla",
+  ``3:nnen`` -> "kolmannen") or the next word ("3 kaupungissa" -> "kolmessa
+  kaupungissa"). A colon suffix that is no case ending is left as written.
+* A number followed by a period and then a lower-case word is an ordinal agreeing with
+  that word (``3. päivä`` -> "kolmas päivä", ``3. sijalle`` -> "kolmannelle sijalle");
+  before a capital or at the end of the text the period ends the sentence and the number
+  stays a cardinal.
 * Dates ``22.11.2026`` and ``22.11.`` are read in the nominative, month in the
   partitive, year as a cardinal: "kahdeskymmenestoinen marraskuuta kaksituhatta
   kaksikymmentäkuusi". That is the neutral reading of a written date; the inflected
@@ -28,12 +33,14 @@ Reading decisions (all in :meth:`FinnishText.normalize`):
   "tuhat yhdeksänsataayhdeksänkymmentäluvulla").
 * Decimals use the comma: ``3,5`` -> "kolme pilkku viisi", ``3,05`` -> "kolme pilkku
   nolla viisi". Any other ``a.b`` number is "a piste b".
-* ``%`` is "prosenttia", ``€`` "euroa" (``12,50 €`` -> "kaksitoista euroa
-  viisikymmentä senttiä"), units after a number (km, m, cm, mm, kg, g, km/h, °C) are
-  spelled out; after exactly ``1`` the singular is used ("yksi euro").
-* Common abbreviations are expanded (see ``_ABBREVIATIONS``). Acronyms (``EU``) and
-  case endings after a colon (``EU:n``) are not; they are lower-cased and read as
-  letters of a word.
+* ``%`` is "prosenttia", ``€`` (and ``e``, ``eur``) "euroa" (``12,50 €`` and ``3,50 e``
+  -> "... euroa viisikymmentä senttiä", ``0,50 €`` -> "viisikymmentä senttiä"), ``snt``
+  "senttiä", ``$`` "dollaria"; units after a number (km, m, cm, mm, kg, g, l, dl, ml,
+  km/h, °C, min, h, vrk) are spelled out; after exactly ``1`` the singular is used ("yksi
+  euro"). Written in capitals only where SI writes them so: ``5G`` is no gram.
+* Common abbreviations are expanded (see ``_ABBREVIATIONS``). Acronyms (``EU``) are
+  lower-cased and read as a word; with a case ending after a colon they are spelled with
+  the letters' names (``EU:n`` -> "eeuun", see :func:`fintts.tts.numbers_fi.read_acronym_suffixes`).
 * Letters outside the vocabulary fall back to the nearest letter that is in it
   (é -> e, ü -> y, æ -> ä, ø -> ö, ß -> ss), the way a Finnish reader would say them.
 * Quotes are dropped; dashes, brackets and sentence punctuation become word breaks
@@ -56,8 +63,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from num2words import num2words
-
+from fintts.tts.numbers_fi import (
+    decimal_words,
+    number_words,
+    read_acronym_suffixes,
+    read_cardinals,
+    read_clock_times,
+    read_money_and_units,
+    read_ordinals,
+    read_suffixed_numbers,
+)
 from fintts.tts.voice_format import VoiceError
 
 #: Character vocabulary used when no MMS tokenizer is at hand.
@@ -111,23 +126,6 @@ _ABBREVIATIONS: tuple[tuple[str, str], ...] = (
     (r"kpl\b\.?", "kappaletta"),
 )
 
-#: Unit after a number -> (singular, plural partitive).
-_UNITS: dict[str, tuple[str, str]] = {
-    "km/h": ("kilometri tunnissa", "kilometriä tunnissa"),
-    "km": ("kilometri", "kilometriä"),
-    "cm": ("senttimetri", "senttimetriä"),
-    "mm": ("millimetri", "millimetriä"),
-    "m": ("metri", "metriä"),
-    "kg": ("kilogramma", "kilogrammaa"),
-    "g": ("gramma", "grammaa"),
-    "°c": ("aste", "astetta"),
-    "°": ("aste", "astetta"),
-    "%": ("prosentti", "prosenttia"),
-    "‰": ("promille", "promillea"),
-    "€": ("euro", "euroa"),
-    "$": ("dollari", "dollaria"),
-}
-
 #: Symbols standing alone (not after a number) -> words.
 _SYMBOLS = {"&": " ja ", "+": " plus ", "§": " pykälä ", "€": " euroa ", "$": " dollaria ",
             "%": " prosenttia ", "‰": " promillea ", "°": " astetta "}
@@ -142,62 +140,13 @@ _DASHES = "‐‑‒–—―−"
 #: Punctuation that only marks a pause or structure: a word break unless in the vocab.
 _BREAKS = ".,;:!?()[]{}…/\\|_~*•·"
 
-_NUMBER = r"\d+(?:,\d+)?"
 #: Placeholders protecting in-word marks while other punctuation is removed.
 _KEEP_APOSTROPHE, _KEEP_HYPHEN = "\x01", "\x02"
-
-
-def _cardinal(digits: str) -> str:
-    if len(digits) > 1 and digits.startswith("0"):
-        return " ".join(num2words(int(d), lang="fi") for d in digits)
-    return num2words(int(digits), lang="fi")
-
-
-def _ordinal(digits: str) -> str:
-    return num2words(int(digits), lang="fi", to="ordinal")
-
-
-def _decimal(number: str) -> str:
-    """``3,05`` -> "kolme pilkku nolla viisi"; leading zeros of the fraction are said."""
-    whole, _, fraction = number.partition(",")
-    if not fraction:
-        return _cardinal(whole)
-    zeros = len(fraction) - len(fraction.lstrip("0"))
-    rest = fraction[zeros:]
-    spoken = ["nolla"] * zeros + ([num2words(int(rest), lang="fi")] if rest else [])
-    return f"{_cardinal(whole)} pilkku {' '.join(spoken)}"
-
-
-def _clock(hours: str, minutes: str | None) -> str:
-    spoken = num2words(int(hours), lang="fi")
-    if minutes and minutes != "00":
-        spoken += " " + (f"nolla {num2words(int(minutes[1]), lang='fi')}" if minutes[0] == "0"
-                         else num2words(int(minutes), lang="fi"))
-    return spoken
 
 
 def _join_digit_groups(text: str) -> str:
     return re.sub(r"(?<![\d,.])\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?![\d])",
                   lambda m: re.sub(r"\D", "", m.group()), text)
-
-
-def _units(text: str) -> str:
-    def money(m: re.Match) -> str:
-        euros, cents = m.group("euros"), m.group("cents")
-        spoken = f"{euros} {'euro' if euros == '1' else 'euroa'}"
-        if cents and int(cents):
-            spoken += f" {int(cents)} {'sentti' if int(cents) == 1 else 'senttiä'}"
-        return spoken
-
-    text = re.sub(r"(?P<euros>\d+)(?:,(?P<cents>\d{2}))?\s?€", money, text)
-    text = re.sub(r"€\s?(?P<euros>\d+)(?:,(?P<cents>\d{2}))?", money, text)
-    names = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
-
-    def unit(m: re.Match) -> str:
-        singular, plural = _UNITS[m.group(2).lower()]
-        return f"{m.group(1)} {singular if m.group(1) == '1' else plural}"
-
-    return re.sub(rf"({_NUMBER})\s?({names})(?![^\W\d_])", unit, text, flags=re.IGNORECASE)
 
 
 def _abbreviations(text: str) -> str:
@@ -206,38 +155,24 @@ def _abbreviations(text: str) -> str:
     return text
 
 
-def _clock_times(text: str) -> str:
-    return re.sub(r"\bkello\s+(\d{1,2})(?:[.:](\d{2}))?\b",
-                  lambda m: f"kello {_clock(m.group(1), m.group(2))}", text)
-
-
-def _bare_times(text: str) -> str:
-    def time(m: re.Match) -> str:
-        if int(m.group(1)) > 23 or int(m.group(2)) > 59:
-            return m.group()
-        return _clock(m.group(1), m.group(2))
-
-    return re.sub(r"(?<![\d.,:])(\d{1,2})[.:](\d{2})(?!\d|[.:]\d)", time, text)
-
-
 def _dates(text: str) -> str:
     def date(m: re.Match) -> str:
         day, month, year = int(m.group(1)), int(m.group(2)), m.group(3)
         if not (1 <= day <= 31 and 1 <= month <= 12):
             return m.group()
-        spoken = f"{_ordinal(m.group(1))} {_MONTHS_PARTITIVE[month - 1]}"
-        return f"{spoken} {_cardinal(year)}" if year else spoken
+        spoken = f"{number_words(m.group(1), ordinal=True)} {_MONTHS_PARTITIVE[month - 1]}"
+        return f"{spoken} {number_words(year)}" if year else spoken
 
     return re.sub(r"(?<![\d.])(\d{1,2})\.(\d{1,2})\.(\d{4})?(?!\d)", date, text)
 
 
 def _numbers(text: str) -> str:
-    text = re.sub(r"(?<![\d.])(\d+)\.(?=\s+[a-zåäöéü])", lambda m: _ordinal(m.group(1)), text)
-    text = re.sub(r"(?<![\w\d])[-−](?=\d)", "miinus ", text)
-    text = re.sub(r"\d+,\d+", lambda m: _decimal(m.group()), text)
-    text = re.sub(r"(?<![\d.])(\d+)-(?=[^\W\d_])", lambda m: _cardinal(m.group(1)), text)
-    text = re.sub(r"(\d+)\.(\d+)", lambda m: f"{_cardinal(m.group(1))} piste {_cardinal(m.group(2))}", text)
-    return re.sub(r"\d+", lambda m: f" {_cardinal(m.group())} ", text)
+    text = read_suffixed_numbers(text)
+    text = read_ordinals(text)
+    text = re.sub(r"\d+,\d+", lambda m: decimal_words(m.group()), text)
+    text = re.sub(r"(?<![\d.])(\d+)-(?=[^\W\d_])", lambda m: number_words(m.group(1)), text)
+    text = re.sub(r"(\d+)\.(\d+)", lambda m: f"{number_words(m.group(1))} piste {number_words(m.group(2))}", text)
+    return read_cardinals(text)
 
 
 class FinnishText:
@@ -363,11 +298,12 @@ class FinnishText:
         """Full normalisation, keeping characters outside the vocabulary."""
         text = unicodedata.normalize("NFC", text)
         text = _join_digit_groups(text)
-        text = _units(text)
+        text = re.sub(r"(?<![\w\d])[-−](?=\d)", "miinus ", text)
+        text = read_money_and_units(text)
         text = _abbreviations(text)
-        text = _clock_times(text)
+        text = read_acronym_suffixes(text)
+        text = read_clock_times(text)
         text = _dates(text)
-        text = _bare_times(text)
         text = _numbers(text)
         text = text.lower()
         text = "".join(self._letter(ch) for ch in text)
