@@ -189,6 +189,8 @@ class _Repo:
         oid = self._oid(commit, len(self.state["history"]))
         self.state["commits"][oid] = commit
         self.state["history"].append(oid)
+        # each commit's tree as it landed: freeing LFS objects rewrites history (as on the Hub), this record stays
+        self.state.setdefault("landed", []).append({"summary": summary, "tree": dict(tree)})
         self.save()
         return oid
 
@@ -393,6 +395,21 @@ class HubServer:
             repo = self._repo(repo_id)
             tree = dict(repo.tree(revision))
         return {path: repo.blob_path(sha).read_bytes() for path, sha in tree.items()}
+
+    def landed(self, repo_id: str) -> list[dict[str, Any]]:
+        """Every commit's ``summary`` and ``tree`` (path → sha256) as it landed, oldest first, whatever
+        :meth:`permanently_delete_lfs_files` later rewrote (then a file's content may be gone: :meth:`blob`)."""
+        with self._lock:
+            return [dict(item, tree=dict(item["tree"])) for item in self._repo(repo_id).state.get("landed", [])]
+
+    def blob(self, repo_id: str, sha: str) -> bytes | None:
+        """A blob's content, or ``None`` once freed."""
+        with self._lock:
+            path = self._repo(repo_id).blob_path(sha)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
 
     def commits(self, repo_id: str) -> list[dict[str, Any]]:
         """The history of ``main``, oldest first: ``oid``, ``summary``, ``time``, ``paths``."""
