@@ -657,7 +657,8 @@ class Trainer:
             try:
                 checkpoint.save(
                     self.store.root, name,
-                    lambda folder: write_checkpoint(folder, self.built, self.state, self.last_eval["files"] if self.last_eval else {}),
+                    lambda folder: write_checkpoint(folder, self.built, self.state, self.last_eval["files"] if self.last_eval else {},
+                                                    plot=final or self.store.push_due()),
                 )
             except Exception as err:
                 if not is_disk_full(err):

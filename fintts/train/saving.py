@@ -59,8 +59,9 @@ def replace_export(final: Path, write: Callable[[Path], None]) -> Exception | No
     return None
 
 
-def write_checkpoint(folder: Path, built: BuiltPhase, state: TrainerState, samples: dict[str, bytes]) -> None:
-    """Every file of one checkpoint (see the design's checkpoint folder) into ``folder``; ``samples``: the newest validation's."""
+def write_checkpoint(folder: Path, built: BuiltPhase, state: TrainerState, samples: dict[str, bytes], *, plot: bool) -> None:
+    """Every file of one checkpoint (see the design's checkpoint folder) into ``folder``; ``samples``: the newest validation's;
+    ``plot``: draw its loss plot (only for a checkpoint a person will look at: a pushed or a session's final one)."""
     for name, model in built.raw_models.items():
         save_model(model, str(folder / f"{name}.safetensors"))
     torch_save({g.name: g.optimizer.state_dict() for g in built.groups}, folder / "optim.pt")
@@ -74,6 +75,6 @@ def write_checkpoint(folder: Path, built: BuiltPhase, state: TrainerState, sampl
         target = folder / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    png = loss_plot_png(state.history, state.evals)
+    png = loss_plot_png(state.history, state.evals) if plot else None
     if png:
         (folder / "loss.png").write_bytes(png)

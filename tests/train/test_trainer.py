@@ -178,6 +178,9 @@ def test_checkpoint_holds_what_a_person_and_a_resume_need(tmp_path):
     assert set(manifest) == names - {"MANIFEST.json"}
     state = json.loads((folder / "state.json").read_text())
     assert {"step", "epoch", "step_in_epoch", "rng", "best_value", "bad_evals", "sessions", "fingerprint"} <= set(state)
+    # the loss plot is drawn for the session's final checkpoint (and pushed ones), not for every save on this disk
+    assert not (store / "checkpoints" / "step-00000005" / "loss.png").exists()
+    assert (store / "checkpoints" / "step-00000005" / "MANIFEST.json").is_file()
     assert state["sessions"][0]["reason"] == "max_steps"
 
 

@@ -54,6 +54,12 @@ class Store(abc.ABC):
         """Local folder of the newest complete checkpoint, fetched if need be; ``None`` for a new run."""
         return checkpoint.latest_complete(self.root, log)
 
+    def push_due(self) -> bool:
+        """Would :meth:`publish` now send a checkpoint somewhere a person looks (a Hub push)? The trainer draws a
+        checkpoint's loss plot only for such a one and for a session's final checkpoint: drawing it is most of a small
+        model's save. Here the run is on this disk: only the final one."""
+        return False
+
     def publish(self, name: str, *, final: bool = False) -> None:
         """Make local checkpoint ``name`` (with ``latest``, ``model/``, status) durable.
 

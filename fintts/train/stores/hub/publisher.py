@@ -97,18 +97,25 @@ class Publisher:
 
     # -- the trainer's side ------------------------------------------------------------
 
+    def due(self, final: bool = False) -> bool:
+        """Would :meth:`publish` queue a full push now?"""
+        with self._cond:
+            return self._due(final, time.monotonic())
+
+    def _due(self, final: bool, now: float) -> bool:
+        return (
+            final
+            or self._target is not None
+            or self._last_full_request is None
+            or now - self._last_full_request >= self.push_every
+        )
+
     def publish(self, name: str, snapshot: Callable[[], Path | None], *, final: bool) -> None:
         """Note checkpoint ``name``; if a full push is due, queue it with ``snapshot()`` of the mutable files."""
         now = time.monotonic()
         with self._cond:
             self.published = name
-            due = (
-                final
-                or self._target is not None
-                or self._last_full_request is None
-                or now - self._last_full_request >= self.push_every
-            )
-            if not due:
+            if not self._due(final, now):
                 return
             previous = self._target
             self._target = Target(name, snapshot(), final or bool(previous and previous.final))

@@ -427,6 +427,9 @@ class HubStore(Store):
 
     # -- publishing -------------------------------------------------------------------
 
+    def push_due(self) -> bool:
+        return self._publisher.due()
+
     def publish(self, name: str, *, final: bool = False) -> None:
         """Queue checkpoint ``name`` for a full push if one is due (see :mod:`.publisher`); never blocks on the network."""
         folder = self.root / ckpt.CHECKPOINTS / name
