@@ -13,6 +13,7 @@ from huggingface_hub import HfApi
 
 from fintts.cli import EXIT_OK, EXIT_STORE, EXIT_USAGE, main
 from fintts_stand_ins import HubServer
+from fintts_stand_ins.kaggle_server import KaggleServer
 from hub_helpers import TOKEN
 from trainer_helpers import ROOT
 from vits_helpers import tiny_config
@@ -76,7 +77,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
     """``fintts check DIR | head -1`` on a listing far longer than a pipe holds: no traceback, exit 141 as `seq | head` gives."""
     corpus = tmp_path / "corpus"
     (corpus / "wavs").mkdir(parents=True)
-    lines = [f"clip{i:05d}|Tämä on lause numero {i}.|Tämä on lause numero {i}." for i in range(4000)]  # ~600 kB of problems
+    lines = [f"clip{i:05d}|Tämä on lause numero {i}.|Tämä on lause numero {i}." for i in range(2000)]  # ~300 kB of problems: 5x a pipe
     (corpus / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     command = f'set -o pipefail; "{sys.executable}" -m fintts check "{corpus}" --no-progress | head -1'
     result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120, env=_env(), cwd=tmp_path)
@@ -95,6 +96,11 @@ def test_status_of_a_public_hub_run_needs_no_token_and_a_private_one_says_which(
         shown = _fintts("status", "--hub-repo", "alice/voice", "--json", env=env, cwd=tmp_path)
         assert shown.returncode == EXIT_OK, shown.stderr
         assert json.loads(shown.stdout)["step"] == 7
+        with KaggleServer(user="alice") as kaggle:  # the laptop's view of a Kaggle run reads the Hub the same way
+            on_kaggle = _fintts("kaggle", "status", "--hub-repo", "alice/voice", env=env | kaggle.env() | {"HOME": str(tmp_path)},
+                                cwd=tmp_path)
+        assert on_kaggle.returncode == EXIT_OK, on_kaggle.stderr
+        assert "run        hf://alice/voice: paused at step 7 of 10" in on_kaggle.stdout
         hub.token = TOKEN  # now private: a reader without a token is told what to do, not to create a write token
         refused = _fintts("status", "--hub-repo", "alice/voice", "--store", str(tmp_path / "elsewhere"), env=env, cwd=tmp_path)
         assert refused.returncode == EXIT_STORE
