@@ -9,7 +9,11 @@ Exit codes (stable, for scripts and notebooks):
 3   the run's settings drifted from its checkpoint (see --allow-config-change)
 4   the store (or Kaggle) is unusable, or held by another session (see --force)
 130 interrupted twice with Ctrl-C, or by a signal before training began (the run is unchanged)
+141 the output's reader went away (``fintts check DIR | head``): the command stopped quietly
 ==  ==========================================================================
+
+Every command that reads a config takes it the same ways (:mod:`fintts.cli_args`): ``CONFIG``
+or ``--config CONFIG``, ``--data DIR``, and ``key=value`` overrides anywhere among the options.
 
 Exit 2, 3 and 4 come from fintts's own error types (:mod:`fintts.errors`); any other
 exception is a bug and ends with its traceback. Each command imports the library modules it
@@ -27,16 +31,13 @@ import sys
 import time
 from pathlib import Path
 
+from fintts import cli_args
 from fintts.errors import ConfigDrift, ConfigError, StoreError, UsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DRIFT, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 #: What the base install leaves out (pyproject's [torch] and [train] extras): a command that
 #: needs it says which extra to install instead of showing a traceback.
 TRAINING_STACK = {"torch", "transformers", "accelerate", "peft", "safetensors", "onnx", "scipy", "matplotlib", "tensorboard", "kaggle"}
-
-#: commands that take a config and ``key=value`` overrides anywhere among their options.
-OVERRIDABLE = {"train", "bench", "plan"}
-
 
 #: Options of ``fintts train`` that are config settings: each becomes the override ``key=value``.
 TRAIN_OPTIONS = {
@@ -104,7 +105,7 @@ def cmd_plan(args) -> int:
     from fintts.train import plan
     from fintts.train.config import load_config
 
-    overrides = list(args.overrides) + ([f"data={args.data}"] if args.data else []) + ([f"store={args.store}"] if args.store else [])
+    overrides = list(args.overrides) + ([f"store={args.store}"] if args.store else [])
     config = load_config(args.config, overrides)
     assumptions = plan.Assumptions(
         session_hours=args.session_hours, quota_hours=args.quota_hours, install_seconds=args.install_seconds,
@@ -134,7 +135,7 @@ def cmd_status(args) -> int:
     from fintts.train.stores import store_for
     from fintts.train.summary import format_status
 
-    store = store_for(_store_settings(args))
+    store = store_for(_store_settings(args), read_only=True)
     status = plan.run_status(store, plan.Assumptions(quota_hours=args.quota_hours))
     if status is None:
         print(f"no run in {store.url} (no status.json): nothing has been trained there yet", file=sys.stderr)
@@ -199,7 +200,7 @@ def cmd_speakers(args) -> int:
 def cmd_eval(args) -> int:
     from fintts.tts.vits.task import evaluate_run
 
-    result = evaluate_run(store=args.store, model=args.model, config=args.config, data=args.data)
+    result = evaluate_run(store=args.store, model=args.model, config=args.config, overrides=args.overrides)
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -342,17 +343,17 @@ def cmd_demo(args) -> int:
     from fintts.tts.demo.run import DEFAULT_BUDGET, DEFAULT_CONFIG, run_demo
 
     run_demo(store=Path(args.store), budget=args.budget or DEFAULT_BUDGET, out=Path(args.out), config=Path(args.config or DEFAULT_CONFIG),
-             extra=["--no-progress"] if args.no_progress else [])
+             extra=[*args.overrides, *(["--no-progress"] if args.no_progress else [])])
     return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fintts", description="Fine-tune a Finnish VITS voice across GPU sessions.")
+    cli_args.add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="train one session of a run (resumes automatically)")
-    p.add_argument("config", help="YAML config, e.g. configs/demo.yaml")
-    p.add_argument("overrides", nargs="*", metavar="key=value", help="override settings, e.g. max_steps=500 data=/kaggle/input/x")
+    cli_args.add_config_arguments(p)
     p.add_argument("--store", help="the run's local folder (store=; default runs/<run_name>, with --hub-repo runs/<repo name>)")
     p.add_argument("--hub-repo", metavar="USER/NAME", help="keep the run in this Hugging Face Hub repo (hub_repo=)")
     p.add_argument("--max-steps", help="stop the run at this step (max_steps=)")
@@ -369,8 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("bench", help="time real training steps of a config on this machine (and its speed switches)")
-    p.add_argument("config", help="YAML config, e.g. configs/mms-fin.yaml")
-    p.add_argument("overrides", nargs="*", metavar="key=value", help="override settings as for fintts train")
+    cli_args.add_config_arguments(p, example="configs/mms-fin.yaml")
     p.add_argument("--compare", action="store_true", help="also each speed switch, one at a time, as one table")
     p.add_argument("--steps", type=int, default=3, help="timed optimizer steps per configuration (default 3)")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps first (default 1)")
@@ -392,10 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("plan", help="steps, epochs, sessions and weeks of GPU quota a run needs, from a measured bench")
-    p.add_argument("config", help="YAML config, e.g. configs/mms-fin.yaml")
-    p.add_argument("overrides", nargs="*", metavar="key=value", help="override settings as for fintts train")
     items = p.add_mutually_exclusive_group()
-    items.add_argument("--data", help="count the training items of this corpus (data=)")
+    cli_args.add_config_arguments(p, example="configs/mms-fin.yaml", data_group=items,
+                                  data_help="count the training items of this corpus (data=)")
     items.add_argument("--samples", type=int, help="plan for this many training items")
     p.add_argument("--quota-hours", type=float, default=30.0, help="GPU hours a week (default 30: Kaggle's weekly quota)")
     p.add_argument("--session-hours", type=float, default=12.0, help="length of one session (default 12: Kaggle's limit)")
@@ -485,8 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="mel-cepstral distortion of a voice on its run's held-out clips")
     p.add_argument("--store", help="a run folder: its model/ and its settings")
     p.add_argument("--model", help="an exported voice folder (default: <store>/model)")
-    p.add_argument("--config", help="the run's config, when no --store is given")
-    p.add_argument("--data", help="corpus to take held-out clips from (default: the run's)")
+    cli_args.add_config_arguments(p, required=False, data_help="corpus to take held-out clips from (data=; default: the run's)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)
 
@@ -511,11 +509,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_kaggle_wheels)
 
     def kernel_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", default="mms-fin.yaml",
-                       help="your config file (its text goes into the notebook), "
-                            "or one of fintts's configs/ by name (default mms-fin.yaml)")
+        cli_args.add_config_arguments(p, default="mms-fin.yaml", overrides=False, example="mine.yaml (your file: its text goes "
+                                      "into the notebook) or mms-fin.yaml (one of fintts's configs/ by name)",
+                                      data_help="the corpus folder in the session (default /kaggle/input/<corpus slug>)")
         p.add_argument("--corpus", metavar="OWNER/SLUG", help="your corpus as a Kaggle dataset, attached to the notebook")
-        p.add_argument("--data", help="the corpus folder in the session (default /kaggle/input/<corpus slug>)")
         p.add_argument("--hub-repo", metavar="USER/NAME", help="the Hugging Face repo that keeps the run")
         p.add_argument("--store", help="the run's local folder in the session "
                        "(default runs/<repo name> with --hub-repo, else runs/<config name>)")
@@ -546,24 +543,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", default="runs/demo")
     p.add_argument("--budget", help="length of each of the two sessions (default 15m)")
     p.add_argument("--out", default="demo.wav")
-    p.add_argument("--config", help="default: configs/demo.yaml of this checkout")
+    cli_args.add_config_arguments(p, required=False, example="configs/demo.yaml (default: this checkout's)",
+                                  data_help="train the demo on this corpus instead of the embedded one (data=)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_demo)
     return parser
 
 
+@cli_args.quiet_on_closed_pipe
 def main(argv: list[str] | None = None) -> int:
     # fintts's own lines; of the libraries' only warnings (whatever their loggers are named: no request logs)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("fintts").setLevel(logging.INFO)
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    # key=value overrides may stand anywhere among train's options
-    stray = [item for item in extra if item.startswith("-") or "=" not in item or args.command not in OVERRIDABLE]
-    if stray:
-        parser.error(f"unrecognized arguments: {' '.join(stray)}")
-    if extra:
-        args.overrides = list(args.overrides) + extra
+    args = cli_args.parse(build_parser(), argv)
     try:
         return args.func(args)
     except ConfigDrift as err:

@@ -140,8 +140,11 @@ class HubRun:
 
 
 def read_run(repo: str, timeout: float = REQUEST_TIMEOUT) -> HubRun | None:
-    """The run on the Hub now (``None``: nothing trained there yet), transient failures tried again."""
-    client = HubClient.connect(repo, timeout=timeout)
+    """The run on the Hub now (``None``: nothing trained there yet), transient failures tried again.
+
+    A read: no token for a public repo, a read token for a private one (the sessions on Kaggle write, not this).
+    """
+    client = HubClient.connect(repo, timeout=timeout, anonymous_ok=True)
 
     def read() -> HubRun:
         head = client.head()

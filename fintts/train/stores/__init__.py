@@ -22,12 +22,12 @@ def open_store(local_dir: str | Path, *, hub_repo: str = "", **hub_options: Any)
     return LocalStore(local_dir)
 
 
-def store_for(cfg: TrainConfig) -> Store:
-    """The store a run's config describes."""
+def store_for(cfg: TrainConfig, *, read_only: bool = False) -> Store:
+    """The store a run's config describes; ``read_only``: to look at it (no token needed for a public Hub repo)."""
     if not cfg.hub_repo:
         return open_store(cfg.local_dir())
     return open_store(
         cfg.local_dir(), hub_repo=cfg.hub_repo,
         push_every=cfg.push_every or 0.0, storage_cap_gb=cfg.storage_cap_gb or None,
-        request_timeout=cfg.hub_timeout,
+        request_timeout=cfg.hub_timeout, **({"read_only": True} if read_only else {}),
     )

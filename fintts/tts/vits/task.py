@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -658,14 +658,15 @@ def _data_size(item: Item) -> int:
 
 
 def evaluate_run(*, store: str | Path | None = None, model: str | Path | None = None, config: str | Path | None = None,
-                 data: str | None = None) -> dict[str, Any]:
+                 data: str | None = None, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """``fintts eval``: a run's voice scored with the run's own settings, or any voice with a config's.
 
     With ``store`` (a run folder) the settings are those its newest complete checkpoint was
     trained with, and the voice its ``model/`` unless ``model`` names another; without it,
-    ``model`` and ``config`` are both needed. ``data`` points the held-out clips elsewhere.
+    ``model`` and ``config`` are both needed. ``data`` points the held-out clips elsewhere;
+    ``overrides`` (``key=value``, as ``fintts train`` takes them) change any other setting.
     """
-    overrides = [f"data={data}"] if data else []
+    overrides = [*overrides, *([f"data={data}"] if data else [])]
     if store:
         folder = checkpoint.latest_complete(Path(store), log=lambda _: None)
         if folder is None:

@@ -93,6 +93,12 @@ def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: s
         if status in _RETRY_STATUSES:
             retry_after = err.response.headers.get("Retry-After", "").strip()
             return HubUnavailable(f"the Hub answered {status}", retry_after=float(retry_after) if retry_after.isdigit() else None)
+        if status == 401 and not token:
+            return HubAuthError(
+                f"{repo_id} cannot be read without a token (401: {detail}): it is private, or the name is wrong. Create a "
+                "token at https://huggingface.co/settings/tokens (a read token is enough to look; training needs a write "
+                "token) and set it as HF_TOKEN, or run `hf auth login`"
+            )
         if status == 401:
             return HubAuthError(
                 f"the Hub rejected the token (401: {detail}). Create a write token at https://huggingface.co/settings/tokens "

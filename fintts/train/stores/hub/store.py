@@ -117,6 +117,8 @@ class HubStore(Store):
     ``sync_attempts``: tries of the calls that block the caller (acquire, resume, release).
     ``request_timeout``: seconds any one HTTP request may take. ``upload_timeout``: seconds one
     push's upload of its large files may take overall (never past the session's end).
+    ``read_only``: for a reader (``fintts status``), which needs no token for a public repo and
+    only a read token for a private one; a writer's missing token is an error at once.
     """
 
     def __init__(
@@ -135,6 +137,7 @@ class HubStore(Store):
         sync_attempts: int = 5,
         request_timeout: float = 60.0,
         upload_timeout: float = 1800.0,
+        read_only: bool = False,
     ):
         problem = repo_id_problem(repo_id)
         if problem:
@@ -150,7 +153,7 @@ class HubStore(Store):
         self.backoff = backoff
         self.sync_attempts = max(1, sync_attempts)
         self.upload_timeout = upload_timeout
-        self._client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout)
+        self._client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout, anonymous_ok=read_only)
         self._folder_lock = LocalStore(self.root)  # the same one-process-per-folder lock as a local run's
         self._publisher = Publisher(
             push=self._push_full, heartbeat=self._push_heartbeat, after_push=self._tidy_storage,
