@@ -40,7 +40,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from safetensors.torch import load_file
+from transformers import VitsConfig, VitsModel
 
 from fintts.errors import StoreError, UsageError
 from fintts.train import checkpoint as ckpt
@@ -50,7 +53,10 @@ from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.errors import HubAuthError
 from fintts.tts.hub_voice import PICKLED
+from fintts.tts.text import FinnishText
 from fintts.tts.vits.card import run_card
+from fintts.tts.vits.export import export_folder, save_voice
+from fintts.tts.vits.lora import is_adapted, merge_folder
 from fintts.tts.voice_format import ADAPTERS_DIR, ONNX_FILE, SPEAKERS_FILE, VoiceError
 
 log = logging.getLogger(__name__)
@@ -195,8 +201,6 @@ def _checkpoint_name(wanted: str, latest: str | None, status: Mapping[str, Any],
 
 def _stage_voice(run: Path, name: str | None, stage: Path, *, onnx: bool, say: Callable[[str], None]) -> tuple[int | None, str]:
     """Write the voice to publish into ``stage``; the step whose weights it has (``None``: the run's best) and its name."""
-    from fintts.tts.vits.export import export_folder  # torch: only once the source is known to hold a voice
-
     model = run / MODEL_DIR
     if name:
         _voice_of_checkpoint(model, run / ckpt.CHECKPOINTS / name, stage)
@@ -204,8 +208,6 @@ def _stage_voice(run: Path, name: str | None, stage: Path, *, onnx: bool, say: C
             say(f"the Piper voice in {MODEL_DIR}/ is of the best weights, not {name}'s: it is left out")
         step, voice = ckpt.step_of(name), name
     elif (model / ADAPTERS_DIR).is_dir():
-        from fintts.tts.vits.lora import merge_folder
-
         speaker, _ = merge_folder(model, stage, onnx=onnx)
         say(f"{MODEL_DIR}/ holds a LoRA adapter: publishing the voice of {speaker}'s adapter merged into its base")
         step, voice = None, f"the best voice ({speaker}'s adapter merged)"
@@ -224,14 +226,6 @@ def _stage_voice(run: Path, name: str | None, stage: Path, *, onnx: bool, say: C
 
 def _voice_of_checkpoint(model: Path, folder: Path, stage: Path) -> None:
     """The voice of a checkpoint's generator, through the task's export: the run's architecture, tokenizer and speakers."""
-    import torch
-    from safetensors.torch import load_file
-    from transformers import VitsConfig, VitsModel
-
-    from fintts.tts.text import FinnishText
-    from fintts.tts.vits.export import save_voice
-    from fintts.tts.vits.lora import is_adapted
-
     weights = load_file(str(folder / "model.safetensors"))
     if is_adapted(weights):
         raise VoiceError(f"{folder.name} is a checkpoint of an adapter (LoRA) phase; publish the run's best voice (no "
