@@ -257,10 +257,9 @@ def _write_card(stage: Path, status: Mapping[str, Any], repo: str, step: int | N
 
 def _check_can_write(client: HubClient) -> None:
     try:
-        who = client._bounded(client.api.whoami)
+        role = client.token_role()
     except Exception as err:
         raise client.failure(err).prefixed("could not check the token with the Hub", "") from None
-    role = ((who.get("auth") or {}).get("accessToken") or {}).get("role")
     if role == "read":
         raise HubAuthError("the Hugging Face token is a read token; fintts publish creates and writes a repo: set HF_TOKEN to a "
                            "*write* token (https://huggingface.co/settings/tokens)")
@@ -271,7 +270,7 @@ def _upload(client: HubClient, stage: Path, files: Mapping[str, int], *, private
     """One commit that makes the repo hold exactly ``files``; (commit or ``None`` when nothing changed, removed, private)."""
     try:
         client.ensure_repo(private)
-        info = client._bounded(client.api.model_info, client.repo_id)
+        is_private = client.is_private()
         head = client.head()
         present = client.files(head)
     except Exception as err:
@@ -280,7 +279,6 @@ def _upload(client: HubClient, stage: Path, files: Mapping[str, int], *, private
     if run_files:
         raise StoreError(f"{client.repo_id} holds a fintts run ({run_files[0]}): publishing would delete it. Publish the voice "
                          "to a repo of its own (--hub-repo USER/NEW-NAME); the run stays where it is")
-    is_private = bool(getattr(info, "private", False))
     if private and not is_private:
         raise StoreError(f"{client.repo_id} exists and is public, and --private was asked: nothing was published. Make it "
                          f"private in its settings ({client.endpoint}/{client.repo_id}/settings), or publish without --private")
