@@ -171,6 +171,15 @@ def cmd_pull(args) -> int:
     return EXIT_OK
 
 
+def cmd_publish(args) -> int:
+    from fintts.tts.vits.publish import publish
+
+    published = publish(args.store, args.hub_repo, private=args.private, checkpoint=args.checkpoint, onnx=not args.no_onnx,
+                        say=lambda message: print(f"note: {message}", file=sys.stderr))
+    print(published.format())
+    return EXIT_OK
+
+
 def _checked_corpus(args):
     """``fintts check`` and ``fintts speakers``: the corpus DATA names, read with the options given."""
     from fintts.tts.corpus import ReadOptions, check_corpus
@@ -421,6 +430,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="the whole run (every checkpoint), usable as --store")
     p.add_argument("--no-onnx", action="store_true", help="with the voice: do not export model.onnx here when the run has none")
     p.set_defaults(func=cmd_pull)
+
+    p = sub.add_parser("publish", help="put a run's voice at the root of a Hub repo of its own, with a model card "
+                                       "(pipeline(\"text-to-speech\"), the Hub's widget, Piper)")
+    p.add_argument("--store", required=True, help="the run: its local folder, or hf://USER/RUN for a Hub run")
+    p.add_argument("--hub-repo", required=True, metavar="USER/NAME", help="the repo to publish to (created when new; "
+                   "a re-publish replaces its files)")
+    p.add_argument("--private", action="store_true", help="create the repo private")
+    p.add_argument("--checkpoint", metavar="step-N", help="publish this checkpoint's weights (or latest, best) instead of "
+                   "the run's best voice (model/)")
+    p.add_argument("--no-onnx", action="store_true", help="do not make model.onnx and model.int8.onnx when the voice has none")
+    p.set_defaults(func=cmd_publish)
 
     p = sub.add_parser("say", help="speak Finnish text into a wav file (and the speakers) with a trained voice")
     p.add_argument("text", nargs="?", help='the text ("Hyvää huomenta!"); or -f FILE, or pipe it in')

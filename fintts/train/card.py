@@ -1,10 +1,18 @@
-"""The run's page: ``README.md`` beside ``status.json``, which the Hub shows as the repo's card.
+"""The cards fintts writes, all here: the run's page and the card of a model on its own.
 
-A person opening the repo should see at a glance what the model is, how far the run got and
-what to do with it, without opening JSON. The trainer renders it from the run's status (so
-the page never disagrees with the run) around what the task says about its model
-(:meth:`fintts.train.task.Task.card`), and writes it whenever it writes the status; a store
-carries it like any other file of the run.
+* The run's page (:func:`render`): ``README.md`` beside ``status.json``, which the Hub shows as
+  the repo's card. A person opening the repo should see at a glance what the model is, how far
+  the run got and what to do with it, without opening JSON. The trainer renders it from the
+  run's status (so the page never disagrees with the run) around what the task says about its
+  model (:meth:`fintts.train.task.Task.card`), and writes it whenever it writes the status; a
+  store carries it like any other file of the run.
+* A model's own card (:func:`render_model`): the ``README.md`` of an exported model folder and
+  of a published model repo (``fintts publish``), from what the task says about the model alone.
+
+Both put the task's metadata through ``huggingface_hub``'s ``ModelCardData`` and the text through
+``ModelCard``, so the front matter is the Hub's own YAML (and ``ModelCard.load`` reads back what
+was written) rather than YAML written by hand. This layer knows no model kind: the facts, the
+licence and the usage text come from the task's :class:`~fintts.train.task.Card`.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from fintts.train.task import Card
 
@@ -25,12 +33,10 @@ LOSS_PLOT = "loss.png"
 def render(status: Mapping[str, Any], card: Card, *, repo: str | None, loss_plot: bool) -> str:
     """The page of the run ``status`` describes; ``repo`` is its Hub repo id (``None``: a local run)."""
     name = repo.split("/")[-1] if repo else status.get("run_name", "run")
-    lines = []
-    if card.metadata:
-        lines += ["---", yaml.safe_dump(dict(card.metadata), sort_keys=False, allow_unicode=True).strip(), "---", ""]
-    lines += [
+    lines = [
         f"# {name}: {card.title}",
         "",
+        *([card.summary, ""] if card.summary else []),
         "Trained with fintts over as many GPU sessions as it took. "
         + ("This repo is both the model (`model/`) and the training run (checkpoints, `status.json`)." if repo else
            "This folder is both the model (`model/`) and the training run (checkpoints, `status.json`)."),
@@ -74,7 +80,30 @@ def render(status: Mapping[str, Any], card: Card, *, repo: str | None, loss_plot
     lines += card.usage + ([""] if card.usage else [])
     where = f"--hub-repo {repo}" if repo else f"--store {status.get('store', 'THIS_FOLDER')}"
     lines += [f"Continue training on any machine: `fintts train CONFIG.yaml {where}` (resumes from `latest`).", ""]
-    return "\n".join(lines)
+    return _with_metadata(card, name, lines)
+
+
+def render_model(card: Card, *, name: str) -> str:
+    """The card of a model on its own (an exported folder, a published repo); ``name`` heads it (a repo's name)."""
+    lines = [f"# {name}", ""]
+    lines += [card.summary, ""] if card.summary else []
+    lines += [f"- {fact}" for fact in card.facts] + ([""] if card.facts else [])
+    if card.usage:
+        lines += ["## How to use", "", *card.usage, ""]
+    return _with_metadata(card, name, lines)
+
+
+def _with_metadata(card: Card, name: str, lines: list[str]) -> str:
+    """``lines`` under the card's front matter, made (and read back, as a check) by ``huggingface_hub``."""
+    metadata = dict(card.metadata)
+    results = [EvalResult(**{"task_type": metadata.get("pipeline_tag") or "other", **r}) for r in card.results]
+    if results:
+        metadata.setdefault("model_name", name)
+    data = ModelCardData(**metadata, eval_results=results or None)
+    body = "\n".join(lines)
+    if not data.to_dict():
+        return body
+    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
 
 
 def _number(value: Any) -> str:

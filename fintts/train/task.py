@@ -84,18 +84,25 @@ class Evaluation:
 
 @dataclasses.dataclass
 class Card:
-    """What a task says about its run on the run's page (``README.md``, the Hub repo's card).
+    """What a task says about its model on a card: the run's page (``README.md``, the Hub repo's card), and
+    the card of the model on its own (an exported folder, a published repo), both written by :mod:`fintts.train.card`.
 
-    The trainer adds what it knows — the run's state, best metric, loss plot and sessions —
-    around these. ``metadata`` becomes the card's YAML front matter (the Hub reads ``language``,
-    ``pipeline_tag``, ``tags``, ``base_model``, ``license`` from it); ``facts`` are Markdown
-    bullet items; ``usage`` is Markdown telling a person what to do with the exported model.
+    On the run's page the trainer adds what it knows — the run's state, best metric, loss plot and
+    sessions — around these. ``metadata`` becomes the card's YAML front matter through
+    ``huggingface_hub.ModelCardData`` (the Hub reads ``language``, ``pipeline_tag``, ``tags``,
+    ``base_model``, ``license``, ``library_name`` from it); ``summary`` is the paragraph under the
+    title; ``facts`` are Markdown bullet items; ``results`` the quality figures as the Hub's
+    ``model-index`` (each a dict of ``EvalResult`` fields: ``metric_type``, ``metric_value``,
+    ``metric_name``, ``dataset_name``, ...; ``task_type`` defaults to the ``pipeline_tag``);
+    ``usage`` is Markdown telling a person what to do with the model.
     """
 
     title: str
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
     facts: list[str] = dataclasses.field(default_factory=list)
     usage: list[str] = dataclasses.field(default_factory=list)
+    summary: str = ""
+    results: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

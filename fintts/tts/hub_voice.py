@@ -4,7 +4,9 @@ A fintts run's Hub repo holds checkpoints and the voice; a laptop wants only the
 :func:`download_voice` fetches ``model/`` through ``huggingface_hub``'s own cache (so a
 second call, or a call with no network, uses the copy already there: offline once
 pulled); :func:`pull_voice` (``fintts pull``) writes it into a folder of the person's
-choosing and makes sure ``model.onnx`` is in it.
+choosing and makes sure ``model.onnx`` is in it. A repo with no ``model/`` whose root is a voice (what
+``fintts publish`` writes, or any transformers VITS repo) is taken from its root: the voice's own
+files, by name, never the whole repo.
 
 Only what loads without running code is downloaded: safetensors, JSON, ONNX, text. A
 ``pytorch_model.bin`` (or any pickled file) in the repo is left there, since unpickling can run
@@ -27,6 +29,10 @@ log = logging.getLogger(__name__)
 WEIGHTS_FILE = "model.safetensors"
 #: Pickled files (PyTorch's own formats among them): never downloaded.
 PICKLED = ("*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle", "*.ckpt")
+#: A voice at a repo's root: these names there (a pattern without ``/`` in it matches any depth: only exact names and the
+#: graphs, which a run's checkpoints never hold).
+ROOT_VOICE = ("config.json", WEIGHTS_FILE, "vocab.json", "tokenizer_config.json", "added_tokens.json", "special_tokens_map.json",
+              "speakers.json", "README.md", "*.onnx", "*.onnx.json")
 
 
 def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint: str | None = None,
@@ -36,9 +42,15 @@ def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
 
+    def fetch(patterns: list[str]) -> Path:
+        return Path(snapshot_download(repo_id, allow_patterns=patterns, ignore_patterns=list(PICKLED), local_dir=out_dir,
+                                      endpoint=endpoint, token=token, library_name="fintts"))
+
     try:
-        root = snapshot_download(repo_id, allow_patterns=[f"{VOICE_DIR}/*"], ignore_patterns=list(PICKLED), local_dir=out_dir,
-                                 endpoint=endpoint, token=token, library_name="fintts")
+        root = fetch([f"{VOICE_DIR}/*"])
+        folder = root / VOICE_DIR
+        if not (folder.is_dir() and any(folder.iterdir())) and (fetch(list(ROOT_VOICE)) / "config.json").is_file():
+            folder = root  # a published voice: the repo is the voice
     except (RepositoryNotFoundError, GatedRepoError):
         raise VoiceError(f"Hub repo {repo_id} not found, or it is private and this machine is not logged in: check the "
                          "name (user/name), then log in with `hf auth login` or set HF_TOKEN to a read token") from None
@@ -48,12 +60,12 @@ def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint:
     except HfHubHTTPError as err:
         status = getattr(getattr(err, "response", None), "status_code", "?")
         raise VoiceError(f"the Hub refused to send {repo_id} (HTTP {status}); try again later") from None
-    folder = Path(root) / VOICE_DIR
     if not (folder.is_dir() and any(folder.iterdir())):
         raise VoiceError(f"{repo_id} has no {VOICE_DIR}/ yet: the run has not exported a voice; pull a checkpoint "
                          "instead (fintts pull --checkpoint latest) or wait for the next push")
     if is_vits_voice(folder) and not (folder / WEIGHTS_FILE).is_file():
-        raise VoiceError(f"{repo_id}'s {VOICE_DIR}/ has no {WEIGHTS_FILE}: fintts takes a voice's weights from the Hub only "
+        where = "root" if folder == root else f"{VOICE_DIR}/"
+        raise VoiceError(f"{repo_id}'s {where} has no {WEIGHTS_FILE}: fintts takes a voice's weights from the Hub only "
                          "as safetensors (a pytorch_model.bin or other pickled file can run code when it is loaded, so it "
                          "is not downloaded); export the voice again with fintts, or ask its owner to")
     return folder

@@ -38,6 +38,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from fintts.train import checkpoint
+from fintts.train.card import render_model
 from fintts.train.config import ConfigError, free_setting, load_config
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
@@ -48,7 +49,7 @@ from fintts.tts.eval import nearest_reference, noise_floor_db
 from fintts.tts.features import FeatureCache
 from fintts.tts.speakers import BEST, analyse_speakers
 from fintts.tts.text import FALLBACK_VOCAB, FinnishText
-from fintts.tts.vits.card import is_mms, run_card
+from fintts.tts.vits.card import check_license, run_card, voice_license
 from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
 from fintts.tts.vits.export import export_folder, save_voice
 from fintts.tts.vits.generator import (
@@ -157,10 +158,14 @@ class VitsTaskConfig:
     #: speak it. They take 5-10 s for the demo voice and 25-75 s for an MMS-sized one on a shared
     #: 2-core CPU, made in the background while training goes on (see fintts.train.background_export).
     export_onnx: bool = free_setting(True)
+    #: the voice's licence on its cards (an SPDX-style id the Hub knows, e.g. apache-2.0, cc-by-4.0, mit); empty:
+    #: apache-2.0. A voice fine-tuned from MMS inherits cc-by-nc-4.0, whatever this says (another value is refused).
+    license: str = free_setting("")
 
     def __post_init__(self) -> None:
         check_blocks(self.checkpointing)  # a typo fails when the config loads, not after the corpus check
         check_model_settings(self.model)
+        check_license(self.init, self.license)
 
 
 @dataclasses.dataclass
@@ -580,46 +585,16 @@ class VitsTask(Task):
         return {f"{ADAPTERS_DIR}/{rel}": data for rel, data in adapter_files(self.adapter, self.adapter_name).items()}
 
     def _model_card(self, vits) -> str:
-        mms = is_mms(self.config.init)
-        licence = "cc-by-nc-4.0" if mms else "apache-2.0"
-        lines = [
-            "---", "language: fi", f"license: {licence}", "library_name: transformers", "pipeline_tag: text-to-speech",
-            *( [f"base_model: {self.config.init}"] if self.config.init not in {"scratch"} and not Path(self.config.init).exists() else []),
-            "tags: [vits, fintts, finnish]", "---", "",
-            "# Finnish VITS voice (fintts)", "",
-            f"Trained with fintts from `{self.config.init}` on {self.hours:.2f} h of Finnish speech, "
-            f"{len(self.speakers)} speaker(s): {', '.join(self.speakers)}.", "",
-        ]
-        if mms:
-            lines += ["The base weights are Meta's MMS-TTS, licensed **CC BY-NC 4.0**: this voice is for non-commercial use only.", ""]
-        lines += [
-            "## Speak with it", "",
-            "With fintts — not on PyPI: install it from its source (`pip install .` in a checkout; "
-            "the base install needs no torch). `PATH` is this folder; `fintts pull USER/NAME --out my-voice` downloads "
-            "it from a fintts Hub run as `my-voice/model`.", "",
-            "```bash",
-            'fintts say "Hyvää huomenta! Kello on 7.30." --voice PATH -o huomenta.wav',
-            "```", "",
-            "```python", "import fintts", "",
-            'voice = fintts.load_voice("PATH")',
-            'waveform, sample_rate = voice.synthesize("Hyvää huomenta! Kello on 7.30.")',
-            'voice.save("Tänään on 22.11.2026.", "tanaan.wav")',
-            "```", "",
-            "fintts reads numbers, dates, times and abbreviations as words and says long text sentence by sentence; "
-            "`model.onnx` and `model.int8.onnx` (when the run exported them) let it speak through onnxruntime without torch.", "",
-            "Plain transformers reads only lower-case Finnish without digits:", "",
-            "```python", "from transformers import pipeline",
-            'tts = pipeline("text-to-speech", model="PATH")',
-            'speech = tts("hyvää huomenta")', "```", "",
-            f"Sampling rate {vits.config.sampling_rate} Hz.",
-        ]
-        return "\n".join(lines) + "\n"
+        """The exported folder's ``README.md``: the card ``fintts publish`` also writes, from this run's facts so far."""
+        card = run_card({"about": self.describe()}, self.config.init, where="folder", sample_rate=vits.config.sampling_rate)
+        return render_model(card, name="Finnish VITS voice (fintts)")
 
     def describe(self) -> dict[str, Any]:
         return {
             "data": self.config.data, "hours": round(getattr(self, "hours", 0.0), 3),
             "clips": len(getattr(self, "items", [])), "speakers": getattr(self, "speakers", []),
             "heldout_clips": len(getattr(self, "heldout", [])), "init": self.config.init,
+            "license": voice_license(self.config.init, self.config.license),
             **({"speaker": self.speaker} if getattr(self, "speaker", None) else {}),
             **({"lora": {"r": self.config.lora.r, **self.adapter_facts}} if getattr(self, "adapter", None) else {}),
         }

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
+from huggingface_hub import ModelCard
 from transformers import VitsModel, VitsTokenizer, pipeline
 
 from fintts.train import ConfigDrift, TaskContext, checkpoint, train
@@ -88,8 +89,8 @@ def test_exported_voice_loads_in_plain_transformers_and_fintts(trained):
         assert voice.speakers == ["espeak_f2", "espeak_m3"]
         waveform, rate = voice.synthesize("Kello on 7.30.", speaker="espeak_m3")
         assert rate == 16000 and waveform.dtype == np.float32 and waveform.ndim == 1 and waveform.size > 100
-    card = (model_dir / "README.md").read_text()
-    assert "language: fi" in card and "text-to-speech" in card
+    card = ModelCard.load(model_dir / "README.md")
+    assert card.data.language == ["fi"] and card.data.pipeline_tag == "text-to-speech" and "fintts say" in card.text
 
 
 def test_the_final_voices_onnx_graphs_are_of_its_own_weights(trained):

@@ -208,6 +208,14 @@ class HubClient:
     def used_storage(self) -> int | None:
         return getattr(self._bounded(self.api.model_info, self.repo_id), "used_storage", None)
 
+    def is_private(self) -> bool:
+        return bool(getattr(self._bounded(self.api.model_info, self.repo_id), "private", False))
+
+    def token_role(self) -> str | None:
+        """What the token may do, as the Hub says (``read``, ``write``, ``fineGrained``); ``None`` if it does not say."""
+        who = self._bounded(self.api.whoami)
+        return ((who.get("auth") or {}).get("accessToken") or {}).get("role")
+
     def files(self, revision: str) -> dict[str, Any]:
         """Every file at ``revision`` (path → ``RepoFile``); a path that could leave a folder is an error."""
         entries = self._bounded(lambda: list(self.api.list_repo_tree(self.repo_id, recursive=True, revision=revision)))

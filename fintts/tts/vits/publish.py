@@ -1,0 +1,319 @@
+"""``fintts publish``: a run's voice, on its own, at the root of a Hub repo where people use voices.
+
+A run keeps its voice in ``model/`` among checkpoints, optimizer state and a lease; the Hub's
+widget and ``pipeline("text-to-speech", model="me/my-voice")`` want a repo whose root *is* the
+voice. :func:`publish` writes one: the transformers files (``config.json``,
+``model.safetensors``, tokenizer files, ``speakers.json``), the ONNX graphs, whatever other voice
+files ``model/`` holds (a Piper voice, ``*.onnx`` + ``*.onnx.json``), and a card made by
+:mod:`fintts.train.card` from the run's ``status.json`` (:func:`fintts.tts.vits.card.run_card`).
+
+Decisions, for where a person might expect otherwise:
+
+* **Which voice.** By default the run's ``model/`` (its best voice). ``checkpoint`` (``step-N``,
+  ``latest``, ``best``) makes the voice from that checkpoint's generator weights instead, with the
+  architecture, tokenizer and speakers of the run's ``model/`` (a checkpoint holds weights only)
+  and the task's own export (:func:`~fintts.tts.vits.export.save_voice`, then the ONNX graphs); a
+  Piper voice in ``model/`` is of other weights then and is left out. A voice with a LoRA adapter
+  is published merged (``fintts merge``), since the repo must be a plain transformers voice.
+* **The source.** A local run folder, or a Hub run as ``hf://USER/RUN``: only ``model/``,
+  ``status.json`` and the named checkpoint's ``model.safetensors`` (checked against its
+  manifest) are downloaded, never optimizer state.
+* **One commit, idempotent.** Every file goes up in one commit that also deletes whatever else
+  the repo holds (``.gitattributes`` aside): a re-publish leaves exactly the new voice. When
+  nothing differs, no commit is made. A repo that holds a fintts run (``status.json``,
+  ``latest``, ``checkpoints/``) is refused: publishing there would delete the run.
+* **Visibility.** ``private`` creates the repo private; an existing repo keeps its visibility,
+  and a public one is refused when ``private`` was asked (its settings page changes it).
+* **The token** is a write token, from ``HF_TOKEN`` (or the cached ``hf auth login``); it is never
+  printed or written anywhere (errors are scrubbed as the store's are).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from safetensors.torch import load_file
+from transformers import VitsConfig, VitsModel
+
+from fintts.errors import StoreError, UsageError
+from fintts.train import checkpoint as ckpt
+from fintts.train.card import render_model
+from fintts.train.repo_id import repo_id_problem
+from fintts.train.stores.base import MODEL_DIR, STATUS
+from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
+from fintts.train.stores.hub.errors import HubAuthError
+from fintts.tts.hub_voice import PICKLED
+from fintts.tts.text import FinnishText
+from fintts.tts.vits.card import run_card
+from fintts.tts.vits.export import export_folder, save_voice
+from fintts.tts.vits.lora import is_adapted, merge_folder
+from fintts.tts.voice_format import ADAPTERS_DIR, ONNX_FILE, SPEAKERS_FILE, VoiceError
+
+log = logging.getLogger(__name__)
+
+HUB_RUN = "hf://"
+CARD = "README.md"
+#: What marks a repo as a fintts run (never a publish target: the publish would delete it).
+RUN_MARKERS = (STATUS, ckpt.LATEST, ckpt.CHECKPOINTS + "/")
+#: How long the upload of the voice's large files may take before the publish gives up (an MMS voice is ~145 MB).
+UPLOAD_SECONDS = 3600.0
+
+
+@dataclasses.dataclass
+class Published:
+    """What :func:`publish` did: the repo, its files (path → bytes), what it removed, and the commit (``None``: nothing changed)."""
+
+    repo: str
+    url: str
+    files: dict[str, int]
+    removed: list[str]
+    commit: str | None
+    private: bool
+    voice: str
+
+    @property
+    def size(self) -> int:
+        return sum(self.files.values())
+
+    def format(self) -> str:
+        what = f"commit {self.commit}" if self.commit else "nothing changed: no commit"
+        removed = f", removed {len(self.removed)} stale file(s)" if self.removed else ""
+        return (f"published {self.voice} to {self.url} ({'private' if self.private else 'public'}): {len(self.files)} files, "
+                f"{self.size / 1e6:.1f} MB{removed}; {what}")
+
+
+def publish(store: str | Path, hub_repo: str, *, private: bool = False, checkpoint: str | None = None,
+            endpoint: str | None = None, token: str | None = None, onnx: bool = True,
+            say: Callable[[str], None] = log.info) -> Published:
+    """Publish the voice of the run ``store`` (a folder or ``hf://USER/RUN``) to the Hub repo ``hub_repo``; see the module."""
+    problem = repo_id_problem(hub_repo)
+    if problem:
+        raise UsageError(f"--hub-repo: {problem}")
+    try:
+        client = HubClient.connect(hub_repo, endpoint=endpoint, token=token)
+    except HubAuthError as err:
+        raise HubAuthError(f"fintts publish writes to the Hub and needs a write token. {err}") from None
+    _check_can_write(client)
+    with tempfile.TemporaryDirectory(prefix="fintts-publish-") as tmp:
+        run, status, source, name = _run_folder(store, checkpoint, Path(tmp) / "run", endpoint=endpoint, token=token)
+        stage = Path(tmp) / "voice"
+        step, voice = _stage_voice(run, name, stage, onnx=onnx, say=say)
+        _write_card(stage, status, hub_repo, step)
+        files = {rel: (stage / rel).stat().st_size for rel in _relative_files(stage)}
+        commit, removed, private = _upload(client, stage, files, private=private, message=f"Publish {voice} of {source}", say=say)
+    return Published(hub_repo, f"{client.endpoint}/{hub_repo}", files, removed, commit, private, f"{voice} of {source}")
+
+
+# -- the source --------------------------------------------------------------------------------
+
+
+def _run_folder(store: str | Path, checkpoint: str | None, into: Path, *, endpoint: str | None,
+                token: str | None) -> tuple[Path, dict[str, Any], str, str | None]:
+    """A folder with the run's ``model/`` and (with ``checkpoint``) that checkpoint's weights; the run's status, how a person
+    names the run, and the checkpoint's name."""
+    where = str(store)
+    if where.startswith(HUB_RUN):
+        return _hub_run(where[len(HUB_RUN):].strip("/"), checkpoint, into, endpoint=endpoint, token=token)
+    root = Path(where).expanduser()
+    if not (root / MODEL_DIR / "config.json").is_file():
+        hint = "" if root.is_dir() else f" ({root} does not exist; a Hub run is --store hf://USER/RUN)"
+        raise VoiceError(f"--store {store}: no {MODEL_DIR}/config.json, so no exported voice to publish{hint}; "
+                         "give the run's folder, whose model/ the trainer wrote")
+    status = (json_object((root / STATUS).read_bytes()) if (root / STATUS).is_file() else None) or {}
+    name = None
+    if checkpoint:
+        name = _checkpoint_name(checkpoint, ckpt.read_latest(root), status, where)
+        folder = root / ckpt.CHECKPOINTS / name
+        if not folder.is_dir():
+            present = ", ".join(ckpt.list_names(root)) or "none"
+            raise StoreError(f"--store {store} has no checkpoint {name}; it has {present}")
+        ckpt.verify(folder)
+    return root, status, where, name
+
+
+def _hub_run(repo: str, checkpoint: str | None, into: Path, *, endpoint: str | None,
+             token: str | None) -> tuple[Path, dict[str, Any], str, str | None]:
+    problem = repo_id_problem(repo)
+    if problem:
+        raise UsageError(f"--store hf://{repo}: {problem}")
+    client = HubClient.connect(repo, endpoint=endpoint, token=token, anonymous_ok=True)
+    try:
+        head = client.head()
+        files = client.files(head)
+        wanted = [p for p in files if p.startswith(MODEL_DIR + "/") and not p.endswith(PICKLED_SUFFIXES)]
+        if not any(p == f"{MODEL_DIR}/config.json" for p in wanted):
+            raise StoreError(f"{client.url} has no {MODEL_DIR}/ yet: the run has not exported a voice to publish")
+        status = json_object(client.read(STATUS, head)) or {}
+        name = None
+        if checkpoint:
+            latest = client.read(ckpt.LATEST, head)
+            name = _checkpoint_name(checkpoint, latest.decode(errors="replace").strip() if latest else None, status, client.url)
+            prefix = f"{ckpt.CHECKPOINTS}/{name}/"
+            if f"{prefix}model.safetensors" not in files or f"{prefix}{ckpt.MANIFEST}" not in files:
+                present = ", ".join(sorted(checkpoint_names(files), key=ckpt.step_of)) or "none"
+                raise StoreError(f"{client.url} has no complete checkpoint {name}; it has {present}")
+            wanted += [f"{prefix}model.safetensors", f"{prefix}{ckpt.MANIFEST}"]
+        client.download(wanted, head, into)
+    except (StoreError, ckpt.CheckpointError, VoiceError):
+        raise
+    except Exception as err:
+        raise client.failure(err) from None
+    if name:
+        folder = into / ckpt.CHECKPOINTS / name
+        expected = ckpt.read_manifest(folder).get("model.safetensors")
+        if expected is None or ckpt.sha256_file(folder / "model.safetensors") != expected["sha256"]:
+            raise ckpt.CheckpointError(f"{client.url}: {name}/model.safetensors does not match its {ckpt.MANIFEST}")
+    return into, status, client.url, name
+
+
+PICKLED_SUFFIXES = tuple(pattern.lstrip("*") for pattern in PICKLED)
+
+
+def _checkpoint_name(wanted: str, latest: str | None, status: Mapping[str, Any], where: str) -> str:
+    """``step-N`` (any number of digits), ``latest`` or ``best`` → a checkpoint's name."""
+    if wanted == "latest":
+        name = latest
+    elif wanted == "best":
+        best = status.get("best") or {}
+        name = best.get("checkpoint") if isinstance(best, Mapping) else None
+    else:
+        number = wanted.removeprefix("step-")
+        if not number.isdigit():
+            raise UsageError(f"--checkpoint {wanted!r}: use step-N (e.g. step-00002800), latest or best")
+        return ckpt.name_for_step(int(number))
+    if not ckpt.is_checkpoint_name(name):
+        raise StoreError(f"{where} names no {wanted} checkpoint ({name!r}); give one by its step: --checkpoint step-N")
+    return str(name)
+
+
+# -- the voice ---------------------------------------------------------------------------------
+
+
+def _stage_voice(run: Path, name: str | None, stage: Path, *, onnx: bool, say: Callable[[str], None]) -> tuple[int | None, str]:
+    """Write the voice to publish into ``stage``; the step whose weights it has (``None``: the run's best) and its name."""
+    model = run / MODEL_DIR
+    if name:
+        _voice_of_checkpoint(model, run / ckpt.CHECKPOINTS / name, stage)
+        if any(model.glob("*.onnx.json")):
+            say(f"the Piper voice in {MODEL_DIR}/ is of the best weights, not {name}'s: it is left out")
+        step, voice = ckpt.step_of(name), name
+    elif (model / ADAPTERS_DIR).is_dir():
+        speaker, _ = merge_folder(model, stage, onnx=onnx)
+        say(f"{MODEL_DIR}/ holds a LoRA adapter: publishing the voice of {speaker}'s adapter merged into its base")
+        step, voice = None, f"the best voice ({speaker}'s adapter merged)"
+    else:
+        for path in sorted(model.rglob("*")):
+            rel = path.relative_to(model).as_posix()
+            if path.is_file() and rel != CARD and not path.name.endswith(PICKLED_SUFFIXES) and not rel.startswith("."):
+                (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, stage / rel)
+        step, voice = None, "the best voice"
+    if onnx and not (stage / ONNX_FILE).is_file():
+        say(f"making the ONNX graphs ({ONNX_FILE}, model.int8.onnx) of the voice")
+        export_folder(stage)
+    return step, voice
+
+
+def _voice_of_checkpoint(model: Path, folder: Path, stage: Path) -> None:
+    """The voice of a checkpoint's generator, through the task's export: the run's architecture, tokenizer and speakers."""
+    weights = load_file(str(folder / "model.safetensors"))
+    if is_adapted(weights):
+        raise VoiceError(f"{folder.name} is a checkpoint of an adapter (LoRA) phase; publish the run's best voice (no "
+                         "--checkpoint; its adapter is merged), or a checkpoint of a full phase")
+    prefix = "model."  # the training wrapper (VitsTrainingForward) holds the VitsModel as .model
+    vits_weights = {k[len(prefix):]: v.float() if v.is_floating_point() else v for k, v in weights.items() if k.startswith(prefix)}
+    with torch.device("meta"):
+        vits = VitsModel(VitsConfig.from_pretrained(model))
+    try:
+        vits.load_state_dict(vits_weights, strict=True, assign=True)
+    except RuntimeError as err:
+        raise VoiceError(f"{folder.name}'s weights do not fit the run's {MODEL_DIR}/config.json (a checkpoint of another "
+                         f"architecture?): {str(err).splitlines()[0]}") from None
+    speakers = json.loads((model / SPEAKERS_FILE).read_text(encoding="utf-8")) if (model / SPEAKERS_FILE).is_file() else []
+    save_voice(vits.eval(), stage, FinnishText.from_folder(model), speakers, onnx=False)
+
+
+def _write_card(stage: Path, status: Mapping[str, Any], repo: str, step: int | None) -> None:
+    config = json.loads((stage / "config.json").read_text(encoding="utf-8"))
+    about = status.get("about") or {}
+    piper = sorted(p.name[: -len(".json")] for p in stage.glob("*.onnx.json") if (stage / p.name[: -len(".json")]).is_file())
+    card = run_card(status, str(about.get("init") or "unknown"), where="repo", repo=repo, step=step,
+                    sample_rate=config.get("sampling_rate"), piper=piper[0] if piper else None)
+    (stage / CARD).write_text(render_model(card, name=repo.split("/")[-1]), encoding="utf-8")
+
+
+# -- the Hub -----------------------------------------------------------------------------------
+
+
+def _check_can_write(client: HubClient) -> None:
+    try:
+        role = client.token_role()
+    except Exception as err:
+        raise client.failure(err).prefixed("could not check the token with the Hub", "") from None
+    if role == "read":
+        raise HubAuthError("the Hugging Face token is a read token; fintts publish creates and writes a repo: set HF_TOKEN to a "
+                           "*write* token (https://huggingface.co/settings/tokens)")
+
+
+def _upload(client: HubClient, stage: Path, files: Mapping[str, int], *, private: bool, message: str,
+            say: Callable[[str], None]) -> tuple[str | None, list[str], bool]:
+    """One commit that makes the repo hold exactly ``files``; (commit or ``None`` when nothing changed, removed, private)."""
+    try:
+        client.ensure_repo(private)
+        is_private = client.is_private()
+        head = client.head()
+        present = client.files(head)
+    except Exception as err:
+        raise client.failure(err).prefixed(f"could not create or read {client.url}", "") from None
+    run_files = sorted(p for p in present if p.startswith(RUN_MARKERS))
+    if run_files:
+        raise StoreError(f"{client.repo_id} holds a fintts run ({run_files[0]}): publishing would delete it. Publish the voice "
+                         "to a repo of its own (--hub-repo USER/NEW-NAME); the run stays where it is")
+    if private and not is_private:
+        raise StoreError(f"{client.repo_id} exists and is public, and --private was asked: nothing was published. Make it "
+                         f"private in its settings ({client.endpoint}/{client.repo_id}/settings), or publish without --private")
+    removed = sorted(p for p in present if p not in files and p != ".gitattributes")
+    changed = [rel for rel in files if not _same(stage / rel, present.get(rel))]
+    if not changed and not removed:
+        say(f"{client.repo_id} already holds this voice: nothing to commit")
+        return None, [], is_private
+    operations: list[Any] = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(stage / rel)) for rel in sorted(changed)]
+    operations += [CommitOperationDelete(path_in_repo=rel) for rel in removed]
+    try:
+        client.upload(operations, UPLOAD_SECONDS)
+        info = client.commit(operations, message, head)
+    except StoreError:
+        raise
+    except Exception as err:
+        raise client.failure(err).prefixed(f"could not publish to {client.url}", "") from None
+    return getattr(info, "oid", None), removed, is_private
+
+
+def _same(path: Path, remote: Any) -> bool:
+    """Whether the repo's file ``remote`` has ``path``'s content, told without a download: by the sha256 of an LFS file, the
+    git blob id of another."""
+    if remote is None or getattr(remote, "size", None) != path.stat().st_size:
+        return False
+    lfs = getattr(remote, "lfs", None)
+    if lfs is not None:
+        sha256 = lfs.get("sha256") if isinstance(lfs, dict) else getattr(lfs, "sha256", None)
+        return sha256 == ckpt.sha256_file(path)
+    digest = hashlib.sha1(b"blob %d\0" % path.stat().st_size)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest() == getattr(remote, "blob_id", None)
+
+
+def _relative_files(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())

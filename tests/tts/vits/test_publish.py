@@ -1,0 +1,151 @@
+"""``fintts publish``: a trained run's voice at the root of a Hub repo of its own, against the local Hub.
+
+The run is a tiny VITS trained a few steps on the demo corpus; the Hub is the stand-in server,
+which the real ``huggingface_hub`` (and transformers through it) talks to.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+from huggingface_hub import HfApi, ModelCard
+from safetensors.torch import load_file
+
+from fintts.errors import ConfigError, StoreError
+from fintts.train import checkpoint, train
+from fintts.train.config import load_config
+from fintts.train.stores.hub import push
+from fintts.tts.hub_voice import download_voice
+from fintts.tts.vits.publish import publish
+from fintts.tts.voice import load_voice
+from hub_helpers import TOKEN
+from trainer_helpers import QUIET, cli
+from vits_helpers import tiny_config
+
+VOICE = "fintts-tester/my-voice"
+RUN = "fintts-tester/my-run"
+#: the voice's files at the repo's root: transformers', the tokenizer's, the speakers, the graphs and the card
+VOICE_FILES = {"config.json", "model.safetensors", "vocab.json", "tokenizer_config.json", "added_tokens.json", "speakers.json",
+               "model.onnx", "model.int8.onnx", "README.md", ".gitattributes"}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A finished tiny run: checkpoints at steps 1 and 2, each validated; model/ is the better one's voice (no ONNX)."""
+    folder = tmp_path_factory.mktemp("publish")
+    config = tiny_config(folder, max_steps=2, eval_every=1, checkpoint_every_steps=1)
+    train(config, store=folder / "store", **QUIET)
+    return folder / "store"
+
+
+def status_of(store):
+    return json.loads((store / "status.json").read_text())
+
+
+def test_a_published_voice_speaks_through_transformers_pipeline_and_fintts(run, tmp_path, hub_env, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    result = cli("publish", "--store", str(run), "--hub-repo", VOICE, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert TOKEN not in result.stdout + result.stderr
+    files = hub_env.files(VOICE)
+    assert set(files) == VOICE_FILES  # the voice at the root, and nothing of the run
+    assert files["model.safetensors"] == (run / "model" / "model.safetensors").read_bytes()
+    assert "(public)" in result.stdout and "10 files" not in result.stdout
+
+    (tmp_path / "README.md").write_bytes(files["README.md"])
+    card = ModelCard.load(tmp_path / "README.md")
+    status = status_of(run)
+    assert card.data.pipeline_tag == "text-to-speech" and card.data.language == ["fi"] and card.data.license == "apache-2.0"
+    assert card.data.library_name == "transformers" and card.data.base_model is None  # from scratch: no base model
+    mcd = card.data.eval_results[0]
+    assert mcd.metric_type == "mcd" and mcd.metric_value == round(status["best"]["value"], 3)
+    assert f"**Hours:** {status['about']['hours']:.3f}" in card.text and "**Speakers:** 2 (espeak_f2, espeak_m3)" in card.text
+    assert f'pipeline("text-to-speech", model="{VOICE}")' in card.text and f"--hub-repo {VOICE}" in card.text
+
+    speak = ("import json, numpy; from transformers import pipeline\n"
+             f"speech = pipeline('text-to-speech', model='{VOICE}')('hyvää huomenta')\n"
+             "print(json.dumps([speech['sampling_rate'], int(numpy.asarray(speech['audio']).size)]))")
+    spoken = subprocess.run([sys.executable, "-c", speak], capture_output=True, text=True, cwd=tmp_path, timeout=240)
+    assert spoken.returncode == 0, spoken.stderr
+    rate, samples = json.loads(spoken.stdout.strip().splitlines()[-1])
+    assert rate == 16000 and samples > 1000
+
+    folder = download_voice(VOICE, tmp_path / "laptop", endpoint=hub_env.endpoint, token=TOKEN)  # fintts say --hub-repo's way
+    assert folder == tmp_path / "laptop"  # the repo's root is the voice
+    waveform, rate = load_voice(folder, "espeak_m3", backend="onnx").synthesize("Kello on 7.30.")
+    assert rate == 16000 and waveform.size > 1000
+    print(f"published repo: {sum(map(len, files.values()))} bytes in {len(files)} files")
+
+
+def test_a_republish_replaces_the_voice_in_one_commit_and_removes_stale_files(run, hub):
+    status = status_of(run)
+    other = next(e["step"] for e in status["evals"] if e["step"] != status["best"]["step"])  # not the best voice's step
+    publish(run, VOICE, endpoint=hub.endpoint, token=TOKEN, onnx=False)
+    api = HfApi(endpoint=hub.endpoint, token=TOKEN)
+    api.upload_file(path_or_fileobj=b"stale", path_in_repo="old/voice.onnx", repo_id=VOICE)
+    commits = len(hub.commits(VOICE))
+
+    published = publish(run, VOICE, checkpoint=f"step-{other}", endpoint=hub.endpoint, token=TOKEN, onnx=False)
+    assert len(hub.commits(VOICE)) == commits + 1 and published.removed == ["old/voice.onnx"]
+    files = hub.files(VOICE)
+    assert "old/voice.onnx" not in files and "model.safetensors" in files
+    weights = load_file(run / checkpoint.CHECKPOINTS / checkpoint.name_for_step(other) / "model.safetensors")
+    (hub.root / "w.safetensors").write_bytes(files["model.safetensors"])
+    voice = load_file(hub.root / "w.safetensors")
+    assert voice.keys() == {k.removeprefix("model.") for k in weights}
+    assert all(torch.equal(voice[k.removeprefix("model.")], v) for k, v in weights.items())  # the checkpoint's own weights
+    card = files["README.md"].decode()
+    figures = next(e for e in status["evals"] if e["step"] == other)
+    assert f"{figures['val/mcd']:.3f} (held-out clips, step {other})" in card  # that checkpoint's figures, not the best's
+
+    again = publish(run, VOICE, checkpoint=f"step-{other}", endpoint=hub.endpoint, token=TOKEN, onnx=False)
+    assert again.commit is None and len(hub.commits(VOICE)) == commits + 1  # nothing changed: no commit
+
+
+def test_private_creates_a_private_repo_and_a_public_one_is_not_silently_kept(run, hub):
+    published = publish(run, "fintts-tester/secret", private=True, endpoint=hub.endpoint, token=TOKEN, onnx=False)
+    api = HfApi(endpoint=hub.endpoint, token=TOKEN)
+    assert published.private and api.model_info("fintts-tester/secret").private
+    publish(run, VOICE, endpoint=hub.endpoint, token=TOKEN, onnx=False)
+    head = hub.head(VOICE)
+    with pytest.raises(StoreError, match="exists and is public"):
+        publish(run, VOICE, private=True, endpoint=hub.endpoint, token=TOKEN, onnx=False)
+    assert hub.head(VOICE) == head and not api.model_info(VOICE).private
+
+
+def test_a_missing_token_is_a_clear_error(run, tmp_path, hub_env, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "no-login"))  # no cached `hf auth login` either
+    result = cli("publish", "--store", str(run), "--hub-repo", VOICE, cwd=tmp_path)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "write token" in result.stderr and "HF_TOKEN" in result.stderr and "Traceback" not in result.stderr
+    assert not any(r.path.startswith("/api/repos/create") for r in hub_env.requests)
+
+
+def test_a_hub_run_is_published_from_hf_and_never_published_over(run, tmp_path, hub):
+    store = tmp_path / "store"
+    shutil.copytree(run, store)
+    push(store, RUN, endpoint=hub.endpoint, token=TOKEN)
+    before = hub.files(RUN)
+
+    published = publish(f"hf://{RUN}", VOICE, checkpoint="latest", endpoint=hub.endpoint, token=TOKEN, onnx=False)
+    assert published.voice == f"step-00000002 of hf://{RUN}"
+    assert {"config.json", "model.safetensors", "README.md"} <= set(hub.files(VOICE))
+    assert not [r for r in hub.requests if "optim.pt" in r.path]  # weights only: no optimizer state downloaded
+
+    with pytest.raises(StoreError, match="holds a fintts run"):
+        publish(f"hf://{RUN}", RUN, endpoint=hub.endpoint, token=TOKEN, onnx=False)
+    assert hub.files(RUN) == before
+
+
+def test_the_licence_is_the_base_models_or_the_configs(tmp_path, run):
+    assert load_config(tiny_config(tmp_path, license="mit")).task.license == "mit"
+    with pytest.raises((ConfigError, ValueError), match="cc-by-nc-4.0"):
+        load_config(tiny_config(tmp_path, init="facebook/mms-tts-fin", model={}, license="mit"))
+    card = ModelCard.load(run / "model" / "README.md")  # the exported folder's card: the same writer
+    assert card.data.pipeline_tag == "text-to-speech" and card.data.license == "apache-2.0" and "fintts say" in card.text
