@@ -89,6 +89,7 @@ def drive(args) -> int:
         "wall_seconds": 0.0, "finished": False, "env": {}, "parts": [p for p in kept if p["name"] not in wanted],
     }
     started = time.monotonic()
+    signal.signal(signal.SIGTERM, _interrupt)  # the parts run in sessions of their own: a signal must end them here
     for name in wanted:
         left = args.total_seconds - (time.monotonic() - started)
         limit = min(_limit(name, args.dry_run), left)
@@ -98,7 +99,16 @@ def drive(args) -> int:
             entry = _entry(name, "not run", error="no CUDA device: MMS-sized steps on a CPU take hours; run with --dry-run on a CPU")
         else:
             print(f"[gpu_check] {name}: {TITLES[name]} (limit {limit:.0f} s)", flush=True)
-            entry = run_part(name, out, args, limit)
+            try:
+                entry = run_part(name, out, args, limit)
+            except (Interrupted, KeyboardInterrupt) as err:  # the part's process group is ended; the report says so
+                entry = _entry(name, "interrupted", error=f"the check was stopped ({err or 'SIGINT'}) during this part",
+                               found=_read(out / "parts" / f"{name}.json"))
+                report["parts"] = [p for p in report["parts"] if p["name"] != name] + [entry]
+                report["wall_seconds"] = round(time.monotonic() - started, 1)
+                write_reports(out, report)
+                print(f"[gpu_check] stopped during {name}: the report so far is in {out / REPORT_MD}", flush=True)
+                return 130
             report["env"] = report["env"] or entry.get("env", {})
         report["parts"] = [p for p in report["parts"] if p["name"] != name] + [entry]
         report["wall_seconds"] = round(time.monotonic() - started, 1)
@@ -119,8 +129,7 @@ def _limit(name: str, dry_run: bool) -> float:
 
 def run_part(name: str, out: Path, args, limit: float) -> dict:
     """Run part ``name`` in a process of its own for at most ``limit`` seconds; its entry for the report."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--out", str(out), "--part", name, "--cap-gib", str(args.cap_gib)]
-    command += ["--dry-run"] if args.dry_run else []
+    command = _command(name, out, args)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH), *filter(None, [os.environ.get("PYTHONPATH")])]),
            "PYTHONUNBUFFERED": "1"}
     if args.dry_run:
@@ -139,6 +148,9 @@ def run_part(name: str, out: Path, args, limit: float) -> dict:
         except subprocess.TimeoutExpired:
             timed_out = True
             code = _end(process)
+        except BaseException:
+            _end(process)
+            raise
     seconds = time.monotonic() - started
     found = _read(result_file)
     if timed_out:
@@ -152,6 +164,19 @@ def run_part(name: str, out: Path, args, limit: float) -> dict:
     entry = _entry(name, status, error=error, seconds=seconds, limit=limit, found=found)
     entry["log"] = str(log_path.relative_to(out))
     return entry
+
+
+class Interrupted(Exception):
+    """The driver got SIGTERM (a device's time limit, a person)."""
+
+
+def _interrupt(signum: int, frame) -> None:
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def _command(name: str, out: Path, args) -> list[str]:
+    command = [sys.executable, str(Path(__file__).resolve()), "--out", str(out), "--part", name, "--cap-gib", str(args.cap_gib)]
+    return command + (["--dry-run"] if args.dry_run else [])
 
 
 def _end(process: subprocess.Popen) -> int:
