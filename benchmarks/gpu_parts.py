@@ -326,7 +326,7 @@ def _scaler_story(row: dict) -> tuple[str, bool]:
 def part_mas(p: Part) -> None:
     s = p.sizes
     options = ["--batch", *map(str, s["mas_batches"]), "--repeats", str(s["mas_repeats"])]
-    p.commands = [f"python benchmarks/mas.py --device {device} {' '.join(options)}" for device in ({p.device.type, "cpu"})]
+    p.commands = [f"python benchmarks/mas.py --device {device} {' '.join(options)}" for device in dict.fromkeys([p.device.type, "cpu"])]
     try:
         on_device = mas_bench.main(["--device", p.device.type, *options])
         on_cpu = mas_bench.main(["--device", "cpu", *options]) if p.cuda else on_device
@@ -522,7 +522,7 @@ def part_bench(p: Part) -> None:
     base = report.base
     rows = [{"label": row.label, "seconds_per_step": row.seconds_per_step,
              "speed": base.seconds_per_step / row.seconds_per_step if base.ok and row.ok else None,
-             "peak": bench._short_memory(row.memory), "out_of_memory": row.out_of_memory, "error": row.error, "note": row.note}
+             "peak": _peak(row.memory), "out_of_memory": row.out_of_memory, "error": row.error, "note": row.note}
             for row in report.rows]
     p.figures |= {"rows": rows, "largest_micro_batch": report.largest_micro_batch, "search_note": report.search_note,
                   "table": bench.format_report(report)}
@@ -544,6 +544,15 @@ def part_bench(p: Part) -> None:
         f"; {speeds}" if speeds else "") + (f"; largest micro-batch {largest}" if largest else "")
     p.commands = [f"fintts bench {p.config_label} data=OUT/corpus init=OUT/mms-sized precision=fp16 export_onnx=false "
                   f"--compare --steps {p.sizes['bench_steps']}"]
+
+
+def _peak(memory: list[dict]) -> str:
+    """A bench row's peak memory (its session's status): allocated on CUDA, RSS on a CPU."""
+    if not memory:
+        return "no memory figure"
+    if "allocated_gib" in memory[0]:
+        return f"peak {max(m['allocated_gib'] for m in memory):.2f} GiB allocated"
+    return f"peak RSS {max(m.get('rss_gib') or 0 for m in memory):.2f} GiB"
 
 
 def _sdpa() -> str:
