@@ -54,11 +54,15 @@ def make_corpus(folder: Path, clips: int, seconds: float, rate: int) -> Path:
     return folder
 
 
-def make_init(folder: Path) -> Path:
-    """An MMS-sized voice with random weights, saved as a downloaded checkpoint would be."""
+def make_init(folder: Path, **sizes) -> Path:
+    """An MMS-sized voice with random weights, saved as a downloaded checkpoint would be.
+
+    ``sizes`` (``VitsConfig`` fields) make a smaller one, for a check that only needs the code paths
+    (``benchmarks/gpu_check.py --dry-run``).
+    """
     text = FinnishText.default()
     torch.manual_seed(0)
-    VitsModel(VitsConfig(vocab_size=text.vocab_size)).save_pretrained(folder)
+    VitsModel(VitsConfig(vocab_size=text.vocab_size, **sizes)).save_pretrained(folder)
     text.save_tokenizer(folder)
     return folder
 

@@ -1,6 +1,6 @@
 """The share of a session's wall time spent in optimizer steps: measured on the MMS-sized stand-in, projected to 12 hours.
 
-    python benchmarks/step_share.py OUT [--device cpu|cuda] [--steps N] [--validations V]
+    python benchmarks/step_share.py OUT [--device cpu|cuda] [--steps N] [--validations V] [--config YAML] [--set KEY=VALUE ...]
 
 trains one session of ``configs/mms-fin.yaml`` on the stand-ins of ``benchmarks/stand_ins.py``
 (written to ``OUT`` once, then reused) in ``OUT/run-<device>`` (emptied first) and reads what
@@ -25,7 +25,9 @@ trains in this one process (``fintts.train.train``) on the first GPU: the phases
 two-GPU session's processes, without the second GPU's share of the batch.
 
 On the CPU the defaults keep it to a few minutes: batch 4 (one micro-batch), 4 steps, 2
-validations, 24 clips. Prints one JSON object.
+validations, 24 clips. ``--config`` trains another config (``benchmarks/gpu_check.py --dry-run``: a
+toy-sized one) and ``--set`` adds overrides after the script's own (``precision=fp16``: a T4's
+precision on a GPU whose ``auto`` is bf16). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -76,9 +78,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch", type=int, help="batch_size (cpu: 4 in one micro-batch; cuda: the config's)")
     parser.add_argument("--clips", type=int, help="stand-in corpus size when OUT has none (cpu: 24, cuda: 200)")
     parser.add_argument("--session-hours", type=float, default=12.0)
+    parser.add_argument("--config", type=Path, default=CONFIG, help="the config to train (default configs/mms-fin.yaml)")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="an override after the script's own, e.g. precision=fp16 (repeatable)")
     args = parser.parse_args(argv)
     cpu = args.device == "cpu"
-    config = load_config(CONFIG)
+    config = load_config(args.config)
     eval_every = config.train.eval_every
     steps = args.steps or (4 if cpu else 2 * eval_every)
     validations = args.validations or (2 if cpu else steps // eval_every)
@@ -97,6 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
         overrides += [f"batch_size={batch}", f"micro_batch_size={batch}", "precision=fp32"]
     elif args.batch:
         overrides += [f"batch_size={args.batch}"]
+    overrides += args.settings
     started = time.time()
     summary = train(config, overrides=overrides, progress=False, log=lambda message: print(message, file=sys.stderr))
     wall = time.time() - started

@@ -9,7 +9,8 @@ architecture (hidden 192, 6 text-encoder layers, 16-layer posterior WaveNet, HiF
 are synthetic but realistically sized: ~100 tokens and 5–8 s of 16 kHz audio per item,
 32-frame decoder windows. One step is what the trainer does per batch: the shared
 forward pass, the discriminator loss + backward + AdamW step, the generator loss +
-backward + AdamW step (with a GradScaler under fp16).
+backward + AdamW step (with a GradScaler under fp16, fresh per batch size; its scale after the
+steps and the steps it skipped for inf/NaN gradients are in the JSON).
 
 Memory: on CUDA the peak of ``torch.cuda.max_memory_allocated`` per batch size; on the
 CPU the growth of the process's peak RSS over its size after building the models; the
@@ -115,7 +116,7 @@ def time_training_steps(
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    times = []
+    times, skipped = [], []
     for step in range(args.warmup + args.steps):
         batch = synthetic_batch(config, batch_size, args.tokens, tuple(args.seconds), rng, device)
         synchronize(device)
@@ -134,7 +135,10 @@ def time_training_steps(
         g_optimizer.zero_grad(set_to_none=True)
         scaler.scale(g_loss).backward(inputs=g_params)
         scaler.step(g_optimizer)
+        scale = scaler.get_scale() if scaler.is_enabled() else None
         scaler.update()
+        if scale is not None and scaler.get_scale() < scale:  # the scaler found inf/NaN gradients and skipped the step
+            skipped.append(step)
         synchronize(device)
         if step >= args.warmup:
             times.append(time.perf_counter() - start)
@@ -146,6 +150,8 @@ def time_training_steps(
         "seconds_per_step_min": min(times),
         "timed_steps": len(times),
     }
+    if scaler.is_enabled():  # fp16: the loss scale after this batch size's steps, and which of them it skipped (from 0)
+        result |= {"loss_scale": scaler.get_scale(), "skipped_steps": skipped, "steps": args.warmup + args.steps}
     if device.type == "cuda":
         result["peak_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
     else:
