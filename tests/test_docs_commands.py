@@ -74,6 +74,7 @@ def shell_commands(line: str) -> list[str]:
     """The ``fintts`` commands of one shell line, each as the shell would run it."""
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
     lexer.commenters = "#"
+    lexer.wordchars += ":@+%,"  # hf://me/run, me@host, 11h30m+: one word each, as the shell reads them
     tokens = list(lexer)
     commands, current = [], []
     for token in [*tokens, ";"]:
