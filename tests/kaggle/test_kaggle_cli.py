@@ -17,9 +17,9 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from fintts.errors import LeaseConflict
 from fintts.kaggle.parameters import load, read_parameters
+from fintts.train.stores.hub import Backoff
 from fintts.train.stores.hub.lease import LEASE, Lease, iso
 from fintts_stand_ins.kaggle_server import KaggleServer
-from fintts.train.stores.hub import Backoff
 from hub_helpers import TOKEN, export_model, make_store, save
 from notebook_helpers import ROOT
 
