@@ -4,6 +4,7 @@ not UTF-8, clips far too long to decode, symbolic links, Common Voice speakers w
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -91,3 +92,37 @@ def test_a_table_whose_header_is_not_utf8_is_an_error_naming_the_file(tmp_path, 
     code, report, err = run_check(capsys, root)
     assert code == 2 and report is None
     assert f"{table}: line 1: not UTF-8 text (byte 0xe4 at column 26" in err and "the header" in err
+
+
+# ---------------------------------------------------------------- a clip far too long
+
+
+def sparse_wav(path: Path, seconds: float, rate: int = 48_000, channels: int = 2) -> Path:
+    """A 16-bit PCM WAV of ``seconds`` of silence whose data is a hole in the file (no disk used)."""
+    data = int(seconds * rate) * channels * 2
+    header = (b"RIFF" + (36 + data).to_bytes(4, "little") + b"WAVEfmt " + (16).to_bytes(4, "little")
+              + (1).to_bytes(2, "little") + channels.to_bytes(2, "little") + rate.to_bytes(4, "little")
+              + (rate * channels * 2).to_bytes(4, "little") + (channels * 2).to_bytes(2, "little") + (16).to_bytes(2, "little")
+              + b"data" + data.to_bytes(4, "little"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(header)
+        handle.truncate(len(header) + data)
+    return path
+
+
+def test_a_clip_far_too_long_is_refused_by_its_header_without_decoding_it(tmp_path, capsys):
+    # 10 minutes of 48 kHz stereo: 230 MB as float32 samples once decoded (a 2-hour clip: 2.8 GB, and so on)
+    root = tmp_path / "voice"
+    sparse_wav(root / "wavs" / "long.wav", 600)
+    tone(root / "wavs" / "short.wav")
+    (root / "metadata.csv").write_text("long|Pitkä lause\nshort|Lyhyt lause\n", encoding="utf-8")
+    tracemalloc.start()
+    try:
+        code, report, err = run_check(capsys, root)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 0 and report["clips"] == 1, err
+    assert any("too long: 600.0 s > 20.0 s" in p["reason"] for p in report["problems"]), report["problems"]
+    assert peak < 50e6, f"check allocated {peak / 1e6:.0f} MB for a clip it refuses"
