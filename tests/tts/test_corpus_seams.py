@@ -126,3 +126,16 @@ def test_a_clip_far_too_long_is_refused_by_its_header_without_decoding_it(tmp_pa
     assert code == 0 and report["clips"] == 1, err
     assert any("too long: 600.0 s > 20.0 s" in p["reason"] for p in report["problems"]), report["problems"]
     assert peak < 50e6, f"check allocated {peak / 1e6:.0f} MB for a clip it refuses"
+
+
+# ---------------------------------------------------------------- Common Voice speakers
+
+
+def test_a_common_voice_client_id_that_cannot_be_a_file_name_is_a_problem_when_the_table_is_read(tmp_path, capsys):
+    root = tmp_path / "cv"
+    tone(root / "clips" / "a.wav"), tone(root / "clips" / "b.wav")
+    rows = ["client_id\tpath\tsentence", "../../tmp/x\ta.wav\tHyvää huomenta", "cccccccc33\tb.wav\tToinen lause"]
+    (root / "validated.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    code, report, err = run_check(capsys, root)
+    assert code == 0 and [s["name"] for s in report["speakers"]] == ["cccccccc"], err
+    assert any(p["reason"].startswith("line 2: speaker name '../../tm' cannot be used") for p in report["problems"]), report["problems"]
