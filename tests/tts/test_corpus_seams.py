@@ -139,3 +139,25 @@ def test_a_common_voice_client_id_that_cannot_be_a_file_name_is_a_problem_when_t
     code, report, err = run_check(capsys, root)
     assert code == 0 and [s["name"] for s in report["speakers"]] == ["cccccccc"], err
     assert any(p["reason"].startswith("line 2: speaker name '../../tm' cannot be used") for p in report["problems"]), report["problems"]
+
+
+# ---------------------------------------------------------------- symbolic links
+
+
+def test_symbolic_links_in_a_corpus_are_never_followed(tmp_path, capsys):
+    secret = tone(tmp_path / "elsewhere" / "secret.wav")  # any file on this machine, e.g. a key, a token
+    root = tmp_path / "voice"
+    tone(root / "wavs" / "a.wav")
+    (root / "wavs" / "b.wav").symlink_to(secret)
+    (root / "wavs" / "linked").symlink_to(secret.parent, target_is_directory=True)  # a folder inside the corpus that is a link
+    (root / "metadata.csv").write_text("a|Hyvää huomenta\nb|Toinen lause\nlinked/secret|Kolmas lause\n", encoding="utf-8")
+    code, report, err = run_check(capsys, root, "--format", "ljspeech")
+    assert code == 0 and report["clips"] == 1, err
+    reasons = {Path(p["path"]).name: p["reason"] for p in report["problems"]}
+    assert reasons["b.wav"].startswith("is a symbolic link; fintts never follows links inside a corpus")
+    assert reasons["secret.wav"].startswith(f"is below {root / 'wavs' / 'linked'}, which is a symbolic link"), reasons
+    # a table that is a link is not read at all
+    (root / "metadata.csv").rename(tmp_path / "elsewhere" / "metadata.csv")
+    (root / "metadata.csv").symlink_to(tmp_path / "elsewhere" / "metadata.csv")
+    code, report, err = run_check(capsys, root, "--format", "ljspeech")
+    assert code == 2 and "metadata.csv: is a symbolic link" in err

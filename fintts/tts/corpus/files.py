@@ -5,6 +5,12 @@ line that is not UTF-8 (a Latin-1 ``ä`` from an old editor) is a problem naming
 line and the byte, and only that row is skipped, as a corrupt clip is; the rest of the table is
 read. A header line that is not UTF-8 leaves nothing to read the rows by: that is an error
 naming the file. Line numbers are an editor's: lines end at ``\n``, ``\r\n`` or ``\r``.
+
+**Symbolic links are never followed** (:func:`link_problem`): a corpus comes from elsewhere,
+and a link in it could point at any file on this machine (a token, a key) whose bytes would
+then be read as a transcript or a clip, and reported or trained on. A linked clip or
+transcript is a problem and skipped; a linked table is an error. The corpus folder itself may
+be a link: the person named it.
 """
 
 from __future__ import annotations
@@ -38,12 +44,34 @@ def has_pairs(folder: Path, recursive: bool) -> bool:
     return any(transcript_of(audio) is not None for audio in audio_files(folder, recursive))
 
 
+LINK_REASON = ("is a symbolic link; fintts never follows links inside a corpus (one could point at any file on this "
+               "machine): put a copy of the file in its place (cp -L), or point data at the folder it links to")
+
+
+def link_problem(path: Path, root: Path) -> str | None:
+    """Why ``path`` is not read: it, or a folder between ``root`` and it, is a symbolic link (``None``: neither).
+
+    A path outside ``root`` (a Kaldi ``wav.scp`` may name one) is judged by the file alone.
+    """
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return LINK_REASON if path.is_symlink() else None
+    for depth in range(1, len(parts) + 1):
+        step = root.joinpath(*parts[:depth])
+        if step.is_symlink():
+            return LINK_REASON if step == path else f"is below {step}, which {LINK_REASON}"
+    return None
+
+
 def numbered_lines(path: Path, problems: list[Problem], *, header: bool = False) -> list[tuple[int, str]]:
     """``(line number, text)`` of each line of a UTF-8 text file (a BOM dropped); see the module for what is skipped.
 
     ``header``: the first non-empty line names the columns, and a file whose header is not
     UTF-8 is a :class:`CorpusError`.
     """
+    if path.is_symlink():
+        raise CorpusError(f"{path}: {LINK_REASON}")
     data = path.read_bytes()
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
