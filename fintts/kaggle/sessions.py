@@ -203,7 +203,7 @@ def read_run(repo: str, timeout: float = REQUEST_TIMEOUT) -> HubRun | None:
         paths = frozenset(client.files(head))
         latest = client.read(LATEST, head) if LATEST in paths else None
         return HubRun(json_object(client.read(STATUS, head)) if STATUS in paths else None,
-                      latest.decode().strip() if latest else None, paths)
+                      latest.decode(errors="replace").strip() if latest else None, paths)
 
     try:
         return client.retrying(f"read {repo}'s status", read, attempts=ATTEMPTS, backoff=BACKOFF)
