@@ -148,7 +148,6 @@ class HubRun:
             problems.append(f"{MODEL_DIR}/ (the voice) is not on the Hub")
         return problems
 
-
     def unpushed(self) -> str | None:
         """The checkpoint ``status.json`` names as the session's newest when the Hub's ``latest`` is older (``None``: held).
 
@@ -316,10 +315,6 @@ def run_sessions(
         out.write(text + "\n")
         out.flush()
 
-    lost = unpushed_problem(before, settings.hub_repo, kernel) if before is not None else None
-    if lost and _status(before).get("state") != "finished":
-        say(f"{settings.hub_repo}: {lost}")
-        return 1
     if _status(before).get("state") == "finished":
         missing = before.missing()
         if missing:
@@ -330,6 +325,10 @@ def run_sessions(
         return 0
     current = kernel_state(api, kernel, request_timeout)
     following = current is not None and current[0] in {"QUEUED", "RUNNING"}
+    lost = unpushed_problem(before, settings.hub_repo, kernel) if before is not None and not following else None
+    if lost:  # (a running session's newest checkpoint is its own to push: it is followed)
+        say(f"{settings.hub_repo}: {lost}")
+        return 1
     while True:
         spent = sum(s.gpu_hours for s in sessions)
         if max_sessions and len(sessions) >= max_sessions:
