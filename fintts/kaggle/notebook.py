@@ -1,4 +1,13 @@
-"""The last cell of the Kaggle notebook: what this session did, and what to do next.
+"""The Kaggle notebook's cells that do more than call the API: the corpus check, and the last cell.
+
+**The corpus check** runs ``fintts check`` on the config's corpus in a child process (the
+notebook's own process stays free of decoded audio before training starts). The command is an
+argument list, never shell text: the config may come from someone else, and a session holds
+``HF_TOKEN``, so a value such as ``text_column: 'text; touch …'`` or ``data: $(…)`` must reach
+``fintts check`` as the string it is. (Column and split names are also refused at config load
+unless they are names, :func:`fintts.tts.corpus.model.option_problems`.)
+
+**The last cell**: what this session did, and what to do next.
 
 A saved Kaggle version is read later, often on a phone: the summary, the loss curves and
 the newest validation samples as audio players are what a person checks before deciding
@@ -8,11 +17,35 @@ the newest validation's samples and the loss plot (:mod:`fintts.train.checkpoint
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from fintts.train.summary import SessionSummary
 
 HUB = "hf://"
+#: The task settings that say how to read the corpus, passed on to ``fintts check`` as its options.
+LAYOUT_SETTINGS = ("format", "split", "text_column", "speaker_column", "audio_column")
+
+
+def check_arguments(task: Any) -> list[str]:
+    """``fintts check``'s arguments for ``task``'s corpus: options first, then ``--`` and the corpus, each one argument."""
+    options = [f"--{key.replace('_', '-')}={getattr(task, key)}" for key in LAYOUT_SETTINGS if getattr(task, key, "")]
+    return ["check", "--no-progress", *options, "--", str(task.data)]
+
+
+def check_corpus(config: str | Path, overrides: Sequence[str] = ()) -> int:
+    """Run ``fintts check`` on the corpus of ``config`` (with ``overrides``) and print its report; its exit status."""
+    from fintts.train.config import load_config  # the notebook's install cell has run by now
+
+    task = load_config(config, list(overrides)).task
+    command = [sys.executable, "-m", "fintts", *check_arguments(task)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as process:
+        for line in process.stdout:  # as it comes: a notebook shows a child's output only when printed here
+            print(line, end="")
+    return process.returncode
 
 
 def next_steps(summary: SessionSummary) -> str:

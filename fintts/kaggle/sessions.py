@@ -12,6 +12,14 @@ reads what the session left in the run's ``status.json`` on the Hub:
   pushed; two in a row are a pattern, and it stops with the reason and the end of the
   session's log.
 
+A session counts as failed, and the chain stops, when the Hub does not hold the checkpoint its
+``status.json`` names (the final upload ran out of time or was refused, 413 or a quota, while
+the small release commit with the status landed: ``saved.local_only``). The next session would
+resume from the Hub's older checkpoint and a whole session's training would be lost, again at
+every failed push. The message says which step is only on Kaggle's disk, where, and the
+``fintts push`` that puts it on the Hub; a later ``fintts kaggle run`` refuses to push a
+session while it is so (a session started by hand, ``fintts kaggle push``, gives it up).
+
 A run is *finished* only when the Hub holds what ``status.json`` names: ``latest`` is its
 newest checkpoint, that checkpoint and the best one are there, and so is ``model/`` (a full
 push commits ``model/`` with its checkpoint and ``latest``, so a ``latest`` that is the
@@ -52,7 +60,7 @@ from huggingface_hub import CommitOperationDelete
 from fintts.errors import StoreError
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
 from fintts.kaggle.kernel import TEMPLATE, KernelSettings, push, slug
-from fintts.train.checkpoint import CHECKPOINTS, LATEST
+from fintts.train.checkpoint import CHECKPOINTS, LATEST, is_checkpoint_name, step_of
 from fintts.train.clock import hms
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import Backoff, HubClient, json_object
@@ -72,6 +80,8 @@ REQUEST_TIMEOUT = 60.0
 KAGGLE_HOST = "kaggle"
 #: Slack for the clocks of this machine and Kaggle's when telling whether a lease was taken after a push.
 CLOCK_SLACK = 600.0
+#: Where a Kaggle session's output (``/kaggle/working``) is, on Kaggle; ``kaggle kernels output`` downloads it as is.
+KAGGLE_OUTPUT = "/kaggle/working/"
 #: Terminal control sequences (colours, cursor moves, titles) that a notebook's log carries.
 TERMINAL_CODES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
@@ -138,6 +148,50 @@ class HubRun:
             problems.append(f"{MODEL_DIR}/ (the voice) is not on the Hub")
         return problems
 
+    def unpushed(self) -> str | None:
+        """The checkpoint ``status.json`` names as the session's newest when the Hub's ``latest`` is older (``None``: held).
+
+        The newest of ``latest_checkpoint`` and ``saved.local`` (when ``saved.local_only``):
+        the session saved it, and its final push did not land.
+        """
+        status = self.status or {}
+        saved = status.get("saved") if isinstance(status.get("saved"), dict) else {}
+        named = PurePosixPath(str(status.get("latest_checkpoint") or "")).name
+        candidates = [n for n in (named, saved.get("local") if saved.get("local_only") else None) if is_checkpoint_name(n)]
+        if not candidates:
+            return None
+        newest = max(candidates, key=step_of)
+        if is_checkpoint_name(self.latest) and step_of(self.latest) >= step_of(newest):
+            return None
+        return newest
+
+    def local_folder(self) -> tuple[str, str]:
+        """(host, folder) of the session's run folder, where its unpushed checkpoint is."""
+        status = self.status or {}
+        saved = status.get("saved") if isinstance(status.get("saved"), dict) else {}
+        latest = str(status.get("latest_checkpoint") or "")
+        folder = saved.get("folder") or (str(PurePosixPath(latest).parent.parent) if latest else "")
+        return str(saved.get("host") or "the Kaggle session"), str(folder or "the run's folder")
+
+
+def unpushed_problem(run: HubRun, repo: str, kernel: str) -> str | None:
+    """Why the chain must stop because ``run``'s newest checkpoint is only on a session's disk, with how to push it."""
+    name = run.unpushed()
+    if name is None:
+        return None
+    host, folder = run.local_folder()
+    store = folder
+    fetch = ""
+    if folder.startswith(KAGGLE_OUTPUT):  # the session's output, as `kaggle kernels output` (or the Output tab) gives it
+        store = f"OUT/{folder[len(KAGGLE_OUTPUT):]}"
+        fetch = f"kaggle kernels output {kernel} -p OUT (or the version's Output tab), then "
+    step = _status(run).get("step")
+    hub = run.latest if is_checkpoint_name(run.latest) else "none"
+    return (f"{LOCAL_ONLY} {name} (step {step}) is only on {host} in {folder}; the Hub's latest is {hub}. The next session "
+            f"would resume from {hub} and lose this session's training, so no session is pushed. Push it: "
+            f"{fetch}fintts push --store {store} --hub-repo {repo}; then run this again "
+            f"(to give {name} up instead, start one session by hand: fintts kaggle push)")
+
 
 def read_run(repo: str, timeout: float = REQUEST_TIMEOUT) -> HubRun | None:
     """The run on the Hub now (``None``: nothing trained there yet), transient failures tried again.
@@ -151,7 +205,7 @@ def read_run(repo: str, timeout: float = REQUEST_TIMEOUT) -> HubRun | None:
         paths = frozenset(client.files(head))
         latest = client.read(LATEST, head) if LATEST in paths else None
         return HubRun(json_object(client.read(STATUS, head)) if STATUS in paths else None,
-                      latest.decode().strip() if latest else None, paths)
+                      latest.decode(errors="replace").strip() if latest else None, paths)
 
     try:
         return client.retrying(f"read {repo}'s status", read, attempts=ATTEMPTS, backoff=BACKOFF)
@@ -274,6 +328,10 @@ def run_sessions(
         return 0
     current = kernel_state(api, kernel, request_timeout)
     following = current is not None and current[0] in {"QUEUED", "RUNNING"}
+    lost = unpushed_problem(before, settings.hub_repo, kernel) if before is not None and not following else None
+    if lost:  # (a running session's newest checkpoint is its own to push: it is followed)
+        say(f"{settings.hub_repo}: {lost}")
+        return 1
     while True:
         spent = sum(s.gpu_hours for s in sessions)
         if max_sessions and len(sessions) >= max_sessions:
@@ -300,7 +358,7 @@ def run_sessions(
         session.end_step = _status(after).get("step", session.start_step)
         session.best = best_of(_status(after) or None)
         sessions.append(session)
-        problem = _problem(name, message, before, after)
+        problem = _problem(name, message, before, after, repo=settings.hub_repo, kernel=kernel)
         if problem is None:
             failures = []
             before = after
@@ -310,10 +368,11 @@ def run_sessions(
             continue
         failures.append(problem)
         say(f"session {len(sessions)} failed: {problem}")
-        if len(failures) >= FAILURES_IN_A_ROW or problem.startswith(UNFINISHED):
+        final = problem.startswith(UNFINISHED) or LOCAL_ONLY in problem
+        if len(failures) >= FAILURES_IN_A_ROW or final:
             tail = log_tail(api, kernel, timeout=request_timeout)
             why = "; ".join(dict.fromkeys(failures))
-            stopped = "stopped" if problem.startswith(UNFINISHED) else f"stopped: {FAILURES_IN_A_ROW} sessions in a row failed"
+            stopped = "stopped" if final else f"stopped: {FAILURES_IN_A_ROW} sessions in a row failed"
             verdict = f"{stopped} ({why}). End of the last session's log:\n{tail}"
             code = 1
             break
@@ -325,19 +384,29 @@ def run_sessions(
 
 #: How a finished status over an incomplete Hub begins (no later session can finish it: it stops the chain).
 UNFINISHED = "status.json says finished, but"
+#: How a session whose newest checkpoint is only on its disk begins (a next session would lose it: it stops the chain).
+LOCAL_ONLY = "its final push did not land:"
 
 
 def _status(run: HubRun | None) -> dict[str, Any]:
     return (run.status if run is not None else None) or {}
 
 
-def _problem(kernel_state_name: str, message: str, before: HubRun | None, after: HubRun | None) -> str | None:
-    """Why a session counts as failed, or ``None`` when it left the run further on."""
+def _problem(kernel_state_name: str, message: str, before: HubRun | None, after: HubRun | None, *, repo: str = "",
+             kernel: str = "") -> str | None:
+    """Why a session counts as failed, or ``None`` when it left the run further on.
+
+    A session counts by what the Hub holds, not by the step its status reached: a newest
+    checkpoint that is only on the session's disk is a failure whatever the state says.
+    """
     then, now = _status(before), _status(after)
-    if now.get("state") == "failed":
-        return f"the run failed: {now.get('reason')}"
     if now.get("state") == "finished" and after.missing():
         return f"{UNFINISHED} {'; '.join(after.missing())}. The newest checkpoint is in the session's output on Kaggle"
+    lost = unpushed_problem(after, repo, kernel) if after is not None else None
+    if lost:
+        return (f"the run failed ({now.get('reason')}) and " if now.get("state") == "failed" else "") + lost
+    if now.get("state") == "failed":
+        return f"the run failed: {now.get('reason')}"
     if kernel_state_name != "COMPLETE":
         return f"the notebook ended {kernel_state_name.lower()}" + (f": {message}" if message else "")
     if not now or (then and now.get("step", 0) <= then.get("step", 0) and now.get("state") != "finished"):

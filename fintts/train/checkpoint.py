@@ -199,11 +199,22 @@ def list_names(root: Path) -> list[str]:
 
 
 def read_latest(root: Path) -> str | None:
+    """The checkpoint ``latest`` names; ``None`` when there is no ``latest`` or it names no checkpoint.
+
+    ``latest`` is a text file a person can edit: text that is not a checkpoint's name
+    (``step-NNNNNNNN``), or not text at all, is treated as absent, so every reader (the phase
+    switch, the end of a session, the status) falls back as for a run without one, and
+    resuming takes the newest checkpoint that verifies (:func:`latest_complete` says so).
+    """
+    name = _latest_text(root)
+    return name if is_checkpoint_name(name) else None
+
+
+def _latest_text(root: Path) -> str | None:
     try:
-        name = (root / LATEST).read_text().strip()
+        return (root / LATEST).read_bytes().decode("utf-8", errors="replace").strip() or None
     except FileNotFoundError:
         return None
-    return name or None
 
 
 def resume_order(names: Iterable[str], pointed: str | None) -> list[str]:
@@ -221,10 +232,11 @@ def resume_order(names: Iterable[str], pointed: str | None) -> list[str]:
 
 def latest_complete(root: Path, log: Callable[[str], None] = print) -> Path | None:
     """The checkpoint to resume from: ``latest`` if it verifies, else the newest that does."""
-    pointed = read_latest(root)
+    text, pointed = _latest_text(root), read_latest(root)
     names = list_names(root)
-    if pointed and pointed not in names:
-        log(f"warning: {root / LATEST} names {pointed!r}, which is not in {root / CHECKPOINTS}")
+    if text and text not in names:
+        what = "" if pointed else ", not a checkpoint's name"
+        log(f"warning: {root / LATEST} names {text[:80]!r}{what}, which is not in {root / CHECKPOINTS}")
     for name in resume_order(names, pointed):
         folder = root / CHECKPOINTS / name
         try:

@@ -72,6 +72,21 @@ def read_audio(path: Path, span: Span | None = None) -> tuple[np.ndarray, int]:
     return mono, int(rate)
 
 
+def header_seconds(path: Path, span: Span | None = None) -> float | None:
+    """The clip's length in seconds as its header says, without decoding it; ``None`` when the header cannot be read.
+
+    A corpus check judges a clip's length from this first: a two-hour 48 kHz stereo
+    recording decoded whole only to be refused as too long would take ~5 GB per process.
+    """
+    if span is not None:
+        return max(0.0, span[1] - span[0])
+    try:
+        info = sf.info(str(path))
+    except Exception:  # soundfile raises several types; decoding then names the reason
+        return None
+    return info.frames / info.samplerate if info.samplerate else None
+
+
 def _span_frames(path: Path, span: Span, rate: int, frames: int) -> tuple[int, int]:
     start, end = span
     first, stop = round(start * rate), round(end * rate)

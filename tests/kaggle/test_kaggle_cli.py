@@ -17,9 +17,10 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from fintts.errors import LeaseConflict
 from fintts.kaggle.parameters import load, read_parameters
+from fintts.train.stores.hub import Backoff
 from fintts.train.stores.hub.lease import LEASE, Lease, iso
 from fintts_stand_ins.kaggle_server import KaggleServer
-from hub_helpers import TOKEN, make_store
+from hub_helpers import TOKEN, export_model, make_store, save
 from notebook_helpers import ROOT
 
 USER, REPO = "alice", "alice/my-voice-run"
@@ -48,6 +49,8 @@ class Sessions:
     crashes: set[int] = dataclasses.field(default_factory=set)
     #: versions whose checkpoint push the Hub refuses, so that only status.json lands (as a release pushes it)
     refused: set[int] = dataclasses.field(default_factory=set)
+    #: sessions save and push through a real HubStore, as `fintts train` does (a refused one: its final push gets a 413)
+    stores: bool = False
 
 
 def push_run(hub: HfApi, status: dict) -> None:
@@ -58,6 +61,27 @@ def push_run(hub: HfApi, status: dict) -> None:
         files |= {f"checkpoints/{name}/MANIFEST.json": b"{}", "model/config.json": json.dumps({"step": status["step"]}).encode(),
                   "latest": f"{name}\n".encode()}
     hub.create_commit(REPO, [CommitOperationAdd(path, data) for path, data in files.items()], commit_message=f"push {name}")
+
+
+def store_session(hub_env, root, status_: dict, *, refused: bool) -> None:
+    """What `fintts train` leaves on the Hub: resume, save the status's checkpoint, push it as the final push, release.
+
+    A refused final push (413: the file is too large, a storage quota) leaves the checkpoint on the session's disk while
+    the release's small commit still lands the status (saying ``saved.local_only``); the next try would come after 30 s.
+    """
+    slow = Backoff(base=30.0, cap=30.0, jitter=0.0, retry_after_cap=30.0)
+    store = make_store(hub_env, root, REPO, host="kaggle", backoff=slow)
+    store.acquire(root.name)
+    store.resume_point(log=lambda _: None)
+    name = save(store.root, status_["step"])
+    export_model(store.root, status_["step"])
+    (store.root / "status.json").write_text(json.dumps({**status_, "latest_checkpoint": str(store.root / "checkpoints" / name)}))
+    if refused:
+        hub_env.fail(413, path=r"/commit/", method="POST")
+    store.publish(name, final=True)
+    assert store.wait(timeout=30) is not refused
+    store.release()
+    store.close()
 
 
 @pytest.fixture
@@ -82,7 +106,9 @@ def kaggle_env(hub_env, tmp_path):
                 store.acquire(f"kernel-v{version}")
             except LeaseConflict as err:
                 return False, f"error: {err}\n"
-        if write_status is not None:
+        if write_status is not None and sessions.stores:
+            store_session(hub_env, tmp_path / f"session-{version}", write_status, refused=version in sessions.refused)
+        elif write_status is not None:
             if version in sessions.refused:
                 hub_env.fail(403, path=r"/commit/", method="POST")
                 with pytest.raises(HfHubHTTPError):
@@ -325,3 +351,27 @@ def test_run_prints_only_its_own_lines_and_log_tails_without_terminal_codes(kagg
     assert "\x1b" not in everything and "HTTP Request" not in everything, everything
     assert result.stdout.rstrip().endswith("100%\nTraceback (most recent call last):\nValueError: no clips in /kaggle/input/my-voice")
     assert "loading" in result.stdout and "50%" not in result.stdout
+
+
+def test_run_stops_when_a_sessions_final_push_did_not_land_and_says_how_to_push_it(kaggle_env, hub_env, tmp_path):
+    # session 2's final upload is refused (413) while its release commit lands: the Hub says paused at step 200, latest step 100
+    kaggle, env, sessions = kaggle_env
+    sessions.stores, sessions.refused = True, {2}
+    sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("paused", 200, 2), True, "paused\n"),
+                        (status("paused", 300, 3), True, "paused\n"), (status("finished", 400, 4, reason="max_steps"), True, "")]
+    result = kaggle_run(env, tmp_path)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    folder = tmp_path / "session-2"
+    assert (f"session 2 failed: its final push did not land: step-00000200 (step 200) is only on kaggle in {folder}; the Hub's "
+            "latest is step-00000100") in out
+    assert f"fintts push --store {folder} --hub-repo {REPO}" in out
+    assert len(kaggle.pushes) == 2  # no session resumes from step 100 and loses step 200
+    again = kaggle_run(env, tmp_path)  # a later chain refuses too, before pushing anything
+    assert again.returncode == 1 and "step-00000200 (step 200) is only on kaggle" in again.stdout and len(kaggle.pushes) == 2
+    # the printed command puts it on the Hub; the chain then goes on from step 200
+    pushed = run("-m", "fintts", "push", "--store", str(folder), "--hub-repo", REPO, env=env, cwd=tmp_path)
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    resumed = kaggle_run(env, tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "the run is finished" in resumed.stdout and len(kaggle.pushes) == 4

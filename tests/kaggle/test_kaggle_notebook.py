@@ -1,12 +1,17 @@
-"""notebooks/kaggle_train.ipynb executed top to bottom, twice, as a Kaggle session would run it."""
+"""notebooks/kaggle_train.ipynb executed top to bottom, twice, as a Kaggle session would run it; its check cell with a shared config."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
+import soundfile as sf
 import yaml
+from nbclient.exceptions import CellExecutionError
 
+from fintts.kaggle.parameters import load
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from notebook_helpers import ROOT, output_types, run_notebook, text_output
 
@@ -39,3 +44,38 @@ def test_the_training_notebook_runs_a_session_and_the_next_run_resumes_it(tmp_pa
     shown = output_types(second)
     assert "image/png" in shown and "text/html" in shown  # the loss plot and the samples' audio players
     assert "Run this notebook again" in out and f"continues from step {after['step']}" in out
+
+
+def check_cells(tmp_path) -> Path:
+    """The notebook up to its corpus check (install, check), as a notebook of its own."""
+    notebook = load(NOTEBOOK)
+    index = 1 + next(i for i, cell in enumerate(notebook["cells"]) if "".join(cell["source"]).startswith("**Check the corpus**"))
+    path = tmp_path / "check.ipynb"
+    path.write_text(json.dumps({**notebook, "cells": notebook["cells"][: index + 1]}))
+    return path
+
+
+def tiny_ljspeech(folder: Path) -> Path:
+    (folder / "wavs").mkdir(parents=True)
+    noise = np.random.default_rng(0).uniform(-0.3, 0.3, 16000).astype(np.float32)
+    for name in ("a", "b"):
+        sf.write(folder / "wavs" / f"{name}.wav", noise, 16000)
+    (folder / "metadata.csv").write_text("a|Hyvää huomenta.\nb|Kello on seitsemän.\n", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.slow  # two notebook kernels: about a minute on 2 shared cores
+def test_the_check_cell_never_runs_a_shared_configs_values_as_shell_commands(tmp_path):
+    # a corpus folder whose name is a command substitution, as `data` of someone else's config
+    corpus = tiny_ljspeech(tmp_path / "voice $(touch PWNED-data)")
+    config = f"task: vits\ndata: '{corpus}'\nformat: ljspeech\nmax_steps: 10\n"
+    parameters = {"CONFIG": "shared.yaml", "CONFIG_YAML": config}
+    out = text_output(run_notebook(check_cells(tmp_path), cwd=tmp_path, parameters=parameters, timeout=120))
+    assert "Good clips: 2" in out and f"Corpus {corpus}" in out  # the folder, read by its real name
+    assert not list(tmp_path.rglob("PWNED*"))
+    # a column name that ends one shell command and starts another is refused when the config loads
+    config = f"task: vits\ndata: '{corpus}'\ntext_column: 'text; touch {tmp_path}/PWNED-column #'\nmax_steps: 10\n"
+    with pytest.raises(CellExecutionError) as refused:
+        run_notebook(check_cells(tmp_path), cwd=tmp_path, parameters={**parameters, "CONFIG_YAML": config}, timeout=120)
+    assert "text_column: 'text; touch" in str(refused.value) and "is not a column's name" in str(refused.value)
+    assert not list(tmp_path.rglob("PWNED*"))

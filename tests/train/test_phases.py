@@ -131,3 +131,15 @@ def test_a_phase_switch_leaves_accelerate_holding_only_the_current_phase_models(
     assert trainer.run().end_step == 24
     held = trainer.accelerator._models  # accelerate's references: what it keeps alive (and in its own memory bookkeeping)
     assert len(held) == 1, held  # the first phase's model and critic were released at the switch
+
+
+@pytest.mark.parametrize("edited", [b"my best one\n", b"\xff\xfe\x00garbage", b"step-12\n"], ids=["text", "binary", "short-name"])
+def test_a_latest_edited_by_hand_into_no_checkpoint_name_is_treated_as_absent_at_the_switch(reference, tmp_path, edited):
+    config, whole, _ = reference
+    store = tmp_path / "store"
+    assert train(config, store=store, max_steps=20, **QUIET).end_step == 20  # ends exactly at the switch
+    (store / checkpoint.LATEST).write_bytes(edited)  # a person "pointing" the run at something
+    summary = train(config, store=store, **QUIET)  # resumes from the newest checkpoint and switches phase first
+    assert summary.state == "finished" and summary.end_step == 36
+    assert json.loads((store / "status.json").read_text())["phase"]["finished"][0]["end_step"] == 20
+    assert_bit_identical(final_weights(store), final_weights(whole))

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fintts.tts.corpus.files import first_line
+from fintts.tts.corpus.files import first_line, numbered_lines
 from fintts.tts.corpus.model import CorpusError, Item, Problem, relative_path_problem, speaker_name_problem
 
 METADATA = "metadata.csv"
@@ -48,19 +48,20 @@ def is_audiofolder(folder: Path) -> bool:
 def _rows(metadata: Path, problems: list[Problem]) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
     """The columns and ``(line, row)`` pairs of a metadata file; a line that is no row becomes a problem."""
     rows: list[tuple[int, dict[str, Any]]] = []
-    with open(metadata, encoding="utf-8-sig", newline="") as handle:
-        if metadata.suffix == ".csv":
-            reader = csv.DictReader(handle)
-            header = list(reader.fieldnames or [])
-            for row in reader:
-                if None in row or any(v is None for v in row.values()):
-                    problems.append(Problem(metadata, f"line {reader.line_num}: expected {len(header)} fields "
-                                                      f"({', '.join(header)}); quote a field that holds a comma"))
-                else:
-                    rows.append((reader.line_num, row))
-            return header, rows
-        lines = handle.read().splitlines()
-    for number, line in enumerate(lines, start=1):
+    lines = numbered_lines(metadata, problems, header=metadata.suffix == ".csv")
+    if metadata.suffix == ".csv":
+        numbers = [number for number, _ in lines]  # the reader counts the lines it was given; these are the file's
+        reader = csv.DictReader(text + "\n" for _, text in lines)
+        header = list(reader.fieldnames or [])
+        for row in reader:
+            line = numbers[reader.line_num - 1]
+            if None in row or any(v is None for v in row.values()):
+                problems.append(Problem(metadata, f"line {line}: expected {len(header)} fields "
+                                                  f"({', '.join(header)}); quote a field that holds a comma"))
+            else:
+                rows.append((line, row))
+        return header, rows
+    for number, line in lines:
         if not line.strip():
             continue
         try:

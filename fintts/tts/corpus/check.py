@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from fintts.tts.audio import AudioError, read_audio
+from fintts.tts.audio import AudioError, header_seconds, read_audio
 from fintts.tts.corpus.layouts import read_corpus
 from fintts.tts.corpus.model import Item, Problem, ReadOptions
 from fintts.tts.text import FinnishText
@@ -168,6 +168,12 @@ def check_corpus(
     rates: dict[str, int] = {}
     for item in tqdm(corpus.items, desc="checking clips", unit="clip", disable=not progress):
         found = _transcript_problems(item, text)
+        told = header_seconds(item.audio, item.span)
+        if told is not None and told > max_seconds:  # refused by its header: never decoded whole (see header_seconds)
+            problems += _about(item, [Problem(item.audio, f"too long: {told:.1f} s > {max_seconds} s (by its header); split it at a "
+                                                          "pause or remove it"), *found])
+            rejected.append(item)
+            continue
         try:
             samples, rate = read_audio(item.audio, item.span)
         except AudioError as error:

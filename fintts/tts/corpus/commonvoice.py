@@ -10,11 +10,10 @@ the community's votes accepted, so votes are not counted again here. ``invalidat
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
-from fintts.tts.corpus.files import first_line
-from fintts.tts.corpus.model import CorpusError, Item, Problem, relative_path_problem
+from fintts.tts.corpus.files import first_line, numbered_lines
+from fintts.tts.corpus.model import CorpusError, Item, Problem, relative_path_problem, speaker_name_problem
 
 DEFAULT_SPLIT = "validated"
 FALLBACK_SPLIT = "train"
@@ -61,19 +60,22 @@ def short_names(client_ids: set[str]) -> dict[str, str]:
 def read_commonvoice(folder: Path, split: str, items: list[Item], problems: list[Problem]) -> Path:
     """Rows of the split's table as items; returns the table read."""
     table = split_table(folder, split)
-    with open(table, encoding="utf-8-sig", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-    missing = [c for c in REQUIRED if rows and c not in rows[0]] if rows else []
+    lines = [(number, text) for number, text in numbered_lines(table, problems, header=True) if text.strip()]
+    header = lines[0][1].split("\t") if lines else []
+    missing = [c for c in REQUIRED if c not in header] if lines else []
     if missing:
         raise CorpusError(f"{table}: no column {', '.join(missing)}; a Common Voice table has client_id, path and sentence")
-    names = short_names({row["client_id"] for row in rows if row.get("client_id")})
+    # tab separated and unquoted: a row is one line, its fields split at tabs (a missing one is empty)
+    rows = [(number, dict(zip(header, text.split("\t"), strict=False))) for number, text in lines[1:]]
+    names = short_names({row["client_id"] for _, row in rows if row.get("client_id")})
     seen: dict[str, int] = {}
-    for number, row in enumerate(rows, start=2):  # line 1 is the header
+    for number, row in rows:
         client, rel, sentence = (row.get(c) or "" for c in REQUIRED)
         if not client or not rel:
             problems.append(Problem(table, f"line {number}: empty client_id or path"))
             continue
-        problem = relative_path_problem(rel, "path", f"{CLIPS}/")
+        # the speaker's name becomes part of file names (samples, adapters): checked here, not at the first validation
+        problem = relative_path_problem(rel, "path", f"{CLIPS}/") or speaker_name_problem(names[client])
         if problem:
             problems.append(Problem(table, f"line {number}: {problem}"))
             continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fintts.tts.audio import AUDIO_EXTENSIONS
-from fintts.tts.corpus.files import first_line, read_lines
+from fintts.tts.corpus.files import first_line, numbered_lines
 from fintts.tts.corpus.model import Item, Problem, relative_path_problem
 
 TRANSCRIPT = "transcript.txt"
@@ -29,11 +29,8 @@ def looks_like_css10(folder: Path) -> bool:
 
 def read_css10(folder: Path, items: list[Item], problems: list[Problem]) -> None:
     transcript = folder / TRANSCRIPT
-    lines = read_lines(transcript, problems)
-    if lines is None:
-        return
     seen: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
+    for number, line in numbered_lines(transcript, problems):
         if not line.strip():
             continue
         fields = [field.strip() for field in line.split("|")]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fintts.tts.corpus.files import read_lines
+from fintts.tts.corpus.files import numbered_lines
 from fintts.tts.corpus.model import Item, Problem, speaker_name_problem
 
 WAV_SCP, TEXT, UTT2SPK, SEGMENTS = "wav.scp", "text", "utt2spk", "segments"
@@ -30,7 +30,7 @@ def is_kaldi(folder: Path) -> bool:
 def _table(path: Path, problems: list[Problem], fields: int) -> dict[str, tuple[int, list[str]]]:
     """``{key: (line number, rest)}`` of a Kaldi table; ``fields`` counts the rest (0: one free-text field)."""
     entries: dict[str, tuple[int, list[str]]] = {}
-    for number, line in enumerate(read_lines(path, problems) or [], start=1):
+    for number, line in numbered_lines(path, problems):
         if not line.strip():
             continue
         key, *rest = line.split(maxsplit=1)  # Kaldi separates fields by any whitespace

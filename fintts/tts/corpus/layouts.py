@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fintts.tts.audio import AUDIO_EXTENSIONS
 from fintts.tts.corpus import audiofolder, commonvoice, css10, hub, kaldi
-from fintts.tts.corpus.files import has_pairs, hidden
+from fintts.tts.corpus.files import has_pairs, hidden, link_problem
 from fintts.tts.corpus.ljspeech import METADATA, metadata_layout, read_metadata
 from fintts.tts.corpus.model import HUB_PREFIX, Corpus, CorpusError, Item, Problem, ReadOptions, speaker_name_problem
 from fintts.tts.corpus.pairs import read_pairs
@@ -116,6 +116,9 @@ def read_corpus(source: str | Path, format: str | None = None, options: ReadOpti
         return Corpus(root, format, items, problems, f"{looked_for}; read {read}")
     root = existing_folder(source)
     read = _read_folder(root, format, options, items, problems)
+    linked = {item.id: link_problem(item.audio, root) for item in items}  # never followed (see fintts.tts.corpus.files)
+    problems += [Problem(item.audio, linked[item.id]) for item in items if linked[item.id]]
+    items = [item for item in items if not linked[item.id]]
     return Corpus(root, format, items, problems, f"{looked_for}; read {read}" if read else looked_for)
 
 

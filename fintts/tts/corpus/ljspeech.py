@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fintts.tts.audio import AUDIO_EXTENSIONS
-from fintts.tts.corpus.files import find_audio, first_line, read_lines
+from fintts.tts.corpus.files import find_audio, first_line, numbered_lines
 from fintts.tts.corpus.model import Item, Problem, relative_path_problem, speaker_name_problem
 
 METADATA = "metadata.csv"
@@ -42,15 +42,13 @@ def read_metadata(
     metadata: Path, speaker_column: bool, speaker: str, id_prefix: str, items: list[Item], problems: list[Problem]
 ) -> None:
     folder = metadata.parent
-    lines = read_lines(metadata, problems)
-    if lines is None:
-        return
+    lines = numbered_lines(metadata, problems)
     expected = "id|speaker|text" if speaker_column else "id|text or id|text|normalized"
     headers = (SPEAKER_HEADER,) if speaker_column else (["id", "text"], ["id", "text", "normalized"])
     field_counts = (3,) if speaker_column else (2, 3)
     seen: dict[str, int] = {}
     first = True
-    for number, line in enumerate(lines, start=1):
+    for number, line in lines:
         if not line.strip():
             continue
         fields = [field.strip() for field in line.split("|")]

@@ -6,12 +6,19 @@ Imports nothing of fintts's, so each reader module and the checks can use it wit
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 from fintts.errors import UsageError
 
 #: Where a Hub dataset is named in ``data:``: ``hf://datasets/USER/NAME``.
 HUB_PREFIX = "hf://datasets/"
+#: A column's name: letters, digits and ``_``, with ``.``, ``-`` and spaces inside (what CSV headers and Hub datasets use).
+COLUMN_NAME = re.compile(r"\w(?:[\w .-]{0,198}[\w.-])?")
+#: A split's name: Common Voice's tables and the Hub's splits (``train``, ``validated``, ``dev``, ``test.clean``…).
+SPLIT_NAME = re.compile(r"\w[\w.-]{0,99}")
+#: The :class:`ReadOptions` fields that name a split or a column, and the rule each follows.
+NAMED_FIELDS = {"split": SPLIT_NAME, "text_column": COLUMN_NAME, "speaker_column": COLUMN_NAME, "audio_column": COLUMN_NAME}
 
 
 class CorpusError(UsageError):
@@ -75,6 +82,28 @@ class ReadOptions:
     speaker_column: str = ""
     audio_column: str = ""
     cache_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        problems = option_problems({name: getattr(self, name) for name in NAMED_FIELDS})
+        if problems:
+            raise CorpusError("; ".join(problems))
+
+
+def option_problems(values: dict[str, object]) -> list[str]:
+    """What is wrong with a split's or a column's name among ``values`` (field → value; empty values are unset).
+
+    A name is only ever a name: anything else (a quote, ``;``, ``$(``, a path) is refused
+    where a config or a command line gives it, so no such value reaches a table, a file name
+    or a command built from a shared config.
+    """
+    problems = []
+    for field, value in values.items():
+        rule = NAMED_FIELDS[field]
+        if value and (not isinstance(value, str) or not rule.fullmatch(value)):
+            what = "a split's name (letters, digits, _ . -)" if rule is SPLIT_NAME else \
+                "a column's name (letters, digits, _ . - and inner spaces)"
+            problems.append(f"{field}: {value!r} is not {what}")
+    return problems
 
 
 def speaker_name_problem(name: str) -> str | None:

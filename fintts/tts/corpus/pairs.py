@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fintts.tts.corpus.files import audio_files, transcript_of
+from fintts.tts.corpus.files import audio_files, link_problem, transcript_of
 from fintts.tts.corpus.model import Item, Problem
 
 
@@ -24,6 +24,10 @@ def read_pairs(folder: Path, speaker: str, id_prefix: str, items: list[Item], pr
             problems.append(
                 Problem(audio, f"no transcript: expected {stem.name}.lab or {stem.name}.txt beside it")
             )
+            continue
+        linked = link_problem(transcript, folder)
+        if linked:
+            problems.append(Problem(transcript, linked))
             continue
         try:
             text = " ".join(transcript.read_text(encoding="utf-8-sig").split())

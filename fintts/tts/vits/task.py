@@ -43,7 +43,8 @@ from fintts.train.config import ConfigError, free_setting, load_config
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Span, Spectrogram, SpectrogramConfig, load_audio, resampled_length
-from fintts.tts.corpus import Item, ReadOptions, check_corpus, read_table
+from fintts.tts.corpus import FORMATS, Item, ReadOptions, check_corpus, read_table
+from fintts.tts.corpus.model import NAMED_FIELDS, option_problems
 from fintts.tts.demo import data_root
 from fintts.tts.eval import nearest_reference, noise_floor_db
 from fintts.tts.features import FeatureCache
@@ -166,6 +167,11 @@ class VitsTaskConfig:
         check_blocks(self.checkpointing)  # a typo fails when the config loads, not after the corpus check
         check_model_settings(self.model)
         check_license(self.init, self.license)
+        if self.format and self.format not in FORMATS:
+            raise ConfigError(f"format: {self.format!r} is not a corpus layout; use one of {', '.join(FORMATS)} (or leave it empty)")
+        problems = option_problems({field: getattr(self, field) for field in NAMED_FIELDS})
+        if problems:
+            raise ConfigError("; ".join(problems))
 
 
 @dataclasses.dataclass

@@ -29,12 +29,14 @@ only decides when they run and keeps the account of what is due, in flight and f
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import shutil
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fintts.train.stores.hub.client import Backoff
 from fintts.train.stores.hub.errors import HubDeadline, HubError, LeaseLost
@@ -303,3 +305,23 @@ class Publisher:
     def _sleep_for(self) -> float | None:
         now = time.monotonic()
         return max(0.01, self._retry_at - now) if self._retry_at > now else None
+
+
+def read_pushes(path: Path) -> list[dict[str, Any]]:
+    """The run's recent push records (``pushes.json``); a file of another shape is treated as absent, with a warning.
+
+    The records only size the lease's timeout from how long pushes take, so a file edited by
+    hand or written by another tool must never stop a push: the next push writes a new one.
+    """
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return []
+    except (ValueError, OSError):
+        data = None
+    if isinstance(data, list) and all(
+        isinstance(p, dict) and isinstance(p.get("seconds"), (int, float)) and not isinstance(p.get("seconds"), bool) for p in data
+    ):
+        return data
+    log.warning("%s is not a list of push records ({\"seconds\": …}); treating it as absent (the next push writes a new one)", path)
+    return []

@@ -82,7 +82,7 @@ from fintts.train.stores.base import MODEL_DIR, STATUS, Store
 from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.errors import HubRepoError, HubUnavailable, LeaseLost
 from fintts.train.stores.hub.lease import LEASE, LONG_PUSH_FACTOR, MAX_LEASE_SHARE, MAX_LEASE_TIMEOUT, Lease, duration, iso
-from fintts.train.stores.hub.publisher import Publisher, Target
+from fintts.train.stores.hub.publisher import Publisher, Target, read_pushes
 from fintts.train.stores.local import LocalStore
 
 log = logging.getLogger(__name__)
@@ -176,7 +176,7 @@ class HubStore(Store):
         self._used_storage: int | None = None
         self._last_push_bytes = 0
         self._last_commit_url: str | None = None
-        self._pushes: list[dict[str, Any]] = _read_json(self.root / PUSHES, [])
+        self._pushes: list[dict[str, Any]] = read_pushes(self.root / PUSHES)
 
     @property
     def url(self) -> str:
@@ -342,7 +342,7 @@ class HubStore(Store):
         try:
             head = self._retrying("look up the run on the Hub", self._client.head)
             files = self._retrying("list the run on the Hub", lambda: self._client.files(head))
-            pointed = (self._retrying("read latest", lambda: self._client.read(ckpt.LATEST, head)) or b"").decode().strip()
+            pointed = (self._retrying("read latest", lambda: self._client.read(ckpt.LATEST, head)) or b"").decode(errors="replace").strip()
         except HubRepoError:
             return local  # no repo yet: a new run (acquire creates it)
         except HubUnavailable as err:
@@ -368,7 +368,7 @@ class HubStore(Store):
                     if extra in files:
                         self._retrying(f"download {extra}", lambda extra=extra: self._client.download([extra], head, self.root))
                 with self._lock:
-                    self._pushes = _read_json(self.root / PUSHES, [])
+                    self._pushes = read_pushes(self.root / PUSHES)
                 return folder
         if local is None and candidates:
             raise StoreError(
