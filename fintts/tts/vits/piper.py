@@ -70,6 +70,8 @@ _DIGITS = "nolla yksi kaksi kolme neljä viisi kuusi seitsemän kahdeksan yhdeks
 _LETTER = re.compile(r"[^\W\d_]")  # text.py's "inside a word" test
 _PAD, _BOS, _EOS = "_", "^", "$"
 _OPSET = 17
+#: Marks after a letter that composition looks through (NFD puts at most three on any Latin, Greek or Cyrillic letter).
+_WINDOW = 3
 
 
 @dataclass
@@ -188,20 +190,23 @@ class PiperGraph(nn.Module):
         return torch.cat([torch.stack([torch.zeros_like(ids), ids], 1).reshape(-1), ids.new_zeros(1)])
 
     def _compose(self, symbols: Tensor) -> Tensor:
-        """One round of NFC's canonical composition: a letter takes the mark after it, or the one after that when the
-        mark between does not compose with it and has a lower combining class (NFC's "not blocked"); two or more marks
-        between that do not compose are beyond it (no Finnish text has them)."""
-        none = symbols.new_zeros(2)
+        """One round of NFC's canonical composition: each letter takes the first of the next :data:`_WINDOW` marks that
+        composes with it and is not blocked (the mark before it has a lower combining class: NFD sorted them)."""
+        n, none = symbols.shape[0], symbols.new_zeros(_WINDOW)
         column = torch.cat([self.mark_column[symbols], none])
         combining = torch.cat([self.combining[symbols], none])
-        base = symbols * self.columns
-        table = self.compose.reshape(-1)
-        composed = table[base + column[1:-1]]
-        hit = composed >= 0  # a mark is never a base, so a hit's neighbours are no hits
-        beyond = table[base + column[2:]]
-        skip = ~hit & (beyond >= 0) & (combining[1:-1] > 0) & (combining[1:-1] < combining[2:])
-        eaten = torch.cat([hit.new_zeros(1), hit, skip.new_zeros(1)])[:-2] | torch.cat([skip.new_zeros(2), skip])[:-2]
-        return _select(torch.where(hit, composed, torch.where(skip, beyond, symbols)), ~eaten)
+        base, table = symbols * self.columns, self.compose.reshape(-1)
+        result, found, eaten = symbols, torch.zeros_like(symbols, dtype=torch.bool), torch.zeros_like(symbols, dtype=torch.bool)
+        marks_between = torch.ones_like(found)
+        for offset in range(1, _WINDOW + 1):
+            composed = table[base + column[offset:offset + n]]
+            here = combining[offset:offset + n]
+            unblocked = marks_between if offset == 1 else marks_between & (combining[offset - 1:offset - 1 + n] < here)
+            take = (composed >= 0) & unblocked & ~found  # a mark is never a base: a letter's marks are no letter's
+            result, found = torch.where(take, composed, result), found | take
+            eaten = eaten | torch.cat([found.new_zeros(offset), take])[:n]
+            marks_between = marks_between & (here > 0)
+        return _select(result, ~eaten)
 
     def _punctuate(self, tokens: Tensor) -> Tensor:
         letter = self.letter[tokens]
