@@ -51,16 +51,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file
 from torch import Tensor, nn
-from transformers import VitsModel
+from transformers import VitsConfig, VitsModel
 
 from fintts.tts.text import _APOSTROPHES, FinnishText
 from fintts.tts.vits.inference import VitsSynthesizer, fold_weight_norm
-from fintts.tts.voice_format import SPEAKERS_FILE, VoiceError
+from fintts.tts.voice_format import PIPER_FILE, SPEAKERS_FILE, VoiceError
 
-#: The Piper voice the trainer writes into ``model/`` beside fintts's own graphs (Piper's naming, ``lang_REGION-name``;
-#: Home Assistant lists a custom voice by its file name).
-PIPER_FILE = "fi_FI-fintts.onnx"
 #: Code-point ranges in the map (see the module docstring): ASCII and Latin-1 to IPA and the spacing modifiers,
 #: combining marks, Greek, Cyrillic, Latin Extended Additional, general punctuation, currency, letterlike symbols, ligatures.
 _RANGES = ((0x20, 0x36F), (0x370, 0x3FF), (0x400, 0x4FF), (0x1E00, 0x1EFF), (0x2000, 0x206F), (0x20A0, 0x20CF), (0x2100, 0x214F),
@@ -245,15 +243,17 @@ def export_piper(vits: VitsModel, text: FinnishText, out: Path, *, speakers: Seq
     feeds = (torch.tensor([[tables.id_map[c] for c in probe]]), torch.tensor([len(probe)]), torch.tensor([0.667, 1.0, 0.8]))
     names = ["input", "input_lengths", "scales"] + (["sid"] if multi else [])
     out.parent.mkdir(parents=True, exist_ok=True)
+    config_file, partial = Path(f"{out}.json"), out.with_name(f".{out.name}.partial")  # a crash leaves no half voice
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
         torch.onnx.export(
-            graph, (*feeds, torch.tensor([0]))[: len(names)], str(out), input_names=names, output_names=["output"],
+            graph, (*feeds, torch.tensor([0]))[: len(names)], str(partial), input_names=names, output_names=["output"],
             opset_version=_OPSET, dynamo=False, dynamic_axes={"input": {1: "phonemes"}, "output": {2: "samples"}},
         )
-    config_file = Path(f"{out}.json")
-    config_file.write_text(json.dumps(piper_config(model, tables, speakers, dataset or out.stem), ensure_ascii=False, indent=2),
-                           encoding="utf-8")
+    partial.replace(out)
+    partial.write_text(json.dumps(piper_config(model, tables, speakers, dataset or out.stem), ensure_ascii=False, indent=1),
+                       encoding="utf-8")
+    partial.replace(config_file)
     return [out, config_file]
 
 
@@ -285,10 +285,18 @@ def piper_config(vits: VitsModel, tables: PiperTables, speakers: Sequence[str], 
 def export_piper_folder(folder: Path, out: Path | None = None) -> list[Path]:
     """``fintts export --piper``, and the trainer's background export: the Piper voice of the voice saved in ``folder``
     (weights only from safetensors, torch's global generators untouched), by default ``folder/fi_FI-fintts.onnx``."""
-    from fintts.tts.vits.export import _load_quietly  # the one loader that draws nothing from torch's generators
-
     speakers_file = folder / SPEAKERS_FILE
     speakers = json.loads(speakers_file.read_text(encoding="utf-8")) if speakers_file.is_file() else []
     out = out or folder / PIPER_FILE
     return export_piper(_load_quietly(folder), FinnishText.from_folder(folder), out, speakers=speakers,
                         dataset=out.name.removesuffix(".onnx"))
+
+
+def _load_quietly(folder: Path) -> VitsModel:
+    """The voice's float32 model, drawing nothing from torch's global generator (a training in another thread owns it):
+    :func:`fintts.tts.vits.export._load_quietly`'s way, here because that module imports this one."""
+    with torch.device("meta"):
+        model = VitsModel(VitsConfig.from_pretrained(folder))
+    weights = load_file(str(folder / "model.safetensors"))
+    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in weights.items()}, assign=True)
+    return model

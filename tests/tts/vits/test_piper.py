@@ -18,13 +18,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from huggingface_hub import HfApi
 from transformers import VitsModel
 
 from fintts.cli import main
 from fintts.tts.text import FALLBACK_VOCAB, FinnishText
-from fintts.tts.vits.export import save_voice
+from fintts.tts.vits.export import export_folder, save_voice
 from fintts.tts.vits.init import tiny_vits_config, vits_initialisation
 from fintts.tts.vits.piper import PiperGraph, PiperTables
+from fintts.tts.voice_format import PIPER_FILE
+from hub_helpers import TOKEN
+from trainer_helpers import cli
 
 PIPER = "piper-tts==1.8.0"
 #: Finnish as written, no digits: ä/ö composed from NFD, capitals, punctuation, quotes, in-word ' and -, a dash.
@@ -73,10 +77,10 @@ def piper_python(request) -> Path:
     return python
 
 
-def tiny_voice(folder: Path, speakers: list[str]) -> Path:
+def tiny_voice(folder: Path, speakers: list[str], *, onnx: bool = False) -> Path:
     torch.manual_seed(len(speakers))
     extra = {"num_speakers": len(speakers), "speaker_embedding_size": 8} if len(speakers) > 1 else {}
-    save_voice(vits_initialisation(VitsModel(tiny_vits_config(**extra))), folder, FinnishText.default(), speakers, onnx=False)
+    save_voice(vits_initialisation(VitsModel(tiny_vits_config(**extra))), folder, FinnishText.default(), speakers, onnx=onnx)
     return folder
 
 
@@ -156,6 +160,27 @@ def test_the_graph_reads_text_as_fintts_does(text):
         ids = piper_ids(tables, sentence)
         got = graph.text_ids(torch.tensor([ids]), torch.tensor([len(ids)])).tolist()
         assert got == text.encode(sentence), sentence
+
+
+def test_pull_brings_the_piper_voice_or_makes_it(tmp_path, hub_env, monkeypatch):
+    """A run's model/ with the Piper voice (the trainer's export) comes as it is; one from before fintts made Piper voices
+    gets it made on the laptop."""
+    api = HfApi(endpoint=hub_env.endpoint, token=TOKEN)
+    trained = tiny_voice(tmp_path / "trained", ["solo"])
+    export_folder(trained, int8=False)
+    older = tiny_voice(tmp_path / "older", ["solo"], onnx=True)
+    for repo, folder in (("alice/new", trained), ("alice/old", older)):
+        api.create_repo(repo, private=True)
+        api.upload_folder(folder_path=str(folder), path_in_repo="model", repo_id=repo)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    for repo in ("alice/new", "alice/old"):  # a process of its own: huggingface_hub reads its endpoint at import
+        pulled = cli("pull", repo, "--out", str(tmp_path / repo), cwd=tmp_path)
+        assert pulled.returncode == 0, pulled.stderr
+    pulled = tmp_path / "alice/new/model"
+    for name in (PIPER_FILE, f"{PIPER_FILE}.json"):
+        assert (pulled / name).read_bytes() == (trained / name).read_bytes()
+    made = json.loads((tmp_path / "alice/old/model" / f"{PIPER_FILE}.json").read_text(encoding="utf-8"))
+    assert made["phoneme_type"] == "text" and (tmp_path / "alice/old/model" / PIPER_FILE).stat().st_size > 100_000
 
 
 def test_export_piper_refuses_what_it_cannot_write(tmp_path, capsys):
