@@ -433,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_say)
 
     p = sub.add_parser("export", help="write model.onnx and model.int8.onnx, or a Piper voice, from a voice folder (needs torch)")
-    p.add_argument("--onnx", action="store_true", help="fintts's ONNX graphs, into the voice folder")
+    p.add_argument("--onnx", action="store_true", help="fintts's ONNX graphs and the Piper voice, into the voice folder")
     p.add_argument("--piper", action="store_true", help="a Piper voice: NAME.onnx + NAME.onnx.json (Piper, Home Assistant)")
     p.add_argument("--out", help="--piper: the voice's NAME.onnx (default: fi_FI-fintts.onnx in the voice folder)")
     p.add_argument("--voice", help="a voice folder (save_pretrained layout)")
