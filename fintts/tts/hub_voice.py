@@ -79,7 +79,7 @@ def pull_voice(repo_id: str, out_dir: str | Path, *, onnx: bool = True, endpoint
                         f"pip install 'fintts[torch]' and run `fintts export --onnx --voice {folder}`")
     elif onnx and is_vits_voice(folder) and not (folder / PIPER_FILE).is_file():  # exported before fintts made Piper voices
         if installed("torch") and installed("onnx"):
-            from fintts.tts.vits.piper import export_piper_folder
+            from fintts.tts.vits.piper import export_piper_folder  # needs torch, as above
 
             export_piper_folder(folder)
         else:
