@@ -261,8 +261,18 @@ def cmd_export(args) -> int:
 
     if bool(args.voice) == bool(args.store):
         raise VoiceError("fintts export needs exactly one of --voice DIR or --store RUN")
+    if args.onnx == args.piper:
+        raise VoiceError("fintts export needs exactly one of --onnx (fintts's own graphs) or --piper (a Piper voice)")
+    if args.out and not args.piper:
+        raise VoiceError("--out names a Piper voice's file: use it with --piper")
     started = time.perf_counter()
-    written = export_folder(voice_folder(args.voice or Path(args.store) / "model"), int8=not args.fp32)
+    folder = voice_folder(args.voice or Path(args.store) / "model")
+    if args.piper:
+        from fintts.tts.vits.piper import export_piper_folder
+
+        written = export_piper_folder(folder, Path(args.out) if args.out else None)
+    else:
+        written = export_folder(folder, int8=not args.fp32)
     print(f"wrote {', '.join(str(path) for path in written)} in {time.perf_counter() - started:.1f} s")
     return EXIT_OK
 
@@ -464,8 +474,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--voice", help="use this voice's characters (a voice or run folder, or a Hub repo); default: the built-in set")
     p.set_defaults(func=cmd_normalize)
 
-    p = sub.add_parser("export", help="write model.onnx and model.int8.onnx into a voice folder (needs torch)")
-    p.add_argument("--onnx", action="store_true", required=True, help="the ONNX graphs (the only export format)")
+    p = sub.add_parser("export", help="write model.onnx and model.int8.onnx, or a Piper voice, from a voice folder (needs torch)")
+    p.add_argument("--onnx", action="store_true", help="fintts's ONNX graphs and the Piper voice, into the voice folder")
+    p.add_argument("--piper", action="store_true", help="a Piper voice: NAME.onnx + NAME.onnx.json (Piper, Home Assistant)")
+    p.add_argument("--out", help="--piper: the voice's NAME.onnx (default: fi_FI-fintts.onnx in the voice folder)")
     p.add_argument("--voice", help="a voice folder (save_pretrained layout)")
     p.add_argument("--store", help="a run folder: its model/")
     p.add_argument("--fp32", action="store_true", help="model.onnx only, no int8 graph")

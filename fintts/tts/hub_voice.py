@@ -4,9 +4,9 @@ A fintts run's Hub repo holds checkpoints and the voice; a laptop wants only the
 :func:`download_voice` fetches ``model/`` through ``huggingface_hub``'s own cache (so a
 second call, or a call with no network, uses the copy already there: offline once
 pulled); :func:`pull_voice` (``fintts pull``) writes it into a folder of the person's
-choosing and makes sure ``model.onnx`` is in it. A repo with no ``model/`` whose root is a voice (what
-``fintts publish`` writes, or any transformers VITS repo) is taken from its root: the voice's own
-files, by name, never the whole repo.
+choosing and makes sure ``model.onnx`` and the Piper voice (``fi_FI-fintts.onnx`` + ``.onnx.json``) are in it. A repo
+with no ``model/`` whose root is a voice (what ``fintts publish`` writes, or any transformers VITS repo) is taken from its
+root: the voice's own files, by name, never the whole repo.
 
 Only what loads without running code is downloaded: safetensors, JSON, ONNX, text. A
 ``pytorch_model.bin`` (or any pickled file) in the repo is left there, since unpickling can run
@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from fintts.tts.voice_format import ONNX_FILE, VOICE_DIR, VoiceError, installed, is_vits_voice
+from fintts.tts.voice_format import ONNX_FILE, PIPER_FILE, VOICE_DIR, VoiceError, installed, is_vits_voice
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,14 @@ def pull_voice(repo_id: str, out_dir: str | Path, *, onnx: bool = True, endpoint
         else:
             log.warning(f"{repo_id} has no {ONNX_FILE} and this machine has no torch to make one: "
                         f"pip install 'fintts[torch]' and run `fintts export --onnx --voice {folder}`")
+    elif onnx and is_vits_voice(folder) and not (folder / PIPER_FILE).is_file():  # exported before fintts made Piper voices
+        if installed("torch") and installed("onnx"):
+            from fintts.tts.vits.piper import export_piper_folder  # needs torch, as above
+
+            export_piper_folder(folder)
+        else:
+            log.warning(f"{repo_id} has no Piper voice ({PIPER_FILE}) and this machine has no torch to make one: "
+                        f"pip install 'fintts[torch]' and run `fintts export --piper --voice {folder}`")
     return folder
 
 

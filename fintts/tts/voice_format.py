@@ -23,6 +23,9 @@ ADAPTERS_DIR = "adapters"
 ONNX_FILE = "model.onnx"
 #: The same graph with the decoder's residual-block convolutions in int8 (calibrated at export).
 ONNX_INT8_FILE = "model.int8.onnx"
+#: The Piper voice (:mod:`fintts.tts.vits.piper`), its config beside it as ``fi_FI-fintts.onnx.json``: Piper's naming
+#: (``lang_REGION-name``), which Home Assistant lists a custom voice by.
+PIPER_FILE = "fi_FI-fintts.onnx"
 BACKENDS = ("onnx", "torch")
 #: Prior-noise columns drawn per token before the graph says how many frames it needs
 #: (MMS says ~3 frames per token at speed 1); a sentence that needs more is run again.

@@ -39,6 +39,7 @@ from transformers import VitsConfig, VitsModel
 from fintts.tts.onnx_backend import INPUTS, OUTPUTS
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.inference import VitsSynthesizer, fold_weight_norm
+from fintts.tts.vits.piper import export_piper_folder
 from fintts.tts.voice_format import FRAMES_PER_TOKEN, ONNX_FILE, ONNX_INT8_FILE, SPEAKERS_FILE
 
 #: Sentences whose activations set the int8 ranges: statements, a question, an
@@ -165,8 +166,10 @@ def _quantize(graph: Path, out: Path, feeds: list[dict[str, np.ndarray]]) -> Pat
 
 def export_folder(folder: Path, *, int8: bool = True) -> list[Path]:
     """``fintts export --onnx``, and the trainer's background part of a new best's export: the ONNX graphs of the voice
-    already saved in ``folder`` (weights only from safetensors), made without touching torch's global generators."""
-    return export_onnx(_load_quietly(folder), folder, FinnishText.from_folder(folder), int8=int8, private=True)
+    already saved in ``folder`` (weights only from safetensors), made without touching torch's global generators, and its
+    Piper voice (:data:`~fintts.tts.voice_format.PIPER_FILE`, :mod:`fintts.tts.vits.piper`)."""
+    graphs = export_onnx(_load_quietly(folder), folder, FinnishText.from_folder(folder), int8=int8, private=True)
+    return graphs + export_piper_folder(folder)
 
 
 def _load_quietly(folder: Path) -> VitsModel:

@@ -48,8 +48,20 @@ class VitsSynthesizer(nn.Module):
     def forward(
         self, input_ids: Tensor, duration_noise: Tensor, prior_noise: Tensor, length_scale: Tensor, speaker_id: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
+        speaker = self.speaker(speaker_id)
+        means, log_std, frames = self.prior(input_ids, duration_noise, length_scale, speaker)
+        noise = torch.cat([prior_noise, torch.zeros_like(means)], dim=2)[:, :, : means.shape[2]]
+        return self.decode(means, log_std, noise, speaker), frames
+
+    def speaker(self, speaker_id: Tensor | None) -> Tensor | None:
+        """The speaker's conditioning ``[1, E, 1]`` (``None`` for a one-speaker voice)."""
+        return self.vits.embed_speaker(speaker_id).unsqueeze(-1) if speaker_id is not None else None
+
+    def prior(self, input_ids: Tensor, duration_noise: Tensor, length_scale: Tensor, speaker: Tensor | None
+              ) -> tuple[Tensor, Tensor, Tensor]:
+        """The prior's means and log standard deviations per frame ``[1, C, frames]``, and ``frames``: the text encoder,
+        the durations and the expansion to frames (the Piper graph draws its prior noise once it knows ``frames``)."""
         vits = self.vits
-        speaker = vits.embed_speaker(speaker_id).unsqueeze(-1) if speaker_id is not None else None
         token_mask = torch.ones_like(input_ids, dtype=duration_noise.dtype).unsqueeze(1)  # [1, 1, T]
         encoded = vits.text_encoder(input_ids=input_ids, padding_mask=token_mask.transpose(1, 2), return_dict=True)
         hidden = encoded.last_hidden_state.transpose(1, 2)
@@ -63,12 +75,13 @@ class VitsSynthesizer(nn.Module):
         alignment = ((frame_index < end) & (frame_index >= end - duration[0, 0])).to(hidden.dtype)
         means = torch.matmul(alignment, encoded.prior_means[0]).transpose(0, 1).unsqueeze(0)  # [1, C, frames]
         log_std = torch.matmul(alignment, encoded.prior_log_variances[0]).transpose(0, 1).unsqueeze(0)
+        return means, log_std, frames
 
-        noise = torch.cat([prior_noise, torch.zeros_like(means)], dim=2)[:, :, : means.shape[2]]
+    def decode(self, means: Tensor, log_std: Tensor, noise: Tensor, speaker: Tensor | None) -> Tensor:
+        """The waveform ``[1, frames × hop]`` of the prior sample ``means + noise · exp(log_std)``: flow, then HiFi-GAN."""
         frame_mask = torch.ones_like(means[:, :1])
-        latents = vits.flow(means + noise * torch.exp(log_std), frame_mask, speaker, reverse=True)
-        waveform = vits.decoder(latents, speaker)
-        return waveform[:, 0], frames
+        latents = self.vits.flow(means + noise * torch.exp(log_std), frame_mask, speaker, reverse=True)
+        return self.vits.decoder(latents, speaker)[:, 0]
 
     def _log_duration(self, hidden: Tensor, mask: Tensor, speaker: Tensor | None, noise: Tensor) -> Tensor:
         """``VitsStochasticDurationPredictor(..., reverse=True)`` with ``noise`` for its latents."""

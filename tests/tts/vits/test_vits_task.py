@@ -97,6 +97,8 @@ def test_the_final_voices_onnx_graphs_are_of_its_own_weights(trained):
     # the graphs are made in the background from model/'s own files: they speak as its torch weights do
     model_dir = trained[0] / "store" / "model"
     assert (model_dir / "model.onnx").is_file() and (model_dir / "model.int8.onnx").is_file()
+    piper = json.loads((model_dir / "fi_FI-fintts.onnx.json").read_text())  # and the Piper voice (tests/tts/vits/test_piper.py)
+    assert piper["speaker_id_map"] == {"espeak_f2": 0, "espeak_m3": 1} and (model_dir / "fi_FI-fintts.onnx").is_file()
     said = [load_voice(model_dir, "espeak_f2", backend=b, int8=False, seed=5).synthesize("Hyvää päivää.")[0]
             for b in ("onnx", "torch")]
     np.testing.assert_allclose(*said, atol=1e-4, rtol=0)
