@@ -90,7 +90,7 @@ def test_a_session_that_ends_before_its_first_validation_ends_whole_and_the_next
     assert status["evals"] == [] and status["state"] in ("paused", "finished")
 
     again = ["--budget", BUDGETS[config.name]] if config.name in BUDGETS else ["--max-steps", str(status["step"] + 2)]
-    resumed = cli("train", str(config), *outside(config, stand_ins), *again, "--store", str(store),
+    resumed = cli("train", "--config", str(config), *outside(config, stand_ins), *again, "--store", str(store),
                   "--no-progress", cwd=tmp_path, timeout=400)
     after = assert_ended_whole(resumed, store)
     assert after["sessions"][-1]["start_step"] == status["step"] < after["step"]
