@@ -71,14 +71,18 @@ def build_phase(
     log: Callable[[str], None],
     progress: bool,
     spent: Callable[[str, float], None],
+    warn: Callable[[str], None] = print,
+    resuming: bool = False,
 ) -> BuiltPhase:
     """Build a phase from the config it trains with; ``start``: the previous phase's final weights.
+    ``resuming``: a checkpoint's weights replace the ones built (see :class:`~fintts.train.task.TaskContext`).
 
     ``spent(part, since)`` is told when the models and the data were started on (the session's time accounting).
     """
     cfg, world = config.train, accelerator.num_processes
     task = config.task_class(
-        config.task, TaskContext(cfg.seed, device, AUTOCAST_DTYPES[precision], cache, main, log, progress and main)
+        config.task, TaskContext(cfg.seed, device, AUTOCAST_DTYPES[precision], cache, main, log, progress and main,
+                                 warn=warn, resuming=resuming)
     )
     started = time.time()
     raw_models = {name: m.to(device) for name, m in task.build_models(start).items()}

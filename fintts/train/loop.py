@@ -151,7 +151,7 @@ class Trainer:
             )
             self.memory: list[dict[str, Any]] = []
             torch.manual_seed(self.cfg.seed)  # model init; replaced by the checkpoint's weights when resuming
-            self._build()
+            self._build(resuming=folder is not None)
             started = time.time()
             resumed_from = self._resume(folder) if folder is not None else self._begin()
             if self.main and self.state.export_pending and (self.store.root / MODEL_DIR).is_dir():
@@ -204,12 +204,12 @@ class Trainer:
         seconds = self.clock.limit if self.cfg.collective_timeout == "auto" else self.cfg.collective_timeout
         return [InitProcessGroupKwargs(timeout=datetime.timedelta(seconds=seconds))] if seconds else []
 
-    def _build(self, start: Weights | None = None) -> None:
+    def _build(self, start: Weights | None = None, resuming: bool = False) -> None:
         """Build the current phase (see :mod:`fintts.train.building`), replacing the previous one whole."""
         self.built = build_phase(
             self.config.phase(self.state.phase, self.state.resolved), start, accelerator=self.accelerator, device=self.device,
             precision=self.precision, cache=self.store.root / CACHE_DIR, main=self.main, log=self.log, progress=self.progress,
-            spent=self._spent,
+            spent=self._spent, warn=self._warn, resuming=resuming,
         )
         self.state.resolved = {**self.state.resolved, **self.built.resolved}
         self.cfg = self.built.cfg

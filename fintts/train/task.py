@@ -138,6 +138,11 @@ class TaskContext:
     log: Callable[[str], None] = print
     #: show progress bars (the main process of a run started with progress on).
     progress: bool = True
+    #: something a person must know that does not stop training (pretrained weights that could not be had):
+    #: logged and kept in the session's warnings, which its summary and status.json show.
+    warn: Callable[[str], None] = print
+    #: the session resumes from a checkpoint, whose weights replace the ones built: nothing to fetch for them.
+    resuming: bool = False
 
 
 class Task(abc.ABC):

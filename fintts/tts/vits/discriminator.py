@@ -12,6 +12,7 @@ which a fresh discriminator gives the generator meaningless adversarial gradient
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from pathlib import Path
 
 import torch
@@ -133,26 +134,38 @@ def _from_original_key(key: str) -> str:
     return key
 
 
-def load_mms_discriminator(path: Path | str, config: DiscriminatorConfig | None = None) -> VitsDiscriminator:
-    """Load an original VITS / MMS discriminator checkpoint (``D_*.pth``).
+def read_mms_discriminator(path: Path | str, discriminator: VitsDiscriminator) -> dict[str, Tensor]:
+    """An original VITS / MMS discriminator checkpoint (``D_*.pth``) as ``discriminator``'s state dict.
 
     The file is a ``torch.save``d dict whose ``"model"`` entry is the state dict of the
-    original ``MultiPeriodDiscriminator``. Its weight-normed convs store ``weight_g`` (the
-    per-output-channel norm) and ``weight_v`` (the direction); these are exactly
-    ``original0`` and ``original1`` of ``torch.nn.utils.parametrizations.weight_norm``, so
-    the conversion is a renaming. A checkpoint saved from a module without weight norm
-    (plain ``weight``) is accepted too: the weight becomes the direction and its norm
-    the magnitude, which reproduces the same convolution.
+    original ``MultiPeriodDiscriminator`` (beside it the original keeps ``optimizer``,
+    ``iteration`` and ``learning_rate``, which are not read). Its weight-normed convs store
+    ``weight_g`` (the per-output-channel norm) and ``weight_v`` (the direction); these are
+    exactly ``original0`` and ``original1`` of ``torch.nn.utils.parametrizations.weight_norm``,
+    so the conversion is a renaming. A checkpoint saved from a module without weight norm
+    (plain ``weight``) is accepted too: the weight becomes the direction and its norm the
+    magnitude, which reproduces the same convolution.
+
+    The file is read with ``torch.load(weights_only=True)``: tensors and plain containers
+    only, so no code a pickle names is run.
 
     Raises:
-        ValueError: the file is not such a checkpoint, or its keys or shapes do not match
-            a discriminator of ``config`` (the message names the file and the keys).
+        UsageError: the file holds objects ``weights_only`` refuses, is no such checkpoint, or
+            its keys or shapes do not match ``discriminator`` (the message names the file and why).
     """
     path = Path(path)
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UsageError(
+            f"{path}: refused: it holds objects that torch.load(weights_only=True) does not load, so nothing in it was "
+            f"unpickled or run ({reason})"
+        ) from None
+    except (RuntimeError, EOFError) as err:
+        raise UsageError(f"{path}: not a readable torch checkpoint ({str(err).strip().splitlines()[0]})") from None
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("model"), dict):
         raise UsageError(f"{path}: not a VITS discriminator checkpoint (expected a dict with a 'model' state dict)")
-    discriminator = VitsDiscriminator(config)
     expected = discriminator.state_dict()
 
     converted: dict[str, Tensor] = {}
@@ -178,7 +191,14 @@ def load_mms_discriminator(path: Path | str, config: DiscriminatorConfig | None 
     if wrong_shapes:
         details = ", ".join(f"{k} {tuple(converted[k].shape)} != {tuple(expected[k].shape)}" for k in wrong_shapes[:5])
         raise UsageError(f"{path}: tensor shapes differ from {discriminator.config}: {details}")
-    discriminator.load_state_dict(converted)
+    return {key: value.to(expected[key].dtype).contiguous() for key, value in converted.items()}
+
+
+def load_mms_discriminator(path: Path | str, config: DiscriminatorConfig | None = None) -> VitsDiscriminator:
+    """A discriminator of ``config`` holding the original VITS / MMS checkpoint at ``path``
+    (see :func:`read_mms_discriminator`, whose errors it raises)."""
+    discriminator = VitsDiscriminator(config)
+    discriminator.load_state_dict(read_mms_discriminator(path, discriminator))
     return discriminator
 
 

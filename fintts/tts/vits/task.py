@@ -51,7 +51,7 @@ from fintts.tts.features import FeatureCache
 from fintts.tts.speakers import BEST, analyse_speakers
 from fintts.tts.text import FALLBACK_VOCAB, FinnishText
 from fintts.tts.vits.card import check_license, run_card, voice_license
-from fintts.tts.vits.discriminator import DiscriminatorConfig, load_discriminator
+from fintts.tts.vits.discriminator import DiscriminatorConfig
 from fintts.tts.vits.export import export_folder, save_voice
 from fintts.tts.vits.generator import (
     CHECKPOINTABLE_BLOCKS,
@@ -72,6 +72,8 @@ from fintts.tts.vits.lora import (
     standard_model,
 )
 from fintts.tts.vits.losses import LossWeights
+from fintts.tts.vits.mms_discriminator import AUTO, starting_discriminator
+from fintts.tts.vits.mms_discriminator import check_setting as check_discriminator_setting
 from fintts.tts.vits.torch_backend import TorchBackend
 from fintts.tts.voice import Voice, VoiceConfig, load_voice
 from fintts.tts.wav import wav_bytes
@@ -114,8 +116,11 @@ class VitsTaskConfig:
     init: str = "facebook/mms-tts-fin"
     #: VitsConfig fields: the whole architecture for ``scratch``, shape-neutral ones otherwise.
     model: dict[str, Any] = dataclasses.field(default_factory=dict)
-    #: the MMS release's ``D_*.pth`` for a pretrained discriminator; empty: a fresh one.
-    discriminator: str = ""
+    #: where the discriminator starts: ``auto`` fetches MMS's own for an MMS ``init`` (facebook/mms-tts: full_models/
+    #: LANG/D_100000.pth, once per run; fresh for any other init, and with a warning when it cannot be had), a file
+    #: (an original ``D_*.pth`` or converted ``.safetensors``), or empty: fresh. An ``init`` checkpoint's own
+    #: discriminator wins over ``auto`` and empty (see :mod:`fintts.tts.vits.mms_discriminator`).
+    discriminator: str = AUTO
     #: DiscriminatorConfig fields (the defaults are VITS/MMS's sizes; smaller for CPU demos).
     discriminator_config: dict[str, Any] = dataclasses.field(default_factory=dict)
     lr: float = 2e-4
@@ -165,6 +170,7 @@ class VitsTaskConfig:
 
     def __post_init__(self) -> None:
         check_blocks(self.checkpointing)  # a typo fails when the config loads, not after the corpus check
+        check_discriminator_setting(self.discriminator)
         check_model_settings(self.model)
         check_license(self.init, self.license)
         if self.format and self.format not in FORMATS:
@@ -453,9 +459,11 @@ class VitsTask(Task):
         self.spectrogram_config = SpectrogramConfig.from_vits_config(vits.config)
         self.spectrogram = Spectrogram(self.spectrogram_config)
         self.sample_rate = vits.config.sampling_rate
-        discriminator = load_discriminator(
-            cfg.discriminator or None, DiscriminatorConfig(**{k: tuple(v) if isinstance(v, list) else v
-                                                             for k, v in cfg.discriminator_config.items()})
+        discriminator, self.discriminator_source = starting_discriminator(
+            cfg.discriminator, cfg.init, DiscriminatorConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                                                for k, v in cfg.discriminator_config.items()}),
+            cache_dir=self.context.cache_dir, init_checkpoint=weights, replaced=start is not None or self.context.resuming,
+            fetch=self.context.is_main_process, log=self.context.log, warn=self.context.warn,
         )
         generator = VitsTrainingForward(vits, cfg.segment_frames, checkpointing=cfg.checkpointing)
         if weights is not None:
@@ -464,8 +472,6 @@ class VitsTask(Task):
                     raise ConfigError(f"init: {weights} is a checkpoint of an adapter phase; init from the checkpoint that "
                                      "ended the full phase, or from a voice folder (its run's model/, or fintts merge's)")
             load_model(generator, str(weights / "model.safetensors"), strict=True)
-            if (weights / "discriminator.safetensors").is_file() and not cfg.discriminator:
-                load_model(discriminator, str(weights / "discriminator.safetensors"), strict=True)
         if start is not None:  # the previous phase's final weights (a full phase: check_phases refuses the others)
             generator.load_state_dict(start["model"])
             discriminator.load_state_dict(start["discriminator"])
@@ -602,6 +608,7 @@ class VitsTask(Task):
             "heldout_clips": len(getattr(self, "heldout", [])), "init": self.config.init,
             "license": voice_license(self.config.init, self.config.license),
             **({"speaker": self.speaker} if getattr(self, "speaker", None) else {}),
+            **({"discriminator": self.discriminator_source} if getattr(self, "discriminator_source", None) else {}),
             **({"lora": {"r": self.config.lora.r, **self.adapter_facts}} if getattr(self, "adapter", None) else {}),
         }
 

@@ -22,6 +22,7 @@ from fintts.tts.vits.generator import (
 )
 from fintts.tts.vits.init import tiny_vits_config
 from fintts.tts.vits.losses import LossWeights, discriminator_loss, feature_matching_loss, generator_adversarial_loss, kl_loss
+from vits_helpers import OriginalMultiPeriod
 
 TINY_DISCRIMINATOR = DiscriminatorConfig(
     scale_channels=(4, 8, 16, 16, 16, 16),
@@ -75,58 +76,6 @@ def tiny_model(seed: int = 0, **overrides) -> VitsModel:
 
 
 # --------------------------------------------------------------------------- discriminator
-
-
-class OriginalScale(nn.Module):
-    """The original VITS DiscriminatorS layout, with the old weight-norm API (weight_g/weight_v)."""
-
-    def __init__(self, config: DiscriminatorConfig):
-        super().__init__()
-        wn = nn.utils.weight_norm
-        shapes = [(15, 1, 7)] + [(41, 4, 20)] * 4 + [(5, 1, 2)]
-        widths = (1, *config.scale_channels)
-        self.convs = nn.ModuleList(
-            wn(nn.Conv1d(widths[i], widths[i + 1], k, s, groups=config.scale_groups[i], padding=p))
-            for i, (k, s, p) in enumerate(shapes)
-        )
-        self.conv_post = wn(nn.Conv1d(widths[-1], 1, 3, 1, padding=1))
-
-    def forward(self, x):
-        for conv in self.convs:
-            x = nn.functional.leaky_relu(conv(x), 0.1)
-        return torch.flatten(self.conv_post(x), 1)
-
-
-class OriginalPeriod(nn.Module):
-    """The original VITS DiscriminatorP layout, with the old weight-norm API."""
-
-    def __init__(self, period: int, config: DiscriminatorConfig):
-        super().__init__()
-        wn = nn.utils.weight_norm
-        self.period = period
-        widths = (1, *config.period_channels, config.period_channels[-1])
-        strides = (3, 3, 3, 3, 1)
-        self.convs = nn.ModuleList(
-            wn(nn.Conv2d(widths[i], widths[i + 1], (5, 1), (strides[i], 1), padding=(2, 0))) for i in range(5)
-        )
-        self.conv_post = wn(nn.Conv2d(widths[-1], 1, (3, 1), 1, padding=(1, 0)))
-
-    def forward(self, x):
-        b, c, t = x.shape
-        if t % self.period:
-            x = nn.functional.pad(x, (0, self.period - t % self.period), "reflect")
-        x = x.view(b, c, -1, self.period)
-        for conv in self.convs:
-            x = nn.functional.leaky_relu(conv(x), 0.1)
-        return torch.flatten(self.conv_post(x), 1)
-
-
-class OriginalMultiPeriod(nn.Module):
-    def __init__(self, config: DiscriminatorConfig):
-        super().__init__()
-        self.discriminators = nn.ModuleList(
-            [OriginalScale(config), *(OriginalPeriod(p, config) for p in config.periods)]
-        )
 
 
 def _original_checkpoint(tmp_path, remove_weight_norm: bool = False):
