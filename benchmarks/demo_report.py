@@ -36,7 +36,9 @@ from fintts.tts.corpus import Item
 from fintts.tts.demo import data_root, make_corpus
 from fintts.tts.demo.run import DEMO_SENTENCE, speech_only
 from fintts.tts.eval import noise_floor_db
-from fintts.tts.vits.task import PUNCTUATION_MARKS, read_heldout_files, score_heldout, scratch_front_end
+from fintts.tts.vits.heldout import score_heldout
+from fintts.tts.vits.selection import read_heldout_files
+from fintts.tts.vits.task import PUNCTUATION_MARKS, scratch_front_end
 from fintts.tts.voice import load_voice
 from fintts.tts.voice_format import SPEAKERS_FILE
 
@@ -93,7 +95,7 @@ def markdown_table(evals: list[dict], sessions: list[dict], reached: dict[int, f
 def floors_by_speaker(model: Path, heldout: list[Item]) -> str:
     """A markdown table: per speaker, the mean floor of the voice and of the recordings on its ``heldout`` clips.
 
-    Scored by validation's own :func:`~fintts.tts.vits.task.score_heldout`, the voice on torch with seed 0.
+    Scored by validation's own :func:`~fintts.tts.vits.heldout.score_heldout`, the voice on torch with seed 0.
     """
     scores = score_heldout(load_voice(model, backend="torch", seed=0), heldout)
     rows: dict[str, tuple[list[float], list[float]]] = {}

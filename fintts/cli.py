@@ -207,7 +207,7 @@ def cmd_speakers(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from fintts.tts.vits.task import evaluate_run
+    from fintts.tts.vits.heldout import evaluate_run
 
     result = evaluate_run(store=args.store, model=args.model, config=args.config, overrides=args.overrides)
     if args.json:

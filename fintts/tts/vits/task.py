@@ -26,8 +26,7 @@ checkpoint.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +38,14 @@ from tqdm.auto import tqdm
 
 from fintts.train import checkpoint
 from fintts.train.card import render_model
-from fintts.train.config import ConfigError, free_setting, load_config
+from fintts.train.config import ConfigError, free_setting
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
-from fintts.tts.audio import Span, Spectrogram, SpectrogramConfig, load_audio, resampled_length
-from fintts.tts.corpus import FORMATS, Item, ReadOptions, check_corpus, read_table
+from fintts.tts.audio import Span, Spectrogram, SpectrogramConfig, resampled_length
+from fintts.tts.corpus import FORMATS, Item
 from fintts.tts.corpus.model import NAMED_FIELDS, option_problems
-from fintts.tts.demo import data_root
-from fintts.tts.eval import nearest_reference, noise_floor_db
 from fintts.tts.features import FeatureCache
-from fintts.tts.speakers import BEST, analyse_speakers
+from fintts.tts.speakers import BEST
 from fintts.tts.text import FALLBACK_VOCAB, FinnishText
 from fintts.tts.vits.card import check_license, run_card, voice_license
 from fintts.tts.vits.discriminator import DiscriminatorConfig
@@ -60,6 +57,7 @@ from fintts.tts.vits.generator import (
     discriminator_loss_terms,
     generator_loss_terms,
 )
+from fintts.tts.vits.heldout import score_heldout
 from fintts.tts.vits.init import build_generator, check_model_settings
 from fintts.tts.vits.lora import (
     ADAPTERS_DIR,
@@ -74,8 +72,9 @@ from fintts.tts.vits.lora import (
 from fintts.tts.vits.losses import LossWeights
 from fintts.tts.vits.mms_discriminator import AUTO, starting_discriminator
 from fintts.tts.vits.mms_discriminator import check_setting as check_discriminator_setting
+from fintts.tts.vits.selection import select_corpus
 from fintts.tts.vits.torch_backend import TorchBackend
-from fintts.tts.voice import Voice, VoiceConfig, load_voice
+from fintts.tts.voice import Voice, VoiceConfig
 from fintts.tts.wav import wav_bytes
 
 #: sentence punctuation the front end otherwise turns into word breaks
@@ -271,15 +270,6 @@ def scratch_front_end(punctuation: str = "") -> FinnishText:
     return FinnishText(vocab)
 
 
-def read_heldout_files(root: Path) -> list[Item]:
-    """``heldout.csv`` tables (``id|text``, audio in ``wavs/``) beside a corpus's metadata, as the demo ships."""
-    items: list[Item] = []
-    for table in sorted(root.rglob("heldout.csv")):
-        speaker = table.parent.name
-        items += read_table(table, speaker, id_prefix=f"{speaker}/")[0]
-    return items
-
-
 def resolve_init(init: str) -> tuple[str, Path | None]:
     """Where the generator comes from, and a fintts checkpoint whose weights replace it.
 
@@ -297,124 +287,6 @@ def resolve_init(init: str) -> tuple[str, Path | None]:
     if (path / MODEL_DIR / "config.json").is_file():
         return str(path / MODEL_DIR), None
     return init, None
-
-
-@dataclasses.dataclass
-class CorpusSelection:
-    """The clips a run trains on and the ones it validates on; the same every session.
-
-    ``speakers`` are the model's (its speaker table); ``speaker`` the one trained on, when
-    the config names one (``best`` resolved to a name).
-    """
-
-    speakers: list[str]
-    items: list[Item]
-    heldout: list[Item]
-    hours: float
-    speaker: str | None = None
-
-
-def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True, cache_dir: Path | None = None) -> CorpusSelection:
-    """Check the corpus once, keep the good clips of the chosen speakers, set the held-out ones aside.
-
-    Held-out clips come from ``heldout.csv`` files when the corpus has them (the demo does);
-    otherwise, per speaker, the ``heldout_per_speaker`` clips whose ids hash lowest (so a phase
-    on one speaker validates on the clips the all-speaker phase held out for it). A Hub dataset is
-    downloaded into ``cache_dir`` (default: the Hugging Face cache).
-    """
-    options = ReadOptions(split=cfg.split, text_column=cfg.text_column, speaker_column=cfg.speaker_column,
-                          audio_column=cfg.audio_column, cache_dir=cache_dir)
-    report = check_corpus(
-        data_root(cfg.data), format=cfg.format or None, options=options, text=FinnishText.default(), sample_rate=16_000,
-        min_seconds=cfg.min_seconds, max_seconds=cfg.max_seconds, progress=progress,
-    )
-    root = report.root
-    if report.problems:
-        log(f"{len(report.problems)} clip(s) of {root} skipped (run `fintts check {cfg.data}` for the list):")
-        for problem in report.problems[:10]:
-            log(f"  {problem.path}: {problem.reason}")
-    items = report.items
-    if cfg.speakers:
-        missing = sorted(set(cfg.speakers) - {i.speaker for i in items})
-        if missing:
-            raise ConfigError(f"speakers: {', '.join(missing)} not in {root} (it has: {', '.join(sorted(report.speakers))})")
-        items = [i for i in items if i.speaker in cfg.speakers]
-    if not items:
-        raise ConfigError(f"data: {root} has no usable clips (run `fintts check {cfg.data}`)")
-    speakers = sorted({i.speaker for i in items})
-    speaker = None
-    if cfg.speaker:
-        speaker = analyse_speakers(report, among=speakers).best if cfg.speaker == BEST else cfg.speaker
-        if speaker not in speakers:
-            raise ConfigError(f"speaker: {cfg.speaker!r} is not one of the model's speakers in {root}: {', '.join(speakers)} "
-                              f"(`fintts speakers {cfg.data}` lists them)")
-        items = [i for i in items if i.speaker == speaker]
-    trained = [speaker] if speaker else speakers
-    heldout = [i for i in read_heldout_files(root) if i.speaker in trained]
-    if not heldout:
-        for speaker_name in trained:
-            own = sorted((i for i in items if i.speaker == speaker_name), key=lambda i: hashlib.sha256(i.id.encode()).hexdigest())
-            if len(own) > 2 * cfg.heldout_per_speaker:
-                heldout += own[: cfg.heldout_per_speaker]
-        held = {i.id for i in heldout}
-        items = [i for i in items if i.id not in held]
-    hours = sum(report.durations.get(i.id, 0.0) for i in items) / 3600
-    # round-robin over speakers, so the first ``mcd_items`` cover every voice
-    rank = {item.id: n for name in trained for n, item in enumerate(i for i in heldout if i.speaker == name)}
-    heldout.sort(key=lambda i: (rank[i.id], speakers.index(i.speaker)))
-    return CorpusSelection(speakers, items, heldout, hours, speaker)
-
-
-@dataclasses.dataclass
-class HeldoutScores:
-    """How a voice does on held-out clips, one entry per clip.
-
-    ``mcd``: dB against the clip's own recording (lower is better). ``identified``: the
-    clip's own recording is the nearest, by MCD, among the held-out recordings of the same
-    speaker — the voice said *that* sentence, not just something in that voice; chance is
-    ``1 / candidates``. ``floor`` and ``floor_ref``: :func:`~fintts.tts.eval.noise_floor_db`
-    of the synthesis and of its recording (higher is cleaner); MCD ignores frame energy,
-    so a voice that hisses through its pauses scores well on MCD and only these show it.
-    """
-
-    mcd: list[float]
-    identified: list[bool]
-    candidates: list[int]
-    floor: list[float]
-    floor_ref: list[float]
-
-    def metrics(self) -> dict[str, float]:
-        if not self.mcd:
-            return {}
-        return {
-            "val/mcd": _mean(self.mcd),
-            "val/identified": _mean(self.identified),
-            "val/floor_db": _mean(self.floor),
-            "val/floor_db_ref": _mean(self.floor_ref),
-        }
-
-
-def _mean(values) -> float:
-    return sum(values) / len(values)
-
-
-def score_heldout(voice: Voice, items: list[Item]) -> HeldoutScores:
-    """Have the voice say each held-out clip's text; score it against that speaker's recordings."""
-    multi = voice.config.num_speakers > 1
-    rate = voice.sample_rate
-    recordings = {item.id: load_audio(item.audio, rate, item.span).numpy() for item in items}
-    scores = HeldoutScores([], [], [], [], [])
-    for item in items:
-        same_voice = [other for other in items if other.speaker == item.speaker]
-        synthesized, _ = voice.synthesize(item.text, speaker=item.speaker if multi else None, warn=None)
-        nearest, mcds = nearest_reference(synthesized, [recordings[o.id] for o in same_voice], rate)
-        own = same_voice.index(item)
-        scores.mcd.append(mcds[own])
-        scores.identified.append(nearest == own)
-        scores.candidates.append(len(same_voice))
-        scores.floor.append(noise_floor_db(synthesized, rate))
-        scores.floor_ref.append(noise_floor_db(recordings[item.id], rate))
-    return scores
 
 
 class VitsTask(Task):
@@ -643,51 +515,3 @@ def _data_size(item: Item) -> int:
     if item.span is None:
         return item.audio.stat().st_size
     return round((item.span[1] - item.span[0]) * 1000)
-
-
-def evaluate_run(*, store: str | Path | None = None, model: str | Path | None = None, config: str | Path | None = None,
-                 data: str | None = None, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """``fintts eval``: a run's voice scored with the run's own settings, or any voice with a config's.
-
-    With ``store`` (a run folder) the settings are those its newest complete checkpoint was
-    trained with, and the voice its ``model/`` unless ``model`` names another; without it,
-    ``model`` and ``config`` are both needed. ``data`` points the held-out clips elsewhere;
-    ``overrides`` (``key=value``, as ``fintts train`` takes them) change any other setting.
-    """
-    overrides = [*overrides, *([f"data={data}"] if data else [])]
-    if store:
-        folder = checkpoint.latest_complete(Path(store), log=lambda _: None)
-        if folder is None:
-            raise ConfigError(f"--store {store} holds no complete checkpoint to take the run's settings from")
-        run = load_config(folder / "config.yaml", overrides, registered_only=True)  # a pulled checkpoint names no module to import
-        model_dir = Path(model or Path(store) / MODEL_DIR)
-    else:
-        if not model:
-            raise ConfigError("fintts eval needs --store PATH (a run) or --model DIR with --config/--data")
-        run = load_config(config, overrides)
-        model_dir = Path(model)
-    return evaluate_voice(model_dir, run.task)
-
-
-def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[str, Any]:
-    """Score an exported voice on its run's held-out clips (what ``fintts eval`` prints)."""
-    voice = load_voice(model_dir, backend="torch", seed=0)
-    heldout = select_corpus(cfg, log=log, progress=False).heldout
-    if not heldout:
-        raise ConfigError(f"data: {cfg.data} has no held-out clips to score (add heldout.csv or more clips per speaker)")
-    scores = score_heldout(voice, heldout)
-    return {
-        "model": str(model_dir),
-        "mcd_mean_db": _mean(scores.mcd),
-        "identified": sum(scores.identified),
-        "chance": sum(1 / n for n in scores.candidates),
-        "floor_mean_db": _mean(scores.floor),
-        "floor_ref_mean_db": _mean(scores.floor_ref),
-        "clips": [
-            {"id": item.id, "speaker": item.speaker, "mcd_db": mcd, "identified": hit, "candidates": n,
-             "floor_db": floor, "floor_ref_db": floor_ref}
-            for item, mcd, hit, n, floor, floor_ref in zip(
-                heldout, scores.mcd, scores.identified, scores.candidates, scores.floor, scores.floor_ref
-            )
-        ],
-    }

@@ -1,0 +1,120 @@
+"""How a VITS voice does on its run's held-out clips: validation's scores and ``fintts eval``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fintts.train import checkpoint
+from fintts.train.config import ConfigError, load_config
+from fintts.train.stores.base import MODEL_DIR
+from fintts.tts.audio import load_audio
+from fintts.tts.corpus import Item
+from fintts.tts.eval import nearest_reference, noise_floor_db
+from fintts.tts.vits.selection import select_corpus
+from fintts.tts.voice import Voice, load_voice
+
+if TYPE_CHECKING:
+    from fintts.tts.vits.task import VitsTaskConfig
+
+
+@dataclasses.dataclass
+class HeldoutScores:
+    """How a voice does on held-out clips, one entry per clip.
+
+    ``mcd``: dB against the clip's own recording (lower is better). ``identified``: the
+    clip's own recording is the nearest, by MCD, among the held-out recordings of the same
+    speaker — the voice said *that* sentence, not just something in that voice; chance is
+    ``1 / candidates``. ``floor`` and ``floor_ref``: :func:`~fintts.tts.eval.noise_floor_db`
+    of the synthesis and of its recording (higher is cleaner); MCD ignores frame energy,
+    so a voice that hisses through its pauses scores well on MCD and only these show it.
+    """
+
+    mcd: list[float]
+    identified: list[bool]
+    candidates: list[int]
+    floor: list[float]
+    floor_ref: list[float]
+
+    def metrics(self) -> dict[str, float]:
+        if not self.mcd:
+            return {}
+        return {
+            "val/mcd": _mean(self.mcd),
+            "val/identified": _mean(self.identified),
+            "val/floor_db": _mean(self.floor),
+            "val/floor_db_ref": _mean(self.floor_ref),
+        }
+
+
+def _mean(values) -> float:
+    return sum(values) / len(values)
+
+
+def score_heldout(voice: Voice, items: list[Item]) -> HeldoutScores:
+    """Have the voice say each held-out clip's text; score it against that speaker's recordings."""
+    multi = voice.config.num_speakers > 1
+    rate = voice.sample_rate
+    recordings = {item.id: load_audio(item.audio, rate, item.span).numpy() for item in items}
+    scores = HeldoutScores([], [], [], [], [])
+    for item in items:
+        same_voice = [other for other in items if other.speaker == item.speaker]
+        synthesized, _ = voice.synthesize(item.text, speaker=item.speaker if multi else None, warn=None)
+        nearest, mcds = nearest_reference(synthesized, [recordings[o.id] for o in same_voice], rate)
+        own = same_voice.index(item)
+        scores.mcd.append(mcds[own])
+        scores.identified.append(nearest == own)
+        scores.candidates.append(len(same_voice))
+        scores.floor.append(noise_floor_db(synthesized, rate))
+        scores.floor_ref.append(noise_floor_db(recordings[item.id], rate))
+    return scores
+
+
+def evaluate_run(*, store: str | Path | None = None, model: str | Path | None = None, config: str | Path | None = None,
+                 data: str | None = None, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """``fintts eval``: a run's voice scored with the run's own settings, or any voice with a config's.
+
+    With ``store`` (a run folder) the settings are those its newest complete checkpoint was
+    trained with, and the voice its ``model/`` unless ``model`` names another; without it,
+    ``model`` and ``config`` are both needed. ``data`` points the held-out clips elsewhere;
+    ``overrides`` (``key=value``, as ``fintts train`` takes them) change any other setting.
+    """
+    overrides = [*overrides, *([f"data={data}"] if data else [])]
+    if store:
+        folder = checkpoint.latest_complete(Path(store), log=lambda _: None)
+        if folder is None:
+            raise ConfigError(f"--store {store} holds no complete checkpoint to take the run's settings from")
+        run = load_config(folder / "config.yaml", overrides, registered_only=True)  # a pulled checkpoint names no module to import
+        model_dir = Path(model or Path(store) / MODEL_DIR)
+    else:
+        if not model:
+            raise ConfigError("fintts eval needs --store PATH (a run) or --model DIR with --config/--data")
+        run = load_config(config, overrides)
+        model_dir = Path(model)
+    return evaluate_voice(model_dir, run.task)
+
+
+def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[str, Any]:
+    """Score an exported voice on its run's held-out clips (what ``fintts eval`` prints)."""
+    voice = load_voice(model_dir, backend="torch", seed=0)
+    heldout = select_corpus(cfg, log=log, progress=False).heldout
+    if not heldout:
+        raise ConfigError(f"data: {cfg.data} has no held-out clips to score (add heldout.csv or more clips per speaker)")
+    scores = score_heldout(voice, heldout)
+    return {
+        "model": str(model_dir),
+        "mcd_mean_db": _mean(scores.mcd),
+        "identified": sum(scores.identified),
+        "chance": sum(1 / n for n in scores.candidates),
+        "floor_mean_db": _mean(scores.floor),
+        "floor_ref_mean_db": _mean(scores.floor_ref),
+        "clips": [
+            {"id": item.id, "speaker": item.speaker, "mcd_db": mcd, "identified": hit, "candidates": n,
+             "floor_db": floor, "floor_ref_db": floor_ref}
+            for item, mcd, hit, n, floor, floor_ref in zip(
+                heldout, scores.mcd, scores.identified, scores.candidates, scores.floor, scores.floor_ref
+            )
+        ],
+    }

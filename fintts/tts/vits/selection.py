@@ -1,0 +1,93 @@
+"""Which clips a VITS run trains on and which it validates on: chosen in one place, the same every session."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fintts.train.config import ConfigError
+from fintts.tts.corpus import Item, ReadOptions, check_corpus, read_table
+from fintts.tts.demo import data_root
+from fintts.tts.speakers import BEST, analyse_speakers
+from fintts.tts.text import FinnishText
+
+if TYPE_CHECKING:
+    from fintts.tts.vits.task import VitsTaskConfig
+
+
+def read_heldout_files(root: Path) -> list[Item]:
+    """``heldout.csv`` tables (``id|text``, audio in ``wavs/``) beside a corpus's metadata, as the demo ships."""
+    items: list[Item] = []
+    for table in sorted(root.rglob("heldout.csv")):
+        speaker = table.parent.name
+        items += read_table(table, speaker, id_prefix=f"{speaker}/")[0]
+    return items
+
+
+
+@dataclasses.dataclass
+class CorpusSelection:
+    """The clips a run trains on and the ones it validates on; the same every session.
+
+    ``speakers`` are the model's (its speaker table); ``speaker`` the one trained on, when
+    the config names one (``best`` resolved to a name).
+    """
+
+    speakers: list[str]
+    items: list[Item]
+    heldout: list[Item]
+    hours: float
+    speaker: str | None = None
+
+
+def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True, cache_dir: Path | None = None) -> CorpusSelection:
+    """Check the corpus once, keep the good clips of the chosen speakers, set the held-out ones aside.
+
+    Held-out clips come from ``heldout.csv`` files when the corpus has them (the demo does);
+    otherwise, per speaker, the ``heldout_per_speaker`` clips whose ids hash lowest (so a phase
+    on one speaker validates on the clips the all-speaker phase held out for it). A Hub dataset is
+    downloaded into ``cache_dir`` (default: the Hugging Face cache).
+    """
+    options = ReadOptions(split=cfg.split, text_column=cfg.text_column, speaker_column=cfg.speaker_column,
+                          audio_column=cfg.audio_column, cache_dir=cache_dir)
+    report = check_corpus(
+        data_root(cfg.data), format=cfg.format or None, options=options, text=FinnishText.default(), sample_rate=16_000,
+        min_seconds=cfg.min_seconds, max_seconds=cfg.max_seconds, progress=progress,
+    )
+    root = report.root
+    if report.problems:
+        log(f"{len(report.problems)} clip(s) of {root} skipped (run `fintts check {cfg.data}` for the list):")
+        for problem in report.problems[:10]:
+            log(f"  {problem.path}: {problem.reason}")
+    items = report.items
+    if cfg.speakers:
+        missing = sorted(set(cfg.speakers) - {i.speaker for i in items})
+        if missing:
+            raise ConfigError(f"speakers: {', '.join(missing)} not in {root} (it has: {', '.join(sorted(report.speakers))})")
+        items = [i for i in items if i.speaker in cfg.speakers]
+    if not items:
+        raise ConfigError(f"data: {root} has no usable clips (run `fintts check {cfg.data}`)")
+    speakers = sorted({i.speaker for i in items})
+    speaker = None
+    if cfg.speaker:
+        speaker = analyse_speakers(report, among=speakers).best if cfg.speaker == BEST else cfg.speaker
+        if speaker not in speakers:
+            raise ConfigError(f"speaker: {cfg.speaker!r} is not one of the model's speakers in {root}: {', '.join(speakers)} "
+                              f"(`fintts speakers {cfg.data}` lists them)")
+        items = [i for i in items if i.speaker == speaker]
+    trained = [speaker] if speaker else speakers
+    heldout = [i for i in read_heldout_files(root) if i.speaker in trained]
+    if not heldout:
+        for speaker_name in trained:
+            own = sorted((i for i in items if i.speaker == speaker_name), key=lambda i: hashlib.sha256(i.id.encode()).hexdigest())
+            if len(own) > 2 * cfg.heldout_per_speaker:
+                heldout += own[: cfg.heldout_per_speaker]
+        held = {i.id for i in heldout}
+        items = [i for i in items if i.id not in held]
+    hours = sum(report.durations.get(i.id, 0.0) for i in items) / 3600
+    # round-robin over speakers, so the first ``mcd_items`` cover every voice
+    rank = {item.id: n for name in trained for n, item in enumerate(i for i in heldout if i.speaker == name)}
+    heldout.sort(key=lambda i: (rank[i.id], speakers.index(i.speaker)))
+    return CorpusSelection(speakers, items, heldout, hours, speaker)
