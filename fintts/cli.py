@@ -306,14 +306,17 @@ def cmd_kaggle_push(args) -> int:
 
 def cmd_kaggle_corpus(args) -> int:
     from fintts.kaggle import corpus
+    from fintts.kaggle.client import connect, user_of
 
     if str(args.data).startswith("hf://") or args.data == "demo":
         raise UsageError(f"{args.data} needs no upload: a session reads it as it is (data: {args.data})")
+    api = connect()
+    corpus.check_ref(args.dataset, user_of(api))  # before a long check, not after it
     report = _checked_corpus(args)  # the check of `fintts check`, with its options
     print(report.format_text())
     if not report.items:
         raise UsageError(f"{args.data} has no usable clip (see above): nothing was uploaded")
-    url = corpus.upload(args.data, args.dataset, notes=f"{len(report.items)} clips, {report.hours:.2f} h ({report.format})")
+    url = corpus.upload(args.data, args.dataset, notes=f"{len(report.items)} clips, {report.hours:.2f} h ({report.format})", api=api)
     print(f"uploaded {args.data} as {args.dataset} ({url}): pass --corpus {args.dataset} to fintts kaggle run")
     return EXIT_OK
 

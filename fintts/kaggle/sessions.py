@@ -368,7 +368,7 @@ def run_sessions(
         say(f"session {len(sessions)} failed: {problem}")
         tail = log_tail(api, kernel, timeout=request_timeout)
         if MISSING in tail:
-            verdict = (f"stopped: the session ended at once because the notebook has no HF_TOKEN secret, and so would the next. "
+            verdict = (f"stopped: the session ended at once ({MISSING}), and so would the next. "
                        f"Attach it: {attach_hint(kernel)}. Then run this command again")
             code = EXIT_SECRET
             break
