@@ -223,6 +223,8 @@ def release_dead_lease(repo: str, session: Session, timeout: float = REQUEST_TIM
 
     try:
         return client.retrying("release the lease of the ended kernel", release, attempts=ATTEMPTS, backoff=BACKOFF)
+    except HubRepoError:  # no repo yet (a session that ended before its first push): no lease either
+        return None
     except StoreError as err:  # e.g. a commit refused because the run moved on: someone holds it, and it is theirs
         return f"the lease on hf://{repo} stays ({err}); the next session waits for it to expire"
 

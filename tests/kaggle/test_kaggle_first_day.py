@@ -92,7 +92,8 @@ def test_the_first_day_in_the_readme_order_spends_at_most_one_session_before_the
     attached = {"HF_TOKEN": False}
     sessions.start = notebook_start(kaggle, tmp_path, attached)
     sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("finished", 300, 2, reason="max_steps"), True, "")]
-    chain = ("-m", "fintts", "kaggle", "run", "--config", "demo.yaml", "--corpus", "alice/my-voice", "--hub-repo", REPO, "--poll", "0.1")
+    chain = ("-m", "fintts", "kaggle", "run", "--corpus", "alice/my-voice", "--hub-repo", REPO, "--gpu-hours", "25",
+             "--config", "demo.yaml", "--poll", "0.1")  # the README's command; the demo's config, polled at once
 
     # step 4: the corpus, checked and uploaded with its folders
     corpus = make_corpus(tmp_path / "my-voice")
@@ -113,6 +114,7 @@ def test_the_first_day_in_the_readme_order_spends_at_most_one_session_before_the
     assert kaggle.sessions_started == 1
     assert f"stopped: the session ended at once ({MISSING}), and so would the next" in forgot.stdout
     assert EDITOR in forgot.stdout and sessions.ran == 0  # nothing trained
+    assert "lease" not in forgot.stdout  # the repo does not exist yet: no lease to speak of
 
     # step 5 done (the secret attached on kaggle.com), step 6: the same command runs the sessions to the end
     attached["HF_TOKEN"] = True
@@ -121,6 +123,9 @@ def test_the_first_day_in_the_readme_order_spends_at_most_one_session_before_the
     assert "the run is finished" in done.stdout
     assert kaggle.sessions_started == 3 and sessions.ran == 2
     assert {push["slug"] for push in kaggle.pushes} == {KERNEL}
+    # step 7
+    watched = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
+    assert f"kernel     {KERNEL}: complete" in watched.stdout and f"run        hf://{REPO}: finished" in watched.stdout
 
 
 def test_kaggle_corpus_uploads_the_folders_and_refuses_a_corpus_without_a_usable_clip(kaggle_env, tmp_path):
