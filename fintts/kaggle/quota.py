@@ -82,8 +82,8 @@ def session_budget(quota: Quota | None, *, wanted: float | None, limit_left: flo
     return None if budget is None or budget >= SESSION_LIMIT and wanted is None else budget
 
 
-class QuotaSpent(Exception):
-    """Less of the week's GPU quota is left than a session needs."""
+class QuotaSpent(KaggleError):
+    """Less of the week's GPU quota is left than a session needs (``fintts kaggle run`` stops on it, exit 0; a push exits 4)."""
 
     def __init__(self, quota: Quota):
         self.quota = quota

@@ -208,3 +208,6 @@ def test_the_weekly_quota_caps_each_sessions_budget_and_stops_the_chain_when_spe
     assert pushed.returncode == 0, pushed.stdout + pushed.stderr
     kaggle.wait_idle()
     assert read_parameters(json.loads(kaggle.pushes[-1]["text"]))["BUDGET"] == "9h40m"
+    kaggle.used_hours = 29.5
+    spent = run("-m", "fintts", "kaggle", "push", "--config", "demo.yaml", "--hub-repo", REPO, env=env, cwd=tmp_path)
+    assert spent.returncode == 4 and "the weekly GPU quota is spent" in spent.stderr and len(kaggle.pushes) == 4
