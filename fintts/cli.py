@@ -328,8 +328,33 @@ def cmd_kaggle_push(args) -> int:
         kernel.stage(Path(args.out), user_of(connect()), settings)
         print(f"staged {args.out}: kernel-metadata.json and {kernel.NOTEBOOK.name} (kaggle kernels push -p {args.out})")
         return EXIT_OK
-    pushed = kernel.push(settings)
+    from fintts.kaggle.client import connect
+    from fintts.kaggle.sessions import create_notebook, kernel_id, kernel_state, push_session
+
+    api = connect()
+    name = kernel_id(api, settings.hub_repo)
+    if settings.hub_repo and kernel_state(api, name) is None:  # a new notebook: saved without running, for its secret
+        create_notebook(settings, api, name, sys.stdout)
+        return EXIT_OK
+    pushed = push_session(settings, api, say=print)
     print(f"pushed version {pushed.version} of {pushed.kernel}: Kaggle runs it now ({pushed.url})")
+    return EXIT_OK
+
+
+def cmd_kaggle_corpus(args) -> int:
+    from fintts.kaggle import corpus
+    from fintts.kaggle.client import connect, user_of
+
+    if str(args.data).startswith("hf://") or args.data == "demo":
+        raise UsageError(f"{args.data} needs no upload: a session reads it as it is (data: {args.data})")
+    api = connect()
+    corpus.check_ref(args.dataset, user_of(api))  # before a long check, not after it
+    report = _checked_corpus(args)  # the check of `fintts check`, with its options
+    print(report.format_text())
+    if not report.items:
+        raise UsageError(f"{args.data} has no usable clip (see above): nothing was uploaded")
+    url = corpus.upload(args.data, args.dataset, notes=f"{len(report.items)} clips, {report.hours:.2f} h ({report.format})", api=api)
+    print(f"uploaded {args.data} as {args.dataset} ({url}): pass --corpus {args.dataset} to fintts kaggle run")
     return EXIT_OK
 
 
@@ -557,6 +582,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="stage the folder (--out) that would be pushed, without pushing")
     p.add_argument("--out", help="folder to stage kernel-metadata.json and the notebook in")
     p.set_defaults(func=cmd_kaggle_push)
+
+    p = kaggle.add_parser("corpus", help="check a corpus folder and upload it, folders and all, as a private Kaggle dataset")
+    corpus_options(p)
+    p.add_argument("--dataset", required=True, metavar="USER/SLUG", help="the dataset (a new version when it exists)")
+    p.add_argument("--sample-rate", type=int, default=16000, help="the model's rate (clips below it are flagged)")
+    p.set_defaults(func=cmd_kaggle_corpus)
 
     p = kaggle.add_parser("run", help="push sessions one after another until the run is finished (or fails twice)")
     kernel_options(p)

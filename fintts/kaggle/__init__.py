@@ -2,8 +2,11 @@
 
 - :mod:`.client` — the one place the ``kaggle`` client is created (it authenticates at import time);
 - :mod:`.wheels` — ``fintts kaggle wheels``: the read-only dataset a session installs fintts from;
+- :mod:`.corpus` — ``fintts kaggle corpus``: a checked corpus uploaded with its folders;
 - :mod:`.kernel` — ``fintts kaggle push``: ``kernel-metadata.json`` from the root template, the staged folder;
 - :mod:`.parameters` — the notebook's ``parameters`` cell, read and written;
 - :mod:`.sessions` — ``fintts kaggle run`` (sessions chained until the run is finished) and ``status``;
+- :mod:`.quota` — the weekly GPU quota, and the budget it leaves the next session;
+- :mod:`.secret` — the ``HF_TOKEN`` secret: checked first in a session, asked for by the laptop;
 - :mod:`.notebook` — the training notebook's last cell: the session, its samples, what next.
 """

@@ -5,6 +5,9 @@ quick start", explains every field). The ``kaggle`` client reads a file named
 ``kernel-metadata.json`` in the folder it pushes, next to the notebook, so a push stages
 both in a temporary folder:
 
+- ``title`` is the run's: ``fintts <hub repo>`` (:func:`kernel_title`), so each Hub repo,
+  one voice, has a kernel of its own and its own sessions; a push without a Hub repo uses
+  the template's title;
 - ``id`` is ``<kaggle user>/<slug of the title>``: Kaggle derives a kernel's slug from its
   title, and an id that is not the title's slug makes the client warn and later pushes
   fail with a conflict;
@@ -22,6 +25,9 @@ documentation), ``is_private: true`` — comes from the template as written.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import inspect
 import json
 import tempfile
 from pathlib import Path
@@ -107,6 +113,42 @@ def slug(title: str) -> str:
     return slugify(title)
 
 
+#: The longest kernel title fintts makes: Kaggle's web editor takes titles of 5 to 50 characters.
+MAX_TITLE = 50
+#: What a run's kernel title begins with.
+TITLE_PREFIX = "fintts"
+
+
+def kernel_title(hub_repo: str, template_title: str) -> str:
+    """The title of the kernel that trains ``hub_repo`` (``template_title`` without one).
+
+    ``fintts alice/my-voice`` (slug ``fintts-alice-my-voice``): one kernel per Hub repo, so
+    two voices of one Kaggle account never follow or queue behind each other's sessions, and
+    the same repo always finds its kernel again. A slug keeps letters, digits and dashes only,
+    so two repo ids that differ in what it drops (``my_voice``, ``my.voice``, ``my-voice``)
+    would share a slug: such an id, and one too long for :data:`MAX_TITLE`, gets 6 hex digits
+    of its SHA-1 at the end (``fintts alice/my_voice 1a2b3c``), stable and distinct. Letter
+    case is not kept: the Hub treats repo ids that differ only in case as one.
+    """
+    if not hub_repo:
+        return template_title
+    title = f"{TITLE_PREFIX} {hub_repo}"
+    if slug(hub_repo) == hub_repo.lower().replace("/", "-") and len(title) <= MAX_TITLE:
+        return title
+    digest = hashlib.sha1(hub_repo.lower().encode()).hexdigest()[:6]
+    return f"{title[: MAX_TITLE - len(digest) - 1].rstrip(' ./_-')} {digest}"
+
+
+def kernel_ref(user: str, hub_repo: str, template: Path = TEMPLATE) -> str:
+    """``owner/slug`` of the kernel that ``user`` trains ``hub_repo`` with."""
+    return f"{user}/{slug(kernel_title(hub_repo, json.loads(template.read_text(encoding='utf-8'))['title']))}"
+
+
+def editor_url(kernel: str) -> str:
+    """Where the kernel's editor is on kaggle.com (Add-ons → Secrets is there)."""
+    return f"https://www.kaggle.com/code/{kernel}/edit"
+
+
 def kernel_metadata(user: str, settings: KernelSettings, template: dict[str, Any]) -> dict[str, Any]:
     """``kernel-metadata.json`` for a push of the training notebook by ``user``."""
     if template.get("kernel_type") != "notebook" or template.get("language") != "python":
@@ -114,9 +156,11 @@ def kernel_metadata(user: str, settings: KernelSettings, template: dict[str, Any
     sources = [*template.get("dataset_sources", []), settings.wheels or f"{user}/{WHEELS_SLUG}"]
     if settings.corpus:
         sources.append(settings.corpus)
+    title = kernel_title(settings.hub_repo, template["title"])
     return {
-        "id": f"{user}/{slug(template['title'])}",
+        "id": f"{user}/{slug(title)}",
         **{key: value for key, value in template.items() if key != "id"},
+        "title": title,
         "code_file": NOTEBOOK.name,
         "enable_internet": bool(template.get("enable_internet", True)) and settings.internet,
         "dataset_sources": list(dict.fromkeys(sources)),
@@ -140,19 +184,24 @@ class Pushed:
     url: str
 
 
-def push(settings: KernelSettings, api: Any = None, *, attempts: int = 1, backoff: Backoff = Backoff()) -> Pushed:
+def push(settings: KernelSettings, api: Any = None, *, attempts: int = 1, backoff: Backoff = Backoff(),
+         run: bool = True) -> Pushed:
     """Push a new version of the training notebook (which Kaggle then runs), from a staged folder.
 
     Sent again (up to ``attempts`` tries) only when Kaggle answers 429: any other failure may
-    have started a session, and a second push would run two.
+    have started a session, and a second push would run two. ``run=False`` saves the version
+    without running it (Kaggle's Quick Save): the notebook then exists, for its secret to be
+    attached, and no session or GPU time is spent.
     """
     api = api or connect()
     user = user_of(api)
     with tempfile.TemporaryDirectory(prefix="fintts-kernel-") as tmp:
         folder = stage(Path(tmp), user, settings)
         kernel = json.loads((folder / METADATA).read_text())["id"]
-        result = calling(f"push {kernel}", lambda: api.kernels_push(str(folder)), attempts=attempts, backoff=backoff,
-                         retry_on=NOT_ACTED_ON)
+        if not run and "no_run" not in inspect.signature(api.kernels_push).parameters:
+            raise KaggleError(f"this kaggle client cannot save {kernel} without running it (Quick Save): pip install -U kaggle")
+        send = functools.partial(api.kernels_push, str(folder), **({} if run else {"no_run": True}))
+        result = calling(f"push {kernel}", send, attempts=attempts, backoff=backoff, retry_on=NOT_ACTED_ON)
     if result is None or result.error:
         raise KaggleError(f"Kaggle refused the push of {kernel}: {getattr(result, 'error', 'no answer')}")
     invalid = [*result.invalid_dataset_sources, *result.invalid_kernel_sources]

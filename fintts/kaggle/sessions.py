@@ -42,6 +42,17 @@ It also stops after ``max_sessions`` sessions or ``gpu_hours`` GPU hours. GPU ho
 time the kernel was seen running (queueing is free), which is what Kaggle's weekly quota
 counts; the polling interval bounds the error. A version already queued or running when it
 starts is followed instead of pushing a second one, which would find the run's lease taken.
+
+Before each push it reads the weekly GPU quota from Kaggle (:mod:`.quota`): the session's
+budget is at most what is left of it (less a margin) and of ``gpu_hours``, and when too little
+is left the chain stops, saying when the quota renews. Running the command again later picks
+the chain up: it follows a session still running, or pushes the next.
+
+The first day (:mod:`.secret`): each Hub repo has a kernel of its own
+(:func:`~.kernel.kernel_title`), and a kernel never pushed is first saved without running, so
+that the ``HF_TOKEN`` secret can be attached to it before any session starts; the chain then
+stops and says where. A session that ends because the secret is missing stops the chain at
+once, with the same instructions, instead of a second session failing the same way.
 """
 
 from __future__ import annotations
@@ -58,10 +69,13 @@ from typing import IO, Any
 from huggingface_hub import CommitOperationDelete
 
 from fintts.errors import StoreError
+from fintts.kaggle import quota as weekly
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
-from fintts.kaggle.kernel import TEMPLATE, KernelSettings, push, slug
+from fintts.kaggle.kernel import KernelSettings, Pushed, kernel_ref, push
+from fintts.kaggle.secret import MISSING, attach_hint
 from fintts.train.checkpoint import CHECKPOINTS, LATEST, is_checkpoint_name, step_of
 from fintts.train.clock import hms
+from fintts.train.config import parse_duration
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import Backoff, HubClient, json_object
 from fintts.train.stores.hub.errors import HubRepoError
@@ -105,9 +119,46 @@ class Session:
         return self.running_seconds / 3600
 
 
-def kernel_id(api: Any) -> str:
-    """``owner/slug`` of the training notebook of the credentials' user."""
-    return f"{user_of(api)}/{slug(json.loads(TEMPLATE.read_text())['title'])}"
+def kernel_id(api: Any, hub_repo: str = "") -> str:
+    """``owner/slug`` of the credentials' user's training notebook for ``hub_repo`` (one kernel per Hub repo)."""
+    return kernel_ref(user_of(api), hub_repo)
+
+
+#: Kaggle's state of a kernel that exists but has never run (saved without running).
+NEVER_RUN = "NEW_SCRIPT"
+#: Exit code when the person has to attach the secret before a session can train (a setting to change).
+EXIT_SECRET = 2
+
+
+def create_notebook(settings: KernelSettings, api: Any, kernel: str, out: IO[str]) -> Pushed:
+    """Save ``kernel`` without running it, so that it exists for its secret; say what to do next."""
+    saved = push(settings, api, attempts=ATTEMPTS, backoff=BACKOFF, run=False)
+    out.write(f"created {kernel} on Kaggle ({saved.url}), saved without running: no session was spent.\n"
+              f"Before its first session it needs your Hugging Face token: {attach_hint(kernel)}.\n"
+              "Then run this command again.\n")
+    out.flush()
+    return saved
+
+
+def push_session(settings: KernelSettings, api: Any, *, spent_hours: float = 0.0, gpu_hours: float = 0.0,
+                 request_timeout: float = REQUEST_TIMEOUT, say: Any = None) -> Pushed:
+    """Push one session whose budget fits the weekly quota (and ``gpu_hours``); :class:`~.quota.QuotaSpent` when none fits."""
+    try:
+        quota = weekly.read_quota(api, attempts=ATTEMPTS, backoff=BACKOFF, timeout=request_timeout)
+    except KaggleError as err:
+        quota = None
+        if say:
+            say(f"could not read the weekly GPU quota ({err}): this session's budget is not capped by it")
+    wanted = parse_duration(settings.budget, key="budget") if settings.budget else None
+    limit_left = (gpu_hours - spent_hours) * weekly.HOUR if gpu_hours else None
+    budget = weekly.session_budget(quota, wanted=wanted, limit_left=limit_left)
+    if budget is not None and budget != wanted:
+        why = "the weekly GPU quota" if quota is not None and budget == quota.left - weekly.MARGIN else f"--gpu-hours {gpu_hours:g}"
+        settings = dataclasses.replace(settings, budget=weekly.duration(budget))
+        if say:
+            left = f"{quota.left / weekly.HOUR:.2f} h of the quota left" if quota is not None else "quota unknown"
+            say(f"budget {settings.budget} for this session, capped by {why} ({left})")
+    return push(settings, api, attempts=ATTEMPTS, backoff=BACKOFF)
 
 
 def kernel_state(api: Any, kernel: str, timeout: float = REQUEST_TIMEOUT) -> tuple[str, str] | None:
@@ -229,6 +280,8 @@ def release_dead_lease(repo: str, session: Session, timeout: float = REQUEST_TIM
 
     try:
         return client.retrying("release the lease of the ended kernel", release, attempts=ATTEMPTS, backoff=BACKOFF)
+    except HubRepoError:  # no repo yet (a session that ended before its first push): no lease either
+        return None
     except StoreError as err:  # e.g. a commit refused because the run moved on: someone holds it, and it is theirs
         return f"the lease on hf://{repo} stays ({err}); the next session waits for it to expire"
 
@@ -309,7 +362,7 @@ def run_sessions(
         raise KaggleError("fintts kaggle run follows the run through its Hub repo: give --hub-repo USER/NAME")
     settings.check()
     api = connect()
-    kernel = kernel_id(api)
+    kernel = kernel_id(api, settings.hub_repo)
     before = read_run(settings.hub_repo, request_timeout)
     sessions: list[Session] = []
     failures: list[str] = []
@@ -327,7 +380,10 @@ def run_sessions(
         say(f"{settings.hub_repo} is already finished: {_pull_hint(settings.hub_repo)}")
         return 0
     current = kernel_state(api, kernel, request_timeout)
-    following = current is not None and current[0] in {"QUEUED", "RUNNING"}
+    if current is None:
+        create_notebook(settings, api, kernel, out)
+        return 0
+    following = current[0] in {"QUEUED", "RUNNING"}
     lost = unpushed_problem(before, settings.hub_repo, kernel) if before is not None and not following else None
     if lost:  # (a running session's newest checkpoint is its own to push: it is followed)
         say(f"{settings.hub_repo}: {lost}")
@@ -345,7 +401,12 @@ def run_sessions(
             session = Session(version=0, started=time.time())
             following = False
         else:
-            pushed = push(settings, api, attempts=ATTEMPTS, backoff=BACKOFF)
+            try:
+                pushed = push_session(settings, api, spent_hours=spent, gpu_hours=gpu_hours, request_timeout=request_timeout,
+                                      say=lambda text: say(f"session {len(sessions) + 1}: {text}"))
+            except weekly.QuotaSpent as err:
+                verdict, code = f"stopped: {err}", 0
+                break
             say(f"session {len(sessions) + 1}: pushed version {pushed.version} of {pushed.url}")
             session = Session(version=pushed.version, started=time.time())
         name, message = follow(api, kernel, session, poll=poll, out=out, timeout=request_timeout)
@@ -368,9 +429,14 @@ def run_sessions(
             continue
         failures.append(problem)
         say(f"session {len(sessions)} failed: {problem}")
+        tail = log_tail(api, kernel, timeout=request_timeout)
+        if MISSING in tail:
+            verdict = (f"stopped: the session ended at once ({MISSING}), and so would the next. "
+                       f"Attach it: {attach_hint(kernel)}. Then run this command again")
+            code = EXIT_SECRET
+            break
         final = problem.startswith(UNFINISHED) or LOCAL_ONLY in problem
         if len(failures) >= FAILURES_IN_A_ROW or final:
-            tail = log_tail(api, kernel, timeout=request_timeout)
             why = "; ".join(dict.fromkeys(failures))
             stopped = "stopped" if final else f"stopped: {FAILURES_IN_A_ROW} sessions in a row failed"
             verdict = f"{stopped} ({why}). End of the last session's log:\n{tail}"
@@ -435,10 +501,15 @@ def _when(stamp: float) -> str:
 def describe(hub_repo: str = "") -> str:
     """``fintts kaggle status``: the notebook's state on Kaggle, the run's on the Hub, and the weekly GPU quota."""
     api = connect()
-    kernel = kernel_id(api)
+    kernel = kernel_id(api, hub_repo)
     state = kernel_state(api, kernel)
-    lines = [f"kernel     {kernel}: " + ("never pushed (fintts kaggle push)" if state is None else
-                                          state[0].lower() + (f" ({state[1]})" if state[1] else ""))]
+    if state is None:
+        kernel_line = "never pushed (fintts kaggle run creates it)"
+    elif state[0] == NEVER_RUN:
+        kernel_line = f"saved, never run (attach HF_TOKEN first: {attach_hint(kernel)})"
+    else:
+        kernel_line = state[0].lower() + (f" ({state[1]})" if state[1] else "")
+    lines = [f"kernel     {kernel}: {kernel_line}"]
     if hub_repo:
         run = _status(read_run(hub_repo))
         if not run:
@@ -449,10 +520,7 @@ def describe(hub_repo: str = "") -> str:
                 f"run        hf://{hub_repo}: {run.get('state')} at step {run.get('step')} of {run.get('max_steps')}, "
                 f"{len(run.get('sessions', []))} session(s)" + (f", best {best}" if best else "")
             )
-    quota = calling("read the GPU quota", api.quota_view)
-    if quota is not None and quota.gpu_quota is not None:
-        used = quota.gpu_quota.time_used.total_seconds() / 3600
-        total = quota.gpu_quota.total_time_allowed.total_seconds() / 3600
-        refresh = quota.quota_refresh_time.strftime("%Y-%m-%d %H:%M UTC") if quota.quota_refresh_time else "?"
-        lines.append(f"GPU quota  {used:.1f} h used of {total:.0f} h this week (renews {refresh})")
+    quota = weekly.read_quota(api)
+    if quota is not None:
+        lines.append(f"GPU quota  {quota.format()}")
     return "\n".join(lines)

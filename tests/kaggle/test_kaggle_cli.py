@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import zipfile
+from collections.abc import Callable
 
 import pytest
 from huggingface_hub import CommitOperationAdd, HfApi
@@ -17,6 +18,7 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from fintts.errors import LeaseConflict
 from fintts.kaggle.parameters import load, read_parameters
+from fintts.train.config import parse_duration
 from fintts.train.stores.hub import Backoff
 from fintts.train.stores.hub.lease import LEASE, Lease, iso
 from fintts_stand_ins.kaggle_server import KaggleServer
@@ -24,7 +26,7 @@ from hub_helpers import TOKEN, export_model, make_store, save
 from notebook_helpers import ROOT
 
 USER, REPO = "alice", "alice/my-voice-run"
-KERNEL = "alice/fintts-train-a-finnish-voice"
+KERNEL = "alice/fintts-alice-my-voice-run"  # the kernel of REPO: one per Hub repo
 
 
 def checkout_first() -> str:
@@ -51,16 +53,21 @@ class Sessions:
     refused: set[int] = dataclasses.field(default_factory=set)
     #: sessions save and push through a real HubStore, as `fintts train` does (a refused one: its final push gets a 413)
     stores: bool = False
+    ran: int = 0  # sessions that got past `start` so far: the next one plays script[ran]
+    #: what the notebook's first cells do with the push: ``(ok, log)`` ends the session there, ``None`` goes on to the script
+    start: Callable[[dict], tuple[bool, str] | None] | None = None
+    #: each session that trains runs to its BUDGET (12 h without one), which the local Kaggle's weekly quota counts
+    count_budget: bool = False
 
 
-def push_run(hub: HfApi, status: dict) -> None:
+def push_run(hub: HfApi, status: dict, repo: str = REPO) -> None:
     """What a session's full push commits: its checkpoint, model/, latest and the status (one commit)."""
     name = os.path.basename(status.get("latest_checkpoint") or "")
     files = {"status.json": json.dumps(status).encode()}
     if name:
         files |= {f"checkpoints/{name}/MANIFEST.json": b"{}", "model/config.json": json.dumps({"step": status["step"]}).encode(),
                   "latest": f"{name}\n".encode()}
-    hub.create_commit(REPO, [CommitOperationAdd(path, data) for path, data in files.items()], commit_message=f"push {name}")
+    hub.create_commit(repo, [CommitOperationAdd(path, data) for path, data in files.items()], commit_message=f"push {name}")
 
 
 def store_session(hub_env, root, status_: dict, *, refused: bool) -> None:
@@ -86,7 +93,15 @@ def store_session(hub_env, root, status_: dict, *, refused: bool) -> None:
 
 @pytest.fixture
 def kaggle_env(hub_env, tmp_path):
-    """A local Kaggle whose sessions follow a :class:`Sessions` script, and the env of a laptop using it and the Hub."""
+    """A local Kaggle whose sessions follow a :class:`Sessions` script, and the env of a laptop using it and the Hub.
+
+    REPO's notebook exists on it already: the first day is done (test_kaggle_first_day.py plays it).
+    """
+    yield from local_kaggle(hub_env, tmp_path, notebook_exists=True)
+
+
+def local_kaggle(hub_env, tmp_path, *, notebook_exists: bool):
+    """What :func:`kaggle_env` yields; ``notebook_exists=False``: an account that has never pushed a fintts notebook."""
     sessions = Sessions()
     hub = HfApi(endpoint=hub_env.endpoint, token=TOKEN)
 
@@ -94,8 +109,15 @@ def kaggle_env(hub_env, tmp_path):
         if sessions.gate is not None:
             sessions.gate.wait(60)
         time.sleep(sessions.seconds)
-        write_status, ok, log = sessions.script[version - 1]
-        hub.create_repo(REPO, private=True, exist_ok=True)
+        if sessions.start is not None and (ended := sessions.start(push)) is not None:
+            return ended
+        if sessions.count_budget:
+            budget = read_parameters(json.loads(push["text"]))["BUDGET"]
+            server.used_hours += (parse_duration(budget) if budget else 12 * 3600) / 3600
+        sessions.ran += 1
+        write_status, ok, log = sessions.script[sessions.ran - 1]
+        repo = read_parameters(json.loads(push["text"]))["REPO"] or REPO  # the pushed voice's run
+        hub.create_repo(repo, private=True, exist_ok=True)
         store = None
         if version in sessions.crashes:  # took the lease as a trainer on Kaggle does, then died
             lease = Lease(f"kernel-v{version}", "kaggle", 1, iso(time.time()), time.time(), 900.0)
@@ -115,12 +137,15 @@ def kaggle_env(hub_env, tmp_path):
                     push_run(hub, write_status)
                 hub.upload_file(path_or_fileobj=json.dumps(write_status).encode(), path_in_repo="status.json", repo_id=REPO)
             else:
-                push_run(hub, write_status)
+                push_run(hub, write_status, repo)
         if store is not None:
             store.release()
         return ok, log
 
     with KaggleServer(user=USER, session=session) as kaggle:
+        server = kaggle
+        if notebook_exists:
+            kaggle.create_kernel(KERNEL)
         env = {**os.environ, **kaggle.env(), "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path), "PYTHONPATH": checkout_first()}
         env.pop("KAGGLE_KERNEL_RUN_TYPE", None)
         yield kaggle, env, sessions
@@ -255,7 +280,9 @@ def test_run_follows_a_session_already_running_instead_of_pushing_another(kaggle
 def test_status_shows_the_kernel_the_run_and_the_gpu_quota(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     before = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
-    assert f"kernel     {KERNEL}: never pushed" in before.stdout and "nothing trained yet" in before.stdout
+    assert f"kernel     {KERNEL}: saved, never run (attach HF_TOKEN first" in before.stdout and "nothing trained yet" in before.stdout
+    other = run("-m", "fintts", "kaggle", "status", "--hub-repo", "alice/other-voice", env=env, cwd=tmp_path)
+    assert "kernel     alice/fintts-alice-other-voice: never pushed" in other.stdout
     sessions.script.append((status("paused", 100, 1, best=4.25), True, "paused\n"))
     assert run("-m", "fintts", "kaggle", "push", "--config", "demo.yaml", "--hub-repo", REPO, env=env, cwd=tmp_path).returncode == 0
     kaggle.wait_idle()

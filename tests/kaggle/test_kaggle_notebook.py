@@ -1,17 +1,21 @@
-"""notebooks/kaggle_train.ipynb executed top to bottom, twice, as a Kaggle session would run it; its check cell with a shared config."""
+"""notebooks/kaggle_train.ipynb executed top to bottom as a Kaggle session would run it: twice, where it must stop,
+and its check cell with a shared config."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 import soundfile as sf
 import yaml
+from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from fintts.kaggle.parameters import load
+from fintts.kaggle.parameters import load, with_parameters
+from fintts.kaggle.secret import MISSING
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from notebook_helpers import ROOT, output_types, run_notebook, text_output
 
@@ -79,3 +83,35 @@ def test_the_check_cell_never_runs_a_shared_configs_values_as_shell_commands(tmp
         run_notebook(check_cells(tmp_path), cwd=tmp_path, parameters={**parameters, "CONFIG_YAML": config}, timeout=120)
     assert "text_column: 'text; touch" in str(refused.value) and "is not a column's name" in str(refused.value)
     assert not list(tmp_path.rglob("PWNED*"))
+
+
+def run_until_it_stops(cwd, parameters):
+    """The training notebook run top to bottom until a cell raises, as Run All does: the notebook and the error."""
+    notebook = nbformat.from_dict(with_parameters(load(NOTEBOOK), parameters))
+    with pytest.raises(CellExecutionError) as raised:
+        NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+    return notebook, raised.value
+
+
+def executed(notebook, text: str) -> bool:
+    """Whether the code cell whose source holds ``text`` ran."""
+    return next(c for c in notebook.cells if c.cell_type == "code" and text in c.source).execution_count is not None
+
+
+def test_without_the_hf_token_the_notebook_stops_before_the_corpus_or_training(tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # no saved login either
+    notebook, error = run_until_it_stops(tmp_path, {"CONFIG": "demo.yaml", "REPO": "alice/my-voice"})
+    assert error.ename == "MissingSecret" and "Add-ons → Secrets" in error.evalue
+    assert MISSING in text_output(notebook)
+    assert not executed(notebook, "fintts check") and not executed(notebook, "launch(")
+
+
+def test_a_corpus_without_a_usable_clip_stops_the_notebook_at_the_check(tmp_path):
+    corpus = tmp_path / "my-voice"
+    (corpus / "wavs").mkdir(parents=True)  # the transcripts, and none of the clips (an upload that dropped wavs/)
+    (corpus / "metadata.csv").write_text("a_0001|Hyvää huomenta.\na_0002|Kello on seitsemän.\n", encoding="utf-8")
+    notebook, error = run_until_it_stops(tmp_path, {"CONFIG": str(ROOT / "configs" / "demo.yaml"), "DATA": str(corpus)})
+    assert error.ename == "RuntimeError" and f"no usable clip in {corpus}" in error.evalue
+    assert "a_0001" in text_output(notebook)  # fintts check's own report of each clip
+    assert not executed(notebook, "launch(") and not (tmp_path / "runs").exists()

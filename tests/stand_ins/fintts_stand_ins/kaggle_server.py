@@ -19,12 +19,18 @@ What it speaks, and models:
   session starts, ``RUNNING`` while it runs, then ``COMPLETE`` or ``ERROR``;
   ``ListKernelSessionOutput`` returns the log as Kaggle does (JSON lines of
   ``stream_name``/``time``/``data``). Like Kaggle, a push whose slug is not its title's is
-  refused.
-* **GPU quota.** ``GetAcceleratorQuotaStatistics`` reports the session hours run so far
-  against ``quota_hours``.
+  refused. A push with ``kernelExecutionType: QUICK_SAVE`` (the client's ``no_run``, the web
+  UI's Quick Save) saves a version and runs nothing: a kernel that never ran is ``NEW_SCRIPT``.
+  :meth:`create_kernel` makes a kernel exist as a quick save would, without a push.
+* **GPU quota.** ``GetAcceleratorQuotaStatistics`` reports :attr:`used_hours` (hours this
+  week's quota counted before, or besides, the sessions run here; tests may raise it from a
+  session to stand for its length) plus the session hours run here as ``timeUsed``,
+  :attr:`reserved_hours` as ``timeReserved``, against ``quota_hours``.
 * **Datasets.** ``GetDatasetStatus``, ``StartBlobUpload`` with the file ``PUT`` to the URL it
   returns, ``CreateDataset`` and ``CreateDatasetVersion``; :attr:`datasets` holds every
-  version's files.
+  version's files as uploaded (a folder sent with ``dir_mode="zip"`` is one ``NAME.zip``), and
+  :meth:`mount` writes a version out as a session sees it under ``/kaggle/input/<slug>``
+  (Kaggle unpacks each uploaded zip into a folder of its name).
 * **Credentials.** Requests need HTTP basic auth with ``user``/``key`` (401 otherwise).
 
 Fault switches for tests: :meth:`fail` answers the next calls of a method with an HTTP
@@ -135,6 +141,10 @@ class KaggleServer:
         self.user, self.key = user, key
         self.session = session or (lambda push, version: (True, "done\n"))
         self.quota_hours = quota_hours
+        self.used_hours = 0.0
+        self.reserved_hours = 0.0
+        #: the seconds sessions run here count against the quota (off when a test counts a session's length in used_hours)
+        self.count_session_time = True
         self.pushes: list[dict[str, Any]] = []
         self.datasets: dict[str, list[dict[str, bytes]]] = {}
         self._basic_auth = "Basic " + base64.b64encode(f"{user}:{key}".encode()).decode()
@@ -171,6 +181,33 @@ class KaggleServer:
             "KAGGLE_API_ENVIRONMENT": "LOCALHOST", "HTTP_PROXY": self.proxy, "http_proxy": self.proxy,
             "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1", "KAGGLE_USERNAME": self.user, "KAGGLE_KEY": self.key,
         }
+
+    @property
+    def sessions_started(self) -> int:
+        """How many pushes started a session (quick saves start none)."""
+        return sum(1 for push in self.pushes if push.get("kernelExecutionType") != "QUICK_SAVE")
+
+    def create_kernel(self, kernel: str) -> None:
+        """Make ``owner/slug`` exist and never run, with no version yet (a notebook made on kaggle.com, not saved)."""
+        owner, _, slug = kernel.partition("/")
+        assert owner == self.user, f"kernels here belong to {self.user}"
+        with self._lock:
+            self._kernels.setdefault(slug, {"version": 0, "status": "NEW_SCRIPT", "log": ""})
+
+    def mount(self, ref: str, folder: Any, version: int = -1) -> None:
+        """Write dataset ``ref``'s ``version`` (default the newest) into ``folder`` as a session sees it: zips unpacked."""
+        import io
+        import zipfile
+        from pathlib import Path
+
+        target = Path(folder)
+        target.mkdir(parents=True, exist_ok=True)
+        for name, data in self.datasets[ref][version].items():
+            if name.endswith(".zip"):
+                with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                    archive.extractall(target / name[: -len(".zip")])
+            else:
+                (target / name).write_bytes(data)
 
     def wait_idle(self, timeout: float = 30.0) -> None:
         """Block until no pushed version is still queued or running."""
@@ -222,10 +259,13 @@ class KaggleServer:
         if _slugify(request.get("newTitle") or slug) != slug:
             return 409, {"code": 409, "message": f"the title {request.get('newTitle')!r} does not resolve to {slug!r}"}
         self.pushes.append(request)
-        kernel = self._kernels.setdefault(slug, {"version": 0})
+        kernel = self._kernels.setdefault(slug, {"version": 0, "status": "NEW_SCRIPT", "log": ""})
+        url = f"https://www.kaggle.com/code/{owner}/{slug}"
+        if request.get("kernelExecutionType") == "QUICK_SAVE":  # saved, nothing runs
+            kernel.update(version=kernel["version"] + 1)
+            return 200, {"ref": f"/code/{owner}/{slug}", "url": url, "versionNumber": kernel["version"], "error": ""}
         kernel.update(version=kernel["version"] + 1, status="QUEUED", log="")
         threading.Thread(target=self._run, args=(slug, request, kernel["version"]), daemon=True).start()
-        url = f"https://www.kaggle.com/code/{owner}/{slug}"
         return 200, {"ref": f"/code/{owner}/{slug}", "url": url, "versionNumber": kernel["version"], "error": ""}
 
     def _run(self, slug: str, push: dict[str, Any], version: int) -> None:
@@ -237,7 +277,7 @@ class KaggleServer:
         except Exception as err:  # a session that raises is a session that failed
             ok, log = False, f"{type(err).__name__}: {err}\n"
         with self._lock:
-            self._session_seconds += time.time() - started
+            self._session_seconds += (time.time() - started) if self.count_session_time else 0.0
             lines = [{"stream_name": "stdout", "time": 0.0, "data": line} for line in log.splitlines(keepends=True)]
             self._kernels[slug].update(status="COMPLETE" if ok else "ERROR", log=json.dumps(lines))
 
@@ -260,8 +300,9 @@ class KaggleServer:
         return 200, {"files": [], "log": kernel["log"], "nextPageToken": ""}
 
     def _GetAcceleratorQuotaStatistics(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        used = self._session_seconds
-        quota = {"timeUsed": f"{used:.3f}s", "totalTimeAllowed": f"{self.quota_hours * 3600:.3f}s"}
+        used = self.used_hours * 3600 + self._session_seconds
+        quota = {"timeUsed": f"{used:.3f}s", "timeReserved": f"{self.reserved_hours * 3600:.3f}s",
+                 "totalTimeAllowed": f"{self.quota_hours * 3600:.3f}s"}
         return 200, {"quotaRefreshTime": "2030-01-06T00:00:00.000Z", "gpuQuota": quota}
 
     def _GetDatasetStatus(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:

@@ -1,0 +1,213 @@
+"""The first day on Kaggle in the README's order, the corpus upload, a kernel per voice and the weekly quota.
+
+Against the local Kaggle and Hub (:mod:`test_kaggle_cli`'s fixtures), with the real ``kaggle``
+client in ``fintts`` processes. A session here is a stand-in for the notebook: its first cells
+are played for real where they decide the day (the ``HF_TOKEN`` check is fintts's own
+:func:`~fintts.kaggle.secret.require_token`, run in a process with or without the token; the
+corpus is what the local Kaggle mounts of the uploaded dataset, checked by ``fintts check``),
+and what training leaves on the Hub comes from the script.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import zipfile
+
+import pytest
+import soundfile as sf
+from test_kaggle_cli import KERNEL, REPO, local_kaggle, run, status
+
+from fintts.kaggle.kernel import MAX_TITLE, kernel_title, slug
+from fintts.kaggle.parameters import read_parameters
+from fintts.kaggle.secret import MISSING
+from fintts.tts.demo import CORPUS as DEMO_CORPUS
+from hub_helpers import TOKEN
+
+SPEAKER = DEMO_CORPUS / "espeak_f2"
+EDITOR = f"https://www.kaggle.com/code/{KERNEL}/edit"
+
+
+@pytest.fixture
+def kaggle_env(hub_env, tmp_path):
+    """The local Kaggle and Hub, and the env of a laptop using them; REPO's notebook exists (test_kaggle_cli's fixture)."""
+    yield from local_kaggle(hub_env, tmp_path, notebook_exists=True)
+
+
+@pytest.fixture
+def new_kaggle_env(hub_env, tmp_path):
+    """:func:`kaggle_env` of an account that has never pushed a fintts notebook."""
+    yield from local_kaggle(hub_env, tmp_path, notebook_exists=False)
+
+
+def make_corpus(folder, clips: int = 4, *, missing: int = 0, silent: int = 0):
+    """An LJSpeech corpus of the demo's clips: ``missing`` of them named in metadata.csv without audio, ``silent`` silent."""
+    lines = (SPEAKER / "metadata.csv").read_text(encoding="utf-8").splitlines()[: clips + missing + silent]
+    (folder / "wavs").mkdir(parents=True)
+    for number, line in enumerate(lines):
+        clip = line.split("|")[0]
+        if number < clips:
+            shutil.copy(SPEAKER / "wavs" / f"{clip}.flac", folder / "wavs" / f"{clip}.flac")
+        elif number >= clips + missing:
+            audio, rate = sf.read(SPEAKER / "wavs" / f"{clip}.flac")
+            sf.write(folder / "wavs" / f"{clip}.flac", audio * 0, rate)
+    (folder / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+def notebook_start(kaggle, tmp_path, attached: dict):
+    """The notebook's cells before training, as a Kaggle session runs them: the token first, then the mounted corpus."""
+
+    def start(push):
+        parameters = read_parameters(json.loads(push["text"]))
+        env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN"} | {"HF_HOME": str(tmp_path / "session-hf")}
+        if attached["HF_TOKEN"]:
+            env["HF_TOKEN"] = TOKEN
+        cell = f"from fintts.kaggle.secret import require_token; require_token({parameters['REPO']!r})"
+        token = subprocess.run([sys.executable, "-c", cell], env=env, capture_output=True, text=True, timeout=60)
+        log = token.stdout + token.stderr
+        if token.returncode != 0:
+            return False, log
+        corpus = next(source for source in push["datasetDataSources"] if not source.endswith("/fintts-wheels"))
+        mounted = tmp_path / "input" / corpus.split("/")[1]
+        shutil.rmtree(mounted, ignore_errors=True)
+        kaggle.mount(corpus, mounted)
+        assert parameters["DATA"] == f"/kaggle/input/{mounted.name}"
+        check = subprocess.run([sys.executable, "-m", "fintts", "check", str(mounted), "--no-progress"], capture_output=True, text=True,
+                               timeout=120)
+        if check.returncode != 0:
+            return False, log + check.stdout + check.stderr
+        return None
+
+    return start
+
+
+def test_the_first_day_in_the_readme_order_spends_at_most_one_session_before_the_secret(new_kaggle_env, tmp_path):
+    kaggle, env, sessions = new_kaggle_env
+    attached = {"HF_TOKEN": False}
+    sessions.start = notebook_start(kaggle, tmp_path, attached)
+    sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("finished", 300, 2, reason="max_steps"), True, "")]
+    chain = ("-m", "fintts", "kaggle", "run", "--corpus", "alice/my-voice", "--hub-repo", REPO, "--gpu-hours", "25",
+             "--config", "demo.yaml", "--poll", "0.1")  # the README's command; the demo's config, polled at once
+
+    # step 4: the corpus, checked and uploaded with its folders
+    corpus = make_corpus(tmp_path / "my-voice")
+    uploaded = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/my-voice", env=env, cwd=tmp_path)
+    assert uploaded.returncode == 0, uploaded.stdout + uploaded.stderr
+    assert "Good clips: 4" in uploaded.stdout and "--corpus alice/my-voice" in uploaded.stdout
+
+    # step 5: the first run creates the notebook without a session, and says where the secret goes
+    first = run(*chain, env=env, cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert f"created {KERNEL} on Kaggle" in first.stdout and "no session was spent" in first.stdout
+    assert EDITOR in first.stdout and "Add-ons → Secrets" in first.stdout and "HF_TOKEN" in first.stdout
+    assert kaggle.sessions_started == 0 and kaggle.pushes[0]["kernelExecutionType"] == "QUICK_SAVE"
+
+    # the step skipped: the session ends at the token check, and the chain stops there, saying the same
+    forgot = run(*chain, env=env, cwd=tmp_path)
+    assert forgot.returncode == 2, forgot.stdout + forgot.stderr
+    assert kaggle.sessions_started == 1
+    assert f"stopped: the session ended at once ({MISSING}), and so would the next" in forgot.stdout
+    assert EDITOR in forgot.stdout and sessions.ran == 0  # nothing trained
+    assert "lease" not in forgot.stdout  # the repo does not exist yet: no lease to speak of
+
+    # step 5 done (the secret attached on kaggle.com), step 6: the same command runs the sessions to the end
+    attached["HF_TOKEN"] = True
+    done = run(*chain, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the run is finished" in done.stdout
+    assert kaggle.sessions_started == 3 and sessions.ran == 2
+    assert {push["slug"] for push in kaggle.pushes} == {KERNEL}
+    # step 7
+    watched = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
+    assert f"kernel     {KERNEL}: complete" in watched.stdout and f"run        hf://{REPO}: finished" in watched.stdout
+
+
+def test_kaggle_corpus_uploads_the_folders_and_refuses_a_corpus_without_a_usable_clip(kaggle_env, tmp_path):
+    kaggle, env, _ = kaggle_env
+    corpus = make_corpus(tmp_path / "my-voice", 3, missing=1, silent=1)
+    missing, silent = (line.split("|")[0] for line in (corpus / "metadata.csv").read_text().splitlines()[3:5])
+    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/my-voice", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Good clips: 3" in result.stdout and missing in result.stdout and silent in result.stdout  # the bad clips, reported
+    (version,) = kaggle.datasets["alice/my-voice"]
+    assert set(version) == {"metadata.csv", "wavs.zip"}  # the folder, zipped; the corpus got no metadata file of ours
+    with zipfile.ZipFile(io.BytesIO(version["wavs.zip"])) as archive:
+        assert len([name for name in archive.namelist() if name.endswith(".flac")]) == 4  # the silent one is the check's verdict
+    assert not (corpus / "dataset-metadata.json").exists()
+    # what a session mounts reads as the laptop's corpus did
+    kaggle.mount("alice/my-voice", tmp_path / "input" / "my-voice")
+    mounted = run("-m", "fintts", "check", str(tmp_path / "input" / "my-voice"), "--no-progress", env=env, cwd=tmp_path)
+    assert mounted.returncode == 0 and "Good clips: 3" in mounted.stdout
+    again = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/my-voice", env=env, cwd=tmp_path)
+    assert again.returncode == 0 and len(kaggle.datasets["alice/my-voice"]) == 2  # a new version of the same dataset
+
+    nothing = make_corpus(tmp_path / "no-voice", 0, missing=2, silent=1)
+    refused = run("-m", "fintts", "kaggle", "corpus", str(nothing), "--dataset", "alice/no-voice", env=env, cwd=tmp_path)
+    assert refused.returncode == 2 and "has no usable clip" in refused.stderr, refused.stdout + refused.stderr
+    assert "alice/no-voice" not in kaggle.datasets and kaggle.calls["StartBlobUpload"] == 4  # 2 files for each upload above
+    other = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "bob/my-voice", env=env, cwd=tmp_path)
+    assert other.returncode == 2 and "bob/my-voice belongs to bob" in other.stderr
+
+
+def test_each_hub_repo_gets_its_own_kernel_and_follows_only_its_own_session(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    other = "alice/second-voice"
+    kaggle.create_kernel("alice/fintts-alice-second-voice")
+    sessions.gate = threading.Event()
+    sessions.script += [(status("paused", 100, 1), True, "")] * 2
+    assert run("-m", "fintts", "kaggle", "push", "--config", "demo.yaml", "--hub-repo", REPO, env=env, cwd=tmp_path).returncode == 0
+    # while the first voice's session runs, the second voice's chain pushes a session of its own
+    second = subprocess.Popen([sys.executable, "-m", "fintts", "kaggle", "run", "--config", "demo.yaml", "--hub-repo", other,
+                               "--max-sessions", "1", "--poll", "0.1"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+    first_line = second.stdout.readline()
+    sessions.gate.set()
+    out = first_line + second.communicate(timeout=60)[0]
+    assert "following it" not in out and "session 1: pushed version 1 of https://www.kaggle.com/code/alice/fintts-alice-second-voice" in out
+    assert [push["slug"] for push in kaggle.pushes] == [KERNEL, "alice/fintts-alice-second-voice"]
+    assert [push["newTitle"] for push in kaggle.pushes] == [f"fintts {REPO}", f"fintts {other}"]
+
+
+def test_a_kernel_title_is_stable_valid_and_its_own():
+    repos = ["alice/my-voice", "alice/my_voice", "alice/my.voice", "alice/my--voice", "a/v", "Bob/Voice",
+             "alice/" + "a-very-long-finnish-voice-name-" * 3, "alice/" + "a-very-long-finnish-voice-name-" * 3 + "2"]
+    slugs = []
+    for repo in repos:
+        title = kernel_title(repo, "template")
+        assert title == kernel_title(repo, "template") and 5 <= len(title) <= MAX_TITLE, title
+        assert len(slug(title)) >= 5 and set(slug(title)) <= set("abcdefghijklmnopqrstuvwxyz0123456789-"), title
+        slugs.append(slug(title))
+    assert len(set(slugs)) == len(repos)  # no two voices share a kernel
+    assert slugs[0] == "fintts-alice-my-voice" and slugs[5] == "fintts-bob-voice"  # readable where the id allows
+    assert kernel_title("", "fintts: train a Finnish voice") == "fintts: train a Finnish voice"  # no Hub repo: the template's
+
+
+def test_the_weekly_quota_caps_each_sessions_budget_and_stops_the_chain_when_spent(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    sessions.count_budget = True  # each session runs to its budget: 12 h, 12 h, then what the quota leaves
+    kaggle.count_session_time = False  # ... and only that counts
+    sessions.script += [(status("paused", step, n), True, "") for n, step in enumerate((100, 150, 200, 250), 1)]
+    result = run("-m", "fintts", "kaggle", "run", "--config", "demo.yaml", "--hub-repo", REPO, "--poll", "0.1", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    budgets = [read_parameters(json.loads(push["text"]))["BUDGET"] for push in kaggle.pushes]
+    assert budgets == ["", "", "5h40m"]  # 30 h − 24 h used − 20 min kept back
+    out = result.stdout
+    assert "session 3: budget 5h40m for this session, capped by the weekly GPU quota (6.00 h of the quota left)" in out
+    assert "stopped: the weekly GPU quota is spent: 29.7 h of 30 h used" in out and "it renews 2030-01-06 00:00 UTC" in out
+    assert "picks the run up where it stopped" in out
+
+    # a budget asked for is kept while the quota allows it, and a single push is capped the same way
+    kaggle.used_hours = 20.0
+    pushed = run("-m", "fintts", "kaggle", "push", "--config", "demo.yaml", "--hub-repo", REPO, "--budget", "11h30m",
+                 env=env, cwd=tmp_path)
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    kaggle.wait_idle()
+    assert read_parameters(json.loads(kaggle.pushes[-1]["text"]))["BUDGET"] == "9h40m"
+    kaggle.used_hours = 29.5
+    spent = run("-m", "fintts", "kaggle", "push", "--config", "demo.yaml", "--hub-repo", REPO, env=env, cwd=tmp_path)
+    assert spent.returncode == 4 and "the weekly GPU quota is spent" in spent.stderr and len(kaggle.pushes) == 4
