@@ -61,7 +61,7 @@ def set_collective_timeout(seconds: float | None) -> None:
     """From now on a collective of this process's group waits at most ``seconds`` (``None``: leave it)."""
     if seconds is None or not (dist.is_available() and dist.is_initialized()):
         return
-    from torch.distributed import distributed_c10d
+    from torch.distributed import distributed_c10d  # the private setter lives there (torch >= 2.3)
 
     setter = getattr(distributed_c10d, "_set_pg_timeout", None)  # torch >= 2.3
     if setter is not None:
