@@ -80,6 +80,7 @@ def test_a_hung_process_ends_the_session_in_its_budget_with_the_newest_checkpoin
     assert "process 1 was still running 3 s after the first process ended the session; ended it" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_teardown_that_hangs_in_the_first_process_still_ends_the_session(tmp_path):
     # process 0 never leaves its process group (a NCCL teardown can hang); the launcher's own grace is longer than its bound
     config = write_config(tmp_path, task=FAULTY, max_steps=8, eval_every=0, fault="linger", fault_rank=0, exit_grace="5m")
