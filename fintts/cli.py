@@ -59,7 +59,7 @@ def _store_settings(args):
 
 
 def cmd_train(args) -> int:
-    from fintts.train.launcher import LaunchFailed, end_process, launch, write_summary
+    from fintts.train.launcher import LaunchFailed, end_process, launch
 
     options = [f"{key}={getattr(args, flag)}" for flag, key in TRAIN_OPTIONS.items() if getattr(args, flag) is not None]
     try:
@@ -70,12 +70,11 @@ def cmd_train(args) -> int:
             allow_config_change=args.allow_config_change,
             force=args.force,
             progress=not args.no_progress,
+            summary_json=args.summary_json,  # written before a launched process leaves its process group
         )
     except LaunchFailed as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
-    if args.summary_json:
-        write_summary(summary, args.summary_json)
     return end_process(EXIT_OK if summary.succeeded else EXIT_FAILED)
 
 

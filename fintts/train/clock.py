@@ -31,6 +31,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
+
+from fintts.train.platform import PLATFORM_LIMITS, detect_platform, session_start
 
 #: Seconds before the end at which the final wait gives up at most (less for short sessions: half the margin).
 CLOSING = 30.0
@@ -118,6 +121,22 @@ class SessionClock:
         """Would one more step run into the reserve?"""
         left = self.remaining(now)
         return left is not None and left < next_step_seconds
+
+
+def session_clock(cfg: Any) -> tuple[SessionClock, str]:
+    """The clock of a session with the train settings ``cfg``, and where its start came from (for the summary).
+
+    The launcher builds the same clock as its processes (and hands them its start), so it knows the
+    session's end they keep to, and can end what outlives it.
+    """
+    platform = detect_platform()
+    start, how = session_start(platform)
+    limit = PLATFORM_LIMITS.get(platform) if cfg.session_limit == "auto" else cfg.session_limit
+    clock = SessionClock(
+        start=start, limit=limit, margin=cfg.safety_margin or 0.0, reserve_factor=cfg.reserve_factor,
+        initial_reserve=cfg.initial_reserve or 0.0,
+    )
+    return clock, how
 
 
 def _minutes(seconds: float) -> str:

@@ -182,8 +182,9 @@ class TrainConfig:
     #: with ``hub_repo``: the longest any one Hub request may take before it counts as failed and is retried
     #: (never past the session's end). A stalled Hub then costs this, not the session.
     hub_timeout: float | None = duration_setting("60s")
-    #: with several processes: how long one may wait in a collective (e.g. a gradient all-reduce) before the process
-    #: group aborts it; ``auto``: the session's limit (torch's default, 10 min on NCCL, without one).
+    #: with several processes: the least time one may wait in a collective (e.g. a gradient all-reduce) before the
+    #: process group aborts it; once steps are measured the bound is 4 × the longest stretch between two votes when
+    #: that is longer (:mod:`fintts.train.watchdog`). ``auto``: 5 min, and the session's limit until steps are measured.
     collective_timeout: float | str | None = duration_setting("auto", auto=True)
     #: with several processes: how long another process may outlive a first process that ended its session
     #: cleanly before the launcher ends it.

@@ -24,13 +24,19 @@ What this process does while they train:
   or Jupyter's interrupt reaches this process alone; it passes each SIGINT and SIGTERM on
   to all of them once. The trainer's collective vote then stops them at the same step: a
   first signal stops cleanly with a checkpoint, a second aborts (as with one process).
-- **No process waits forever.** A failing process makes the others fail at their next
-  collective (:mod:`fintts.train.collective`). Should one still be running
-  ``PEER_GRACE`` seconds after another failed (a NCCL collective can block until its
-  watchdog's timeout), it is killed. A process still running ``exit_grace`` seconds
-  (a setting, 30 s by default) after the first one ended its session — its summary
-  written — is ended too, and that is said: the session is over and its checkpoint is where
-  the summary says, whatever keeps that process alive.
+- **One clock.** The processes get this process's session start (``FINTTS_SESSION_START``),
+  so they and the launcher agree on the session's end.
+- **No process outlives the session, and the first one is never cut short.** A failing
+  process makes the others fail at their next collective (:mod:`fintts.train.collective`,
+  bounded by :mod:`fintts.train.watchdog`). The first process owns the session's end: after
+  any failure it writes the status and pushes the newest checkpoint until its clock's closing
+  time, so it is not killed for another's failure before the session's end (+ ``exit_grace``;
+  without a limit, :data:`MAIN_GRACE` after the failure). Any other process still running
+  ``PEER_GRACE`` seconds after a failure is killed (it saves nothing). Once the first process
+  ended its session — its summary or its failure written — every process still running
+  ``exit_grace`` seconds later (a setting, 30 s by default) is ended, the first one included
+  (a teardown that hangs), and that is said: the session is over and its checkpoint is where
+  the summary says. Whatever still runs at the session's end + ``exit_grace`` is ended too.
 """
 
 from __future__ import annotations
@@ -55,14 +61,21 @@ import torch
 import torch.distributed as dist
 import yaml
 
+from fintts.train.clock import session_clock
 from fintts.train.collective_check import check_collectives
 from fintts.train.config import ConfigError, RunConfig, as_run_config
 from fintts.train.loop import Trainer
+from fintts.train.platform import ORIGIN_VARIABLE, START_VARIABLE
 from fintts.train.summary import SessionSummary
 
 #: Seconds the other processes get to end by themselves after one failed (they save nothing;
 #: the main one writes the run's "failed" status and hands back the Hub lease).
 PEER_GRACE = 120.0
+#: Without a session limit: seconds the first process gets after another failed, to push its newest checkpoint
+#: (its wait for the push is bounded by the Hub store's SECURE_WAIT, 10 min, and its collectives by their timeout).
+MAIN_GRACE = 30 * 60.0
+#: Seconds a process that ended its session may take to leave its process group before it exits without leaving it.
+TEARDOWN = 10.0
 #: Lines of a failed process's log quoted in the error.
 LOG_TAIL = 25
 LOGS = "logs"
@@ -100,6 +113,7 @@ def launch(
     force: bool = False,
     progress: bool = True,
     out: IO[str] | None = None,
+    summary_json: str | Path | None = None,
     **settings: Any,
 ) -> SessionSummary:
     """Train one session of a run on every device: one process per GPU (default), or ``num_processes``.
@@ -108,11 +122,20 @@ def launch(
     starts. With one process (one GPU, the CPU, or inside an already launched process) it
     trains in this process. Raises :class:`LaunchFailed` when a process fails; returns the
     session's summary (already printed by the first process) otherwise. ``out``: where the
-    first process's output goes (default ``sys.stdout``).
+    first process's output goes (default ``sys.stdout``). ``summary_json``: also write the
+    summary there (:func:`write_summary`); in a launched process, before it leaves its process
+    group, so a teardown that hangs cannot keep the session from having ended.
     """
     config = as_run_config(config, overrides, settings)
     if in_launched_process():
-        summary = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
+        try:
+            summary = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
+        except BaseException:
+            if summary_json:  # the session has failed and its end (status, newest checkpoint, lease) is done
+                _ended_marker(summary_json).touch()
+            raise
+        if summary_json:
+            write_summary(summary, summary_json)
         _leave_process_group()
         return summary
     gpus = visible_gpus()
@@ -122,12 +145,16 @@ def launch(
             f"num_processes: {count} is not possible with {gpus} visible GPU(s); use 1 to {max(1, gpus)} (one process per device)"
         )
     if count == 1:
-        return Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
-    flags = [*(["--allow-config-change"] if allow_config_change else []), *(["--force"] if force else []),
-             *([] if progress else ["--no-progress"])]
-    if not (check := check_collectives(count, cuda=gpus > 0)).ok:
-        raise LaunchFailed(check.message, 1)
-    return _Processes(config, count, flags, out or sys.stdout, cpu=gpus == 0).run()
+        summary = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
+    else:
+        flags = [*(["--allow-config-change"] if allow_config_change else []), *(["--force"] if force else []),
+                 *([] if progress else ["--no-progress"])]
+        if not (check := check_collectives(count, cuda=gpus > 0)).ok:
+            raise LaunchFailed(check.message, 1)
+        summary = _Processes(config, count, flags, out or sys.stdout, cpu=gpus == 0).run()
+    if summary_json:
+        write_summary(summary, summary_json)
+    return summary
 
 
 class _Processes:
@@ -139,7 +166,9 @@ class _Processes:
         self.processes: list[subprocess.Popen] = []
         self.log_files: list[IO[bytes]] = []
         self.exit_grace = config.train.exit_grace or 0.0
-        #: processes ended because they outlived the first one's finished session by ``exit_grace``.
+        #: the session's clock, the processes' own (they get its start)
+        self.clock, self.origin = session_clock(config.train)
+        #: processes ended because they outlived the first one's ended session (or the session) by ``exit_grace``.
         self.ended_late: set[int] = set()
 
     def run(self) -> SessionSummary:
@@ -155,9 +184,11 @@ class _Processes:
                 for log in self.log_files:
                     log.close()
             # a session that ended as its summary says (a failed one too: out of memory exits 1 in every process)
-            ended = all(code == codes[0] or rank in self.ended_late for rank, code in enumerate(codes))
-            if ended and codes[0] in (0, 1) and summary_file.is_file():
-                return SessionSummary(**json.loads(summary_file.read_text()))
+            if summary_file.is_file():
+                summary = SessionSummary(**json.loads(summary_file.read_text()))
+                code = 0 if summary.succeeded else 1
+                if all(exit == code or rank in self.ended_late for rank, exit in enumerate(codes)):
+                    return summary
             raise self._failure(codes)
 
     def _start(self, config_file: Path, summary_file: Path) -> None:
@@ -168,6 +199,7 @@ class _Processes:
                 **os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(self.count),
                 "RANK": str(rank), "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(self.count),
                 "OMP_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1",
+                START_VARIABLE: repr(self.clock.start), ORIGIN_VARIABLE: self.origin,
             }
             if self.cpu:  # as `accelerate launch --cpu`: without it accelerate ignores WORLD_SIZE on a machine without GPUs
                 env["ACCELERATE_USE_CPU"] = "true"
@@ -181,7 +213,7 @@ class _Processes:
             ))
 
     def _supervise(self, summary_file: Path) -> list[int]:
-        """Relay the first process's output, pass signals on, and end stragglers after a failure or a finished session."""
+        """Relay the first process's output, pass signals on, and end what outlives its part (see the module)."""
         relayed = self.processes[0].stdout
         failed_at: float | None = None
         finished_at: float | None = None
@@ -195,28 +227,31 @@ class _Processes:
                     codes = [p.poll() for p in self.processes]
                     if relayed is None and None not in codes:
                         return codes
-                    if finished_at is None and codes[0] is not None and summary_file.is_file():
-                        finished_at = time.time()
-                    elif failed_at is None and any(code not in (None, 0) for code in codes):
-                        failed_at = time.time()
-                    if finished_at is not None and time.time() - finished_at > self.exit_grace:
-                        self._end_stragglers()
-                    if failed_at is not None and time.time() - failed_at > PEER_GRACE:
-                        for process in self.processes:
-                            if process.poll() is None:
-                                process.kill()
+                    now = time.time()
+                    if finished_at is None and (codes[0] is not None or summary_file.is_file()
+                                                or _ended_marker(summary_file).is_file()):
+                        finished_at = now
+                    if failed_at is None and any(code not in (None, 0) for code in codes):
+                        failed_at = now
+                    if finished_at is not None and now - finished_at > self.exit_grace:
+                        self._end_stragglers(range(self.count), f"{self.exit_grace:g} s after the first process ended the session")
+                    if failed_at is not None and now - failed_at > PEER_GRACE:
+                        self._end_stragglers(range(1, self.count), f"{PEER_GRACE:g} s after a process failed")
+                    end = self.clock.end
+                    if end is not None and now > end + self.exit_grace:
+                        self._end_stragglers(range(self.count), f"{self.exit_grace:g} s after the session's end")
+                    elif end is None and failed_at is not None and now - failed_at > MAIN_GRACE:
+                        self._end_stragglers(range(self.count), f"{MAIN_GRACE:g} s after a process failed")
                 except KeyboardInterrupt:
                     self._signal_all(signal.SIGINT)
 
-    def _end_stragglers(self) -> None:
-        for rank, process in enumerate(self.processes):
+    def _end_stragglers(self, ranks: Iterator[int] | range, why: str) -> None:
+        for rank in ranks:
+            process = self.processes[rank]
             if process.poll() is None and rank not in self.ended_late:
                 self.ended_late.add(rank)
                 process.kill()
-                self.out.write(
-                    f"process {rank} was still running {self.exit_grace:g} s after the first process ended the session; "
-                    f"ended it (its log: {self.logs}/process-{rank}.log)\n"
-                )
+                self.out.write(f"process {rank} was still running {why}; ended it (its log: {self.logs}/process-{rank}.log)\n")
                 self.out.flush()
 
     def _relay(self, stream: IO[bytes]) -> IO[bytes] | None:
@@ -261,14 +296,28 @@ def _forwarding_sigterm(forward: Callable[[int], None]) -> Iterator[None]:
 
 
 def _leave_process_group() -> None:
-    """End this process's part in the run's process group after a clean session.
+    """End this process's part in the run's process group after a clean session, within :data:`TEARDOWN` seconds.
 
     A process that exits with the group still open can abort while gloo's threads are torn
     down ("terminate called without an active exception"), turning a clean session into a
     failed exit code. After an error the group is left as it is: the process exits anyway.
+    Leaving can hang too (a NCCL teardown waiting on a peer): it runs in a thread that is
+    given up after :data:`TEARDOWN` seconds, and the process exits without it
+    (:func:`end_process`). The session's summary is written before, so nothing is lost.
     """
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    leaving = threading.Thread(target=dist.destroy_process_group, name="fintts-leave-process-group", daemon=True)
+    leaving.start()
+    leaving.join(TEARDOWN)
+    if leaving.is_alive():
+        print(f"leaving the process group took more than {TEARDOWN:g} s; this process ends without it "
+              "(the session had ended, its summary was written)", file=sys.stderr, flush=True)
+
+
+def _ended_marker(summary_json: str | Path) -> Path:
+    """Beside the summary file: the first process failed, and has done what a failed session does at its end."""
+    return Path(f"{summary_json}.ended")
 
 
 def _describe_exit(code: int) -> str:

@@ -35,14 +35,14 @@ from torch.utils.data import DataLoader
 from fintts.train import card, checkpoint, data_drift, memory, phases, status, validation
 from fintts.train.background_export import BackgroundExport
 from fintts.train.building import BuiltPhase, build_phase, describe_data
-from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest
+from fintts.train.clock import ENDING, TRAINING, SessionClock, SessionInterrupted, StopRequest, session_clock
 from fintts.train.collective import announce, await_main, post_failure, posted_failures, read_note, vote
 from fintts.train.config import ConfigDrift, RunConfig, as_run_config, fingerprint, fingerprint_changes
 from fintts.train.decision import FAILURES, FINISHED, Decision, Flags, StopReason, decide
 from fintts.train.guard import FP16_OVERFLOW, StepGuard
 from fintts.train.metrics import Board, LossWindow
 from fintts.train.optimizer_step import OutOfMemory, optimizer_step
-from fintts.train.platform import PLATFORM_LIMITS, detect_platform, device_label, host_name, library_versions, session_start
+from fintts.train.platform import device_label, host_name, library_versions
 from fintts.train.precision import resolve_precision
 from fintts.train.progress import SessionBar
 from fintts.train.sampler import MicroBatchSampler
@@ -54,6 +54,7 @@ from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
 from fintts.train.summary import SessionSummary
 from fintts.train.task import Weights
+from fintts.train.watchdog import CollectiveBound, SessionWatchdog
 
 #: Seconds the main process waits at most for the others to read the session's final status (they poll for it).
 FINAL_READ = 10.0
@@ -123,6 +124,8 @@ class Trainer:
 
     def _session(self) -> SessionSummary:
         self.clock = self._make_clock()
+        self.bound = CollectiveBound(self.cfg.collective_timeout, self.clock.limit)
+        self.watchdog: SessionWatchdog | None = None
         self.accelerator = Accelerator(kwargs_handlers=self._process_group_settings())
         self.main = self.accelerator.is_main_process
         # accelerate names the CPU of a multi-process run "cpu:0", which torch.load and safetensors refuse
@@ -140,6 +143,7 @@ class Trainer:
             if self.main:
                 self.store.acquire(self.session.id, force=self.force)
                 self.exports = BackgroundExport(self.store.root / MODEL_DIR, self._warn)
+                self._watch_the_end()
             self._durable: float | None = None  # seconds the newest checkpoint took to save and push (main process)
             started = time.time()
             folder, saved = self._resume_point()
@@ -164,11 +168,14 @@ class Trainer:
             with cuda_switches(self.cfg.cudnn_benchmark, self.cfg.tf32):
                 reason = self._train() if self._work_left() else self._nothing_left()
             self.stop.phase = ENDING
+            self._own_end()
             return self._finish(reason, resumed_from)
         except SessionInterrupted as err:
+            self._own_end()
             self._abandon(err)
             raise
         except BaseException as err:
+            self._own_end()
             self._fail(err)
             raise
 
@@ -182,27 +189,45 @@ class Trainer:
         self.session.phases[phase] = self.session.phases.get(phase, 0.0) + time.time() - since
 
     def _make_clock(self) -> SessionClock:
-        platform = detect_platform()
-        start, how = session_start(platform)
-        limit = PLATFORM_LIMITS.get(platform) if self.cfg.session_limit == "auto" else self.cfg.session_limit
-        self.clock_origin = how
-        return SessionClock(
-            start=start,
-            limit=limit,
-            margin=self.cfg.safety_margin or 0.0,
-            reserve_factor=self.cfg.reserve_factor,
-            initial_reserve=self.cfg.initial_reserve or 0.0,
-        )
+        clock, self.clock_origin = session_clock(self.cfg)
+        return clock
 
     def _process_group_settings(self) -> list[InitProcessGroupKwargs]:
-        """The process group's timeout: ``collective_timeout``, else the session's limit (torch's default without one).
-
-        A collective that waits longer than this is aborted by the process group's watchdog;
-        from the session's limit, no watchdog fires inside the session's own schedule (the
-        Hub waits are off the device, see :mod:`fintts.train.collective`).
-        """
-        seconds = self.clock.limit if self.cfg.collective_timeout == "auto" else self.cfg.collective_timeout
+        """The process group's timeout until the steps are measured (see :class:`~fintts.train.watchdog.CollectiveBound`):
+        ``collective_timeout``, or (``auto``) the session's limit (torch's default without one)."""
+        seconds = self.bound.initial
         return [InitProcessGroupKwargs(timeout=datetime.timedelta(seconds=seconds))] if seconds else []
+
+    def _watch_the_end(self) -> None:
+        """With several processes, the main one's clock is watched from a thread (see :mod:`fintts.train.watchdog`).
+
+        Only then: a single process may be the notebook's own kernel, which the watchdog would end.
+        """
+        if self.world > 1 and self.clock.end is not None:
+            self.watchdog = SessionWatchdog(self.clock, self.stop, self._overrun, self._where, self.log)
+            self.watchdog.start()
+
+    def _own_end(self) -> None:
+        """The main thread ends the session, unless the watchdog took the end: then it leaves it the process."""
+        if self.watchdog is not None and not self.watchdog.stand_down():
+            self.watchdog.join()
+
+    def _overrun(self, err: BaseException) -> None:
+        """The watchdog's end of the session (another thread; the main one is stuck): as a failure, export closed."""
+        try:
+            self._fail(err)
+        finally:
+            if self.exports is not None:
+                self.exports.close()
+
+    def _where(self) -> str:
+        """Where training stands, for the watchdog's error."""
+        began = getattr(self, "_step_began", None)
+        if began is None or not getattr(self, "state", None):
+            return "the session was still setting up"
+        mean = self._mean_step
+        return (f"step {self.state.step + 1} began {time.time() - began:.0f} s ago"
+                + (f" (steps took {mean:.1f} s)" if mean else "") + ": a process hung, or this step is far slower than measured")
 
     def _build(self, start: Weights | None = None, resuming: bool = False) -> None:
         """Build the current phase (see :mod:`fintts.train.building`), replacing the previous one whole."""
@@ -384,16 +409,19 @@ class Trainer:
         )
         loader, batches = self._batches()
         decision = Decision(stop=None, save=False)
+        self._mean_step = 0.0
         while decision.stop is None:
             flags, validated, diverged = Flags(), False, None
             ended = phases.phase_end(self.config.train.phases, self.state, self.built.plan.steps_per_epoch)
             if ended:
-                if not self._next_phase(ended):
+                with self.bound.lifted():  # new models are built: an unmeasured wait
+                    switched = self._next_phase(ended)
+                if not switched:
                     return StopReason.DISK_FULL
                 loader, batches = self._batches()
                 if self.cfg.eval_every:  # a phase starts with a validation of the weights it begins from
                     validated = self._validate_into(flags, writer)
-            started = time.time()
+            started = self._step_began = time.time()
             if self.state.step_in_epoch >= self.built.plan.steps_per_epoch:
                 batches = self._next_epoch(loader)
             losses, skipped, out_of_memory = optimizer_step(
@@ -413,6 +441,8 @@ class Trainer:
                 flags, rank=self.rank, world=self.world, device=self.device,
                 early_stop_ends_run=phases.in_last_phase(self.config.train.phases, self.state),
             )
+            self.bound.voted()
+            self._mean_step = pace.mean_step if pace.step_times else 0.0
             if validated:
                 self.state.stopped_early = decision.early_stop
             decision = self._act(decision, out_of_memory, diverged, pace)

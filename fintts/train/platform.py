@@ -49,8 +49,16 @@ def process_start_time(pid: int | str = "self") -> float | None:
         return None
 
 
+#: Set by the launcher (:mod:`fintts.train.launcher`) for the processes it starts: its own session start and how it
+#: was found, so the launcher and every process keep one clock (a process started later would otherwise end later).
+START_VARIABLE, ORIGIN_VARIABLE = "FINTTS_SESSION_START", "FINTTS_SESSION_ORIGIN"
+
+
 def session_start(platform: str) -> tuple[float, str]:
     """When this session began, and how that was determined (for the summary)."""
+    shared = os.environ.get(START_VARIABLE)
+    if shared:
+        return float(shared), os.environ.get(ORIGIN_VARIABLE, "the launcher's start")
     if platform in PLATFORM_LIMITS:
         started = process_start_time(1)
         if started is not None:

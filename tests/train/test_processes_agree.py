@@ -41,9 +41,10 @@ def test_time_based_saves_are_taken_by_both_processes_while_the_main_one_is_held
     )
     store = tmp_path / "store"
     started = time.time()
-    result = train_cli(config, store, "--budget", "20s", timeout=90)
+    # the budget counts from the launcher's start (the collective check and both processes' start-up included)
+    result = train_cli(config, store, "--budget", "30s", timeout=90)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert time.time() - started < 25
+    assert time.time() - started < 35
     status = status_of(store)
     assert (status["state"], status["reason"]) == ("paused", "deadline")
     saved = sorted((store / "checkpoints").glob("step-*"))

@@ -18,7 +18,11 @@ run) for ``fault_steps`` micro-batches (0: for ever):
   ``fault_seconds`` and then writes ``derived.json`` with the sha256 of the folder's ``model.safetensors``
   (what it was made from), so a test can see that ``model/`` never mixes weights;
 - ``linger``: after its session the process never leaves the process group, so it never exits
-  (as a NCCL teardown can hang).
+  (as a NCCL teardown can hang);
+- ``hang``: the process sleeps for ever in its ``fault_at``-th micro-batch (a hung device or data
+  loader: its peers wait for it in their next collective);
+- ``crash``: the process ends at once in its ``fault_at``-th micro-batch, exit code 1, outside any
+  vote and without a word (as the kernel's OOM killer or a segfault ends it).
 
 ``fault_rank`` picks the process the fault happens in (-1: every process).
 
@@ -34,6 +38,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 import time
 from pathlib import Path
 
@@ -88,10 +93,15 @@ class FaultyToy(ToyTask):
         losses = super().step(models, batch, group)
         if self.config.fault == "linger" and self._here():
             torch.distributed.destroy_process_group = _hang
-        faulty = self.config.fault in ("nan", "nan-grad", "spike", "oom", "cuda") and self._here()
+        faulty = self.config.fault in ("nan", "nan-grad", "spike", "oom", "cuda", "hang", "crash") and self._here()
         if group != "model" or not faulty or not self._faulting():  # counts the model group's micro-batches only
             return losses
         loss = losses["loss"]
+        if self.config.fault == "hang":
+            while True:
+                time.sleep(3600)
+        if self.config.fault == "crash":
+            os._exit(1)
         if self.config.fault == "cuda":
             raise RuntimeError("CUDA error: an illegal memory access was encountered (raised by the test task)")
         if self.config.fault == "oom":
