@@ -18,7 +18,8 @@ or ``--config CONFIG``, ``--data DIR``, and ``key=value`` overrides anywhere amo
 Exit 2, 3 and 4 come from fintts's own error types (:mod:`fintts.errors`); any other
 exception is a bug and ends with its traceback. Each command imports the library modules it
 uses inside its function: the base install runs ``fintts say`` and ``fintts pull`` without
-torch, and they load nothing of the trainer.
+torch, and they load nothing of the trainer. The Kaggle commands (``fintts kaggle …``) are in
+:mod:`fintts.kaggle.cli`, under the same rule; what several commands share, in :mod:`fintts.cli_args`.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ import time
 from pathlib import Path
 
 from fintts import cli_args
+from fintts.cli_args import EXIT_DRIFT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
 from fintts.errors import ConfigDrift, ConfigError, StoreError, UsageError
+from fintts.kaggle.cli import add_kaggle_commands
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DRIFT, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 #: What the base install leaves out (pyproject's [torch] and [train] extras): a command that
 #: needs it says which extra to install instead of showing a traceback.
 TRAINING_STACK = {"torch", "transformers", "accelerate", "peft", "safetensors", "onnx", "scipy", "matplotlib", "tensorboard", "kaggle"}
@@ -179,20 +181,8 @@ def cmd_publish(args) -> int:
     return EXIT_OK
 
 
-def _checked_corpus(args):
-    """``fintts check`` and ``fintts speakers``: the corpus DATA names, read with the options given."""
-    from fintts.tts.corpus import ReadOptions, check_corpus
-    from fintts.tts.demo import data_root
-
-    options = ReadOptions(split=args.split or "", text_column=args.text_column or "", speaker_column=args.speaker_column or "",
-                          audio_column=args.audio_column or "", cache_dir=Path(args.cache) if args.cache else None)
-    sample_rate = getattr(args, "sample_rate", 16000)
-    return check_corpus(data_root(args.data), format=args.format, options=options, sample_rate=sample_rate,
-                        progress=not args.no_progress)
-
-
 def cmd_check(args) -> int:
-    report = _checked_corpus(args)
+    report = cli_args.checked_corpus(args)
     print(json.dumps(report.to_json(), indent=1) if args.json else report.format_text())
     return EXIT_OK if report.items else EXIT_USAGE
 
@@ -200,7 +190,7 @@ def cmd_check(args) -> int:
 def cmd_speakers(args) -> int:
     from fintts.tts.speakers import analyse_speakers
 
-    analysis = analyse_speakers(_checked_corpus(args))
+    analysis = analyse_speakers(cli_args.checked_corpus(args))
     print(json.dumps(analysis.to_json(), indent=1) if args.json else analysis.format_text())
     return EXIT_OK if analysis.best else EXIT_USAGE
 
@@ -286,89 +276,6 @@ def cmd_env(args) -> int:
         facts["collectives"] = dataclasses.asdict(check_devices(args.num_processes))
     print(json.dumps(facts, indent=1) if args.json else format_text(facts))
     return EXIT_FAILED if not facts.get("collectives", {"ok": True})["ok"] else EXIT_OK
-
-
-def _kernel_settings(args):
-    from fintts.kaggle.kernel import KernelSettings
-
-    return KernelSettings(
-        config=args.config, corpus=args.corpus or "", data=args.data or "", hub_repo=args.hub_repo or "",
-        store=args.store or "", budget=args.budget or "", internet=not args.no_internet, wheels=args.wheels or "",
-    )
-
-
-def cmd_kaggle_wheels(args) -> int:
-    import tempfile
-
-    from fintts.kaggle import wheels
-
-    if args.dry_run:
-        if not args.out:
-            raise UsageError("fintts kaggle wheels --dry-run needs --out DIR (the folder to build the dataset in)")
-        wheels.prepare(Path(args.out), offline=args.offline, python=args.python_version)
-        print(f"dataset folder ready in {args.out} (kaggle datasets create -p {args.out} would upload it)")
-        return EXIT_OK
-    with tempfile.TemporaryDirectory(prefix="fintts-wheels-") as tmp:
-        folder = wheels.prepare(Path(args.out or tmp), offline=args.offline, python=args.python_version)
-        ref = wheels.upload(folder)
-    print(f"uploaded the private dataset {ref}: attach it to the notebook (fintts kaggle push does)")
-    return EXIT_OK
-
-
-def cmd_kaggle_push(args) -> int:
-    from fintts.kaggle import kernel
-
-    settings = _kernel_settings(args)
-    if args.dry_run:
-        if not args.out:
-            raise UsageError("fintts kaggle push --dry-run needs --out DIR (the folder to stage the notebook in)")
-        from fintts.kaggle.client import connect, user_of
-
-        kernel.stage(Path(args.out), user_of(connect()), settings)
-        print(f"staged {args.out}: kernel-metadata.json and {kernel.NOTEBOOK.name} (kaggle kernels push -p {args.out})")
-        return EXIT_OK
-    from fintts.kaggle.client import connect
-    from fintts.kaggle.sessions import create_notebook, kernel_id, kernel_state, push_session
-
-    api = connect()
-    name = kernel_id(api, settings.hub_repo)
-    if settings.hub_repo and kernel_state(api, name) is None:  # a new notebook: saved without running, for its secret
-        create_notebook(settings, api, name, sys.stdout)
-        return EXIT_OK
-    pushed = push_session(settings, api, say=print)
-    print(f"pushed version {pushed.version} of {pushed.kernel}: Kaggle runs it now ({pushed.url})")
-    return EXIT_OK
-
-
-def cmd_kaggle_corpus(args) -> int:
-    from fintts.kaggle import corpus
-    from fintts.kaggle.client import connect, user_of
-
-    if str(args.data).startswith("hf://") or args.data == "demo":
-        raise UsageError(f"{args.data} needs no upload: a session reads it as it is (data: {args.data})")
-    api = connect()
-    corpus.check_ref(args.dataset, user_of(api))  # before a long check, not after it
-    report = _checked_corpus(args)  # the check of `fintts check`, with its options
-    print(report.format_text())
-    if not report.items:
-        raise UsageError(f"{args.data} has no usable clip (see above): nothing was uploaded")
-    url = corpus.upload(args.data, args.dataset, notes=f"{len(report.items)} clips, {report.hours:.2f} h ({report.format})", api=api)
-    print(f"uploaded {args.data} as {args.dataset} ({url}): pass --corpus {args.dataset} to fintts kaggle run")
-    return EXIT_OK
-
-
-def cmd_kaggle_run(args) -> int:
-    from fintts.kaggle.sessions import run_sessions
-
-    return run_sessions(_kernel_settings(args), max_sessions=args.max_sessions, gpu_hours=args.gpu_hours, poll=args.poll,
-                        request_timeout=args.request_timeout)
-
-
-def cmd_kaggle_status(args) -> int:
-    from fintts.kaggle.sessions import describe
-
-    print(describe(args.hub_repo or ""))
-    return EXIT_OK
 
 
 def cmd_merge(args) -> int:
@@ -514,26 +421,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-onnx", action="store_true", help="leave out model.onnx and model.int8.onnx")
     p.set_defaults(func=cmd_merge)
 
-    def corpus_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("data", help="corpus folder, hf://datasets/USER/NAME (a Hub dataset), or demo (the embedded one)")
-        p.add_argument("--format", help="force a layout: ljspeech, ljspeech-speaker, pairs, speakers, css10, commonvoice, "
-                                        "audiofolder, kaldi or hub (default: detected)")
-        p.add_argument("--split", help="Common Voice table (default validated), audiofolder/Hub split (default train)")
-        p.add_argument("--text-column", help="audiofolder/Hub transcript column (default transcription, text or sentence)")
-        p.add_argument("--speaker-column", help="audiofolder/Hub speaker column (default speaker_id or speaker)")
-        p.add_argument("--audio-column", help="Hub dataset audio column (default audio)")
-        p.add_argument("--cache", help="where a Hub dataset is downloaded and unpacked (default: the Hugging Face cache)")
-        p.add_argument("--no-progress", action="store_true")
-
     p = sub.add_parser("check", help="check a corpus: clips, hours, speakers, and every bad item with the reason")
-    corpus_options(p)
+    cli_args.add_corpus_arguments(p)
     p.add_argument("--sample-rate", type=int, default=16000, help="the model's rate (clips below it are flagged)")
     p.add_argument("--json", action="store_true", help='{"format", "looked_for", "clips", "hours", "speakers", '
                                                        '"sample_rates", "problems": [{"path", "reason"}], ...}')
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("speakers", help="per speaker: usable clips and minutes, bad clips, clip length, sample rates; the best one")
-    corpus_options(p)
+    cli_args.add_corpus_arguments(p)
     p.add_argument("--json", action="store_true", help='{"speakers": [{"name", "clips", "minutes", "bad", ...}], "best": NAME}')
     p.set_defaults(func=cmd_speakers)
 
@@ -554,52 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_env)
 
-    kaggle = sub.add_parser("kaggle", help="the Kaggle notebook: wheels dataset, push, chained sessions, status").add_subparsers(
-        dest="kaggle_command", required=True
-    )
-    p = kaggle.add_parser("wheels", help="build fintts's wheel (and configs) and upload them as the private dataset fintts-wheels")
-    p.add_argument("--offline", action="store_true", help="add every dependency's wheel but torch's, for sessions without internet")
-    p.add_argument("--python-version", default="3.11", help="Kaggle's Python, for --offline (default 3.11)")
-    p.add_argument("--dry-run", action="store_true", help="build the dataset folder (--out) without uploading it")
-    p.add_argument("--out", help="folder to build the dataset in (new or empty)")
-    p.set_defaults(func=cmd_kaggle_wheels)
-
-    def kernel_options(p: argparse.ArgumentParser) -> None:
-        cli_args.add_config_arguments(p, default="mms-fin.yaml", overrides=False, example="mine.yaml (your file: its text goes "
-                                      "into the notebook) or mms-fin.yaml (one of fintts's configs/ by name)",
-                                      data_help="the corpus folder in the session (default /kaggle/input/<corpus slug>)")
-        p.add_argument("--corpus", metavar="OWNER/SLUG", help="your corpus as a Kaggle dataset, attached to the notebook")
-        p.add_argument("--hub-repo", metavar="USER/NAME", help="the Hugging Face repo that keeps the run")
-        p.add_argument("--store", help="the run's local folder in the session "
-                       "(default runs/<repo name> with --hub-repo, else runs/<config name>)")
-        p.add_argument("--budget", help="each session's length, e.g. 11h30m (default: until Kaggle's 12 h limit)")
-        p.add_argument("--no-internet", action="store_true", help="sessions without internet (needs wheels built with --offline)")
-        p.add_argument("--wheels", metavar="OWNER/SLUG", help="the wheels dataset (default <you>/fintts-wheels)")
-
-    p = kaggle.add_parser("push", help="push the training notebook with these settings; Kaggle runs it on GPU T4 x2")
-    kernel_options(p)
-    p.add_argument("--dry-run", action="store_true", help="stage the folder (--out) that would be pushed, without pushing")
-    p.add_argument("--out", help="folder to stage kernel-metadata.json and the notebook in")
-    p.set_defaults(func=cmd_kaggle_push)
-
-    p = kaggle.add_parser("corpus", help="check a corpus folder and upload it, folders and all, as a private Kaggle dataset")
-    corpus_options(p)
-    p.add_argument("--dataset", required=True, metavar="USER/SLUG", help="the dataset (a new version when it exists)")
-    p.add_argument("--sample-rate", type=int, default=16000, help="the model's rate (clips below it are flagged)")
-    p.set_defaults(func=cmd_kaggle_corpus)
-
-    p = kaggle.add_parser("run", help="push sessions one after another until the run is finished (or fails twice)")
-    kernel_options(p)
-    p.add_argument("--max-sessions", type=int, default=0, help="stop after this many sessions (default: no limit)")
-    p.add_argument("--gpu-hours", type=float, default=0.0, help="stop after this many GPU hours (default: no limit)")
-    p.add_argument("--poll", type=float, default=60.0, help="seconds between looks at the session (default 60)")
-    p.add_argument("--request-timeout", type=float, default=60.0,
-                   help="seconds one look at Kaggle or the Hub may take before it is tried again (default 60)")
-    p.set_defaults(func=cmd_kaggle_run)
-
-    p = kaggle.add_parser("status", help="the notebook's state on Kaggle, the run's on the Hub, the weekly GPU quota")
-    p.add_argument("--hub-repo", metavar="USER/NAME", help="the run's Hugging Face repo")
-    p.set_defaults(func=cmd_kaggle_status)
+    add_kaggle_commands(sub)
 
     p = sub.add_parser("demo", help="train the embedded demo voice in two short sessions and write a wav")
     p.add_argument("--store", default="runs/demo")

@@ -12,9 +12,13 @@ Whatever the command (``train``, ``bench``, ``plan``, ``eval``, ``demo``, ``kagg
   The Kaggle commands take no overrides: the notebook runs the config's text as it is (put
   the settings in the config file); they say so instead of ignoring them.
 
-Also here, because every command shares them: ``fintts --version`` and a closed pipe
-(``fintts check … | head``), which ends the command quietly with 141 (128 + SIGPIPE, what a
-shell reports for any program whose reader went away), not with a traceback.
+Every command that reads a corpus (``check``, ``speakers``, ``kaggle corpus``) takes it the same
+ways too: ``DATA`` and the options of :func:`add_corpus_arguments`, read by :func:`checked_corpus`.
+
+Also here, because every command shares them: the exit codes (:mod:`fintts.cli`'s table),
+``fintts --version`` and a closed pipe (``fintts check … | head``), which ends the command
+quietly with 141 (128 + SIGPIPE, what a shell reports for any program whose reader went away),
+not with a traceback.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from pathlib import Path
 
 import fintts
 
+#: ``fintts``'s exit codes (the table in :mod:`fintts.cli`'s docstring), here for every module of commands.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DRIFT, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 #: the exit status of a command whose standard output was closed by its reader.
 EXIT_CLOSED_PIPE = 141
 #: ``key=value`` as an override reads: a dotted name, then ``=`` (a path such as ``runs/a=b.yaml`` is not one).
@@ -103,6 +109,31 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.N
         overrides.append(f"data={args.data}")
     args.overrides = overrides
     return args
+
+
+def add_corpus_arguments(p: argparse.ArgumentParser) -> None:
+    """``DATA`` and how to read it, the same for ``fintts check``, ``speakers`` and ``kaggle corpus``: :func:`checked_corpus` reads them."""
+    p.add_argument("data", help="corpus folder, hf://datasets/USER/NAME (a Hub dataset), or demo (the embedded one)")
+    p.add_argument("--format", help="force a layout: ljspeech, ljspeech-speaker, pairs, speakers, css10, commonvoice, "
+                                    "audiofolder, kaldi or hub (default: detected)")
+    p.add_argument("--split", help="Common Voice table (default validated), audiofolder/Hub split (default train)")
+    p.add_argument("--text-column", help="audiofolder/Hub transcript column (default transcription, text or sentence)")
+    p.add_argument("--speaker-column", help="audiofolder/Hub speaker column (default speaker_id or speaker)")
+    p.add_argument("--audio-column", help="Hub dataset audio column (default audio)")
+    p.add_argument("--cache", help="where a Hub dataset is downloaded and unpacked (default: the Hugging Face cache)")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def checked_corpus(args):
+    """The corpus ``DATA`` names, read and checked with the options :func:`add_corpus_arguments` added."""
+    from fintts.tts.corpus import ReadOptions, check_corpus  # the task's corpus reader: only the commands that read a corpus load it
+    from fintts.tts.demo import data_root
+
+    options = ReadOptions(split=args.split or "", text_column=args.text_column or "", speaker_column=args.speaker_column or "",
+                          audio_column=args.audio_column or "", cache_dir=Path(args.cache) if args.cache else None)
+    sample_rate = getattr(args, "sample_rate", 16000)
+    return check_corpus(data_root(args.data), format=args.format, options=options, sample_rate=sample_rate,
+                        progress=not args.no_progress)
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -9,4 +9,5 @@
 - :mod:`.quota` — the weekly GPU quota, and the budget it leaves the next session;
 - :mod:`.secret` — the ``HF_TOKEN`` secret: checked first in a session, asked for by the laptop;
 - :mod:`.notebook` — the training notebook's last cell: the session, its samples, what next.
+- :mod:`.cli` — the ``fintts kaggle`` commands of the command line, over the modules above.
 """

@@ -1,0 +1,154 @@
+"""``fintts kaggle``: the command line's Kaggle commands, a thin shell over :mod:`fintts.kaggle` as :mod:`fintts.cli` is.
+
+:func:`add_kaggle_commands` adds ``fintts kaggle wheels|push|corpus|run|status`` to the command
+line; :func:`fintts.cli.main` runs them, so they end with its exit codes (its docstring's table).
+They follow :mod:`fintts.cli`'s rule: each command imports the library modules it uses inside
+its function (``tests/test_layers.py`` counts this module as part of the shell), so building the
+parser for ``fintts say`` loads neither the ``kaggle`` client (it authenticates when imported)
+nor torch nor the trainer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from fintts import cli_args
+from fintts.cli_args import EXIT_OK
+from fintts.errors import UsageError
+
+
+def _kernel_settings(args):
+    from fintts.kaggle.kernel import KernelSettings
+
+    return KernelSettings(
+        config=args.config, corpus=args.corpus or "", data=args.data or "", hub_repo=args.hub_repo or "",
+        store=args.store or "", budget=args.budget or "", internet=not args.no_internet, wheels=args.wheels or "",
+    )
+
+
+def _kernel_options(p: argparse.ArgumentParser) -> None:
+    """The notebook's settings, the same for ``fintts kaggle push`` and ``run`` (read back by :func:`_kernel_settings`)."""
+    cli_args.add_config_arguments(p, default="mms-fin.yaml", overrides=False, example="mine.yaml (your file: its text goes "
+                                  "into the notebook) or mms-fin.yaml (one of fintts's configs/ by name)",
+                                  data_help="the corpus folder in the session (default /kaggle/input/<corpus slug>)")
+    p.add_argument("--corpus", metavar="OWNER/SLUG", help="your corpus as a Kaggle dataset, attached to the notebook")
+    p.add_argument("--hub-repo", metavar="USER/NAME", help="the Hugging Face repo that keeps the run")
+    p.add_argument("--store", help="the run's local folder in the session "
+                   "(default runs/<repo name> with --hub-repo, else runs/<config name>)")
+    p.add_argument("--budget", help="each session's length, e.g. 11h30m (default: until Kaggle's 12 h limit)")
+    p.add_argument("--no-internet", action="store_true", help="sessions without internet (needs wheels built with --offline)")
+    p.add_argument("--wheels", metavar="OWNER/SLUG", help="the wheels dataset (default <you>/fintts-wheels)")
+
+
+def cmd_kaggle_wheels(args) -> int:
+    import tempfile
+
+    from fintts.kaggle import wheels
+
+    if args.dry_run:
+        if not args.out:
+            raise UsageError("fintts kaggle wheels --dry-run needs --out DIR (the folder to build the dataset in)")
+        wheels.prepare(Path(args.out), offline=args.offline, python=args.python_version)
+        print(f"dataset folder ready in {args.out} (kaggle datasets create -p {args.out} would upload it)")
+        return EXIT_OK
+    with tempfile.TemporaryDirectory(prefix="fintts-wheels-") as tmp:
+        folder = wheels.prepare(Path(args.out or tmp), offline=args.offline, python=args.python_version)
+        ref = wheels.upload(folder)
+    print(f"uploaded the private dataset {ref}: attach it to the notebook (fintts kaggle push does)")
+    return EXIT_OK
+
+
+def cmd_kaggle_push(args) -> int:
+    from fintts.kaggle import kernel
+
+    settings = _kernel_settings(args)
+    if args.dry_run:
+        if not args.out:
+            raise UsageError("fintts kaggle push --dry-run needs --out DIR (the folder to stage the notebook in)")
+        from fintts.kaggle.client import connect, user_of
+
+        kernel.stage(Path(args.out), user_of(connect()), settings)
+        print(f"staged {args.out}: kernel-metadata.json and {kernel.NOTEBOOK.name} (kaggle kernels push -p {args.out})")
+        return EXIT_OK
+    from fintts.kaggle.client import connect
+    from fintts.kaggle.sessions import create_notebook, kernel_id, kernel_state, push_session
+
+    api = connect()
+    name = kernel_id(api, settings.hub_repo)
+    if settings.hub_repo and kernel_state(api, name) is None:  # a new notebook: saved without running, for its secret
+        create_notebook(settings, api, name, sys.stdout)
+        return EXIT_OK
+    pushed = push_session(settings, api, say=print)
+    print(f"pushed version {pushed.version} of {pushed.kernel}: Kaggle runs it now ({pushed.url})")
+    return EXIT_OK
+
+
+def cmd_kaggle_corpus(args) -> int:
+    from fintts.kaggle import corpus
+    from fintts.kaggle.client import connect, user_of
+
+    if str(args.data).startswith("hf://") or args.data == "demo":
+        raise UsageError(f"{args.data} needs no upload: a session reads it as it is (data: {args.data})")
+    api = connect()
+    corpus.check_ref(args.dataset, user_of(api))  # before a long check, not after it
+    report = cli_args.checked_corpus(args)  # the check of `fintts check`, with its options
+    print(report.format_text())
+    if not report.items:
+        raise UsageError(f"{args.data} has no usable clip (see above): nothing was uploaded")
+    url = corpus.upload(args.data, args.dataset, notes=f"{len(report.items)} clips, {report.hours:.2f} h ({report.format})", api=api)
+    print(f"uploaded {args.data} as {args.dataset} ({url}): pass --corpus {args.dataset} to fintts kaggle run")
+    return EXIT_OK
+
+
+def cmd_kaggle_run(args) -> int:
+    from fintts.kaggle.sessions import run_sessions
+
+    return run_sessions(_kernel_settings(args), max_sessions=args.max_sessions, gpu_hours=args.gpu_hours, poll=args.poll,
+                        request_timeout=args.request_timeout)
+
+
+def cmd_kaggle_status(args) -> int:
+    from fintts.kaggle.sessions import describe
+
+    print(describe(args.hub_repo or ""))
+    return EXIT_OK
+
+
+def add_kaggle_commands(sub) -> None:
+    """``fintts kaggle`` and its commands, added to ``sub`` (the command line's subparsers)."""
+    kaggle = sub.add_parser("kaggle", help="the Kaggle notebook: wheels dataset, push, chained sessions, status").add_subparsers(
+        dest="kaggle_command", required=True
+    )
+    p = kaggle.add_parser("wheels", help="build fintts's wheel (and configs) and upload them as the private dataset fintts-wheels")
+    p.add_argument("--offline", action="store_true", help="add every dependency's wheel but torch's, for sessions without internet")
+    p.add_argument("--python-version", default="3.11", help="Kaggle's Python, for --offline (default 3.11)")
+    p.add_argument("--dry-run", action="store_true", help="build the dataset folder (--out) without uploading it")
+    p.add_argument("--out", help="folder to build the dataset in (new or empty)")
+    p.set_defaults(func=cmd_kaggle_wheels)
+
+    p = kaggle.add_parser("push", help="push the training notebook with these settings; Kaggle runs it on GPU T4 x2")
+    _kernel_options(p)
+    p.add_argument("--dry-run", action="store_true", help="stage the folder (--out) that would be pushed, without pushing")
+    p.add_argument("--out", help="folder to stage kernel-metadata.json and the notebook in")
+    p.set_defaults(func=cmd_kaggle_push)
+
+    p = kaggle.add_parser("corpus", help="check a corpus folder and upload it, folders and all, as a private Kaggle dataset")
+    cli_args.add_corpus_arguments(p)
+    p.add_argument("--dataset", required=True, metavar="USER/SLUG", help="the dataset (a new version when it exists)")
+    p.add_argument("--sample-rate", type=int, default=16000, help="the model's rate (clips below it are flagged)")
+    p.set_defaults(func=cmd_kaggle_corpus)
+
+    p = kaggle.add_parser("run", help="push sessions one after another until the run is finished (or fails twice)")
+    _kernel_options(p)
+    p.add_argument("--max-sessions", type=int, default=0, help="stop after this many sessions (default: no limit)")
+    p.add_argument("--gpu-hours", type=float, default=0.0, help="stop after this many GPU hours (default: no limit)")
+    p.add_argument("--poll", type=float, default=60.0, help="seconds between looks at the session (default 60)")
+    p.add_argument("--request-timeout", type=float, default=60.0,
+                   help="seconds one look at Kaggle or the Hub may take before it is tried again (default 60)")
+    p.set_defaults(func=cmd_kaggle_run)
+
+    p = kaggle.add_parser("status", help="the notebook's state on Kaggle, the run's on the Hub, the weekly GPU quota")
+    p.add_argument("--hub-repo", metavar="USER/NAME", help="the run's Hugging Face repo")
+    p.set_defaults(func=cmd_kaggle_status)
