@@ -5,8 +5,11 @@ Rooms with one job each:
 - :mod:`.auth` — where the token comes from, and keeping it out of everything written;
 - :mod:`.errors` — Hub failures as exceptions that say whether retrying can help;
 - :mod:`.client` — :class:`HubClient`, the one route to the Hub, and the retry loop;
-- :mod:`.lease` — ``lease.json``: which session writes the run;
-- :mod:`.publisher` — the background worker: when to push, retries, heartbeats;
+- :mod:`.lease` — ``lease.json``: which session writes the run, and the commit lock on the branch head;
+- :mod:`.ledger` — what this session knows the Hub holds, behind the lock it shares with the push thread;
+- :mod:`.commits` — what each commit carries, and the snapshots (outbox) a full push sends;
+- :mod:`.resume` — where a session resumes from, downloading the newest checkpoint from the Hub;
+- :mod:`.publisher` — the background worker: when to push, retries, heartbeats (its two threads);
 - :mod:`.store` — :class:`HubStore`, the :class:`~fintts.train.stores.base.Store` the trainer uses;
 - :mod:`.transfer` — ``fintts push`` and ``fintts pull``.
 """

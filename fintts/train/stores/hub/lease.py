@@ -21,14 +21,31 @@ a live session is not taken over in the middle of a slow upload. That timeout ha
 ceiling, :data:`MAX_LEASE_SHARE` of the session (:data:`MAX_LEASE_TIMEOUT` without a
 session limit): after one stalled push, a dead session's lease must not block the next
 sessions for hours. Uploads are bounded too (see :mod:`.store`), so a bounded one fits in it.
+
+**One commit at a time.** :class:`LeaseHolder` is this session's side: it takes and releases
+the lease and keeps the branch head, under the commit lock that every commit of the run
+(pushes on the publisher's thread, heartbeats on theirs, the caller's take and release) is
+made under, each on the head it checked its lease at.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import os
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
+
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+from fintts.errors import LeaseConflict, StoreError
+from fintts.train.stores.hub.client import HubClient
+from fintts.train.stores.hub.errors import LeaseLost
+
+log = logging.getLogger(__name__)
 
 LEASE = "lease.json"
 #: A lease's timeout is at least this many times the holder's longest recent push.
@@ -37,6 +54,8 @@ LONG_PUSH_FACTOR = 3.0
 MAX_LEASE_SHARE = 0.25
 #: or this many seconds for a session without a limit.
 MAX_LEASE_TIMEOUT = 3 * 3600.0
+#: How long release() waits at most for an upload still holding the repo before leaving the lease to expire.
+RELEASE_WAIT = 30.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +98,156 @@ class Lease:
             f"(last commit {silent}, by the Hub's clock). If that session is still running, let it finish or stop it. "
             f"If it died, its lease expires {expires}, or take over now with --force."
         )
+
+
+Retrying = Callable[[str, Callable[[], Any]], Any]
+
+
+class LeaseHolder:
+    """This session's lease on the run and the branch head it commits on, behind the commit lock.
+
+    ``minimum``: the store's ``lease_timeout``. ``push_seconds()``: how long the run's recent
+    full pushes took (they lengthen the lease, see the module). ``session_seconds``: the
+    session's length as the store's deadline saw it (``None``: no limit).
+    """
+
+    def __init__(self, client: HubClient, *, host: str, minimum: float, push_seconds: Callable[[], list[float]]):
+        self._client = client
+        self.host = host
+        self.minimum = minimum
+        self._push_seconds = push_seconds
+        self.session_seconds: float | None = None
+        #: guards the branch head: one commit at a time, each made on the head it checked its lease at.
+        self._lock = threading.Lock()
+        self.head: str | None = None
+        self.lease: Lease | None = None  # ours, while we hold the run
+
+    # -- the lease's timeout ----------------------------------------------------------------
+
+    def timeout(self) -> float:
+        """The lease's timeout: ``minimum``, longer when this run's pushes are slow.
+
+        No heartbeat can land while a full push is committing, so a lease must outlast the
+        longest push or a live session would look dead to others during a slow upload; but
+        never more than the ceiling (a share of the session, see the module), which
+        :meth:`notes` reports when it cuts.
+        """
+        return max(self.minimum, min(self._wanted_timeout(), self._ceiling()))
+
+    def _wanted_timeout(self) -> float:
+        return max([self.minimum] + [LONG_PUSH_FACTOR * s for s in self._push_seconds()])
+
+    def _ceiling(self) -> float:
+        return MAX_LEASE_TIMEOUT if self.session_seconds is None else MAX_LEASE_SHARE * self.session_seconds
+
+    def notes(self) -> list[str]:
+        """The lease's ceiling, when it cut the timeout this run's slow pushes asked for."""
+        wanted, used = self._wanted_timeout(), self.timeout()
+        if wanted <= used:
+            return []
+        return [
+            f"the lease on {self._client.url} times out after {duration(used)} (at most {MAX_LEASE_SHARE:.0%} of the session), "
+            f"not {LONG_PUSH_FACTOR:g} × this run's slowest recent push ({duration(wanted)}): if this session dies, the next "
+            f"one may take the run over {duration(used)} after its last commit"
+        ]
+
+    # -- take and release -------------------------------------------------------------------
+
+    def take(self, session_id: str, force: bool, retrying: Retrying) -> None:
+        """Commit this session's lease, taking over a stale one (or any with ``force``); or raise :class:`LeaseConflict`."""
+        url = self._client.url
+
+        def take() -> Any:
+            head = self._client.head_state()
+            holder = Lease.parse(self._client.read(LEASE, head.sha))
+            if holder is not None and holder.session != session_id:
+                if not holder.stale(head.age) and not force:
+                    raise LeaseConflict(holder.conflict_message(url, head.age))
+                log.warning(
+                    "%s: taking over the lease of session %s on %s (no commit for %s by the Hub's clock%s)",
+                    url, holder.session, holder.host, "?" if head.age is None else duration(head.age),
+                    ", forced" if force else "",
+                )
+            acquired = holder.acquired if holder is not None and holder.session == session_id else iso(time.time())
+            lease = Lease(session_id, self.host, os.getpid(), acquired, time.time(), self.timeout())
+            info = self._client.commit(
+                [CommitOperationAdd(LEASE, lease.to_bytes())], f"lease: session {session_id} on {self.host}", parent=head.sha
+            )
+            return info, lease
+
+        with self._lock:
+            info, self.lease = retrying("take the lease", take)
+            self.head = info.oid
+
+    def release(self, timeout: float | None, small_files: Callable[[str], list[Any]], retrying: Retrying) -> None:
+        """Delete the lease in a commit that also carries ``small_files(head)``, within ``timeout`` seconds.
+
+        An upload still holding the repo is waited for at most :data:`RELEASE_WAIT` (and
+        ``timeout``); then the lease is left to expire, which the warning says.
+        """
+        if self.lease is None:
+            return
+        if timeout is not None:
+            end = time.time() + max(0.0, timeout)
+            self._client.deadline = end if self._client.deadline is None else min(self._client.deadline, end)
+        patience = RELEASE_WAIT if timeout is None else max(0.0, min(RELEASE_WAIT, timeout))
+        expires = duration(self.lease.timeout)
+        if not self._lock.acquire(timeout=patience):
+            log.warning("%s: an upload is still running; the lease stays and expires in %s", self._client.url, expires)
+            return
+        try:
+            session = self.lease.session
+            retrying("release the lease", lambda: self._commit(
+                lambda head: [CommitOperationDelete(LEASE)] + small_files(head), f"release: session {session} ended"
+            ))
+        except StoreError as err:
+            log.warning("%s: could not release the lease (%s); it expires in %s", self._client.url, err, expires)
+        finally:
+            self.lease = None
+            self._lock.release()
+
+    def refreshed(self) -> Lease | None:
+        """Our lease with a new heartbeat and timeout, for the next commit to carry (``None`` when we hold none)."""
+        lease = self.lease
+        if lease is not None:
+            self.lease = lease = Lease(lease.session, lease.host, lease.pid, lease.acquired, time.time(), self.timeout())
+        return lease
+
+    # -- commits ---------------------------------------------------------------------------
+
+    def checked_head(self) -> str:
+        """The branch head, with the lease checked on it."""
+        with self._lock:
+            return self._check(self._client.head())
+
+    def commit(self, operations: Callable[[str], list[Any]], message: str) -> Any:
+        """Commit ``operations(head)`` on the head, once no other commit is being made and the lease is still ours."""
+        with self._lock:
+            return self._commit(operations, message)
+
+    def free_unreferenced(self) -> int:
+        """Free the LFS objects the head no longer references (it rewrites history: no commit may land meanwhile)."""
+        with self._lock:
+            return self._client.free_unreferenced(self.head or "main")
+
+    def _commit(self, operations: Callable[[str], list[Any]], message: str) -> Any:
+        head = self._check(self._client.head())
+        info = self._client.commit(operations(head), message, parent=head)
+        self.head = info.oid
+        return info
+
+    def _check(self, head: str) -> str:
+        """``head``, after making sure the lease is still ours if the branch moved since we last looked."""
+        if self.lease is None or head == self.head:
+            return head
+        holder = Lease.parse(self._client.read(LEASE, head))
+        if holder is None or holder.session != self.lease.session:
+            raise LeaseLost(
+                f"session {holder.session if holder else '(none)'} on {holder.host if holder else '?'} took over "
+                f"{self._client.url}; this session stopped pushing"
+            )
+        self.head = head
+        return head
 
 
 def iso(seconds: float) -> str:

@@ -63,43 +63,28 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
-import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-
-from fintts.errors import LeaseConflict, StoreError
+from fintts.errors import StoreError
 from fintts.train import checkpoint as ckpt
-from fintts.train.card import CARD, LOSS_PLOT
 from fintts.train.platform import host_name
 from fintts.train.repo_id import repo_id_problem
-from fintts.train.stores.base import MODEL_DIR, STATUS, Store
+from fintts.train.stores.base import STATUS, Store
+from fintts.train.stores.hub import resume
 from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
-from fintts.train.stores.hub.errors import HubRepoError, HubUnavailable, LeaseLost
-from fintts.train.stores.hub.lease import LEASE, LONG_PUSH_FACTOR, MAX_LEASE_SHARE, MAX_LEASE_TIMEOUT, Lease, duration, iso
-from fintts.train.stores.hub.publisher import Publisher, Target, read_pushes
+from fintts.train.stores.hub.commits import LOCAL_DIR, Commits, Outbox
+from fintts.train.stores.hub.lease import LeaseHolder
+from fintts.train.stores.hub.ledger import PUSHES, Ledger
+from fintts.train.stores.hub.publisher import Publisher, Target
 from fintts.train.stores.local import LocalStore
 
 log = logging.getLogger(__name__)
 
-PUSHES = "pushes.json"
-LOCAL_DIR = ".hub"
 #: In ``LOCAL_DIR``: the repo this folder mirrors.
 BINDING = "repo.json"
-#: Pushed with every full push. ``model/`` is mirrored (files gone locally are deleted on
-#: the Hub); ``samples/`` and ``tb/`` only gain files, because a session on a fresh disk
-#: has only its own and must not delete the earlier sessions'.
-MIRRORED_DIRS = (MODEL_DIR,)
-ADDED_DIRS = ("samples", "tb")
-EXTRA_FILES = (LOSS_PLOT, STATUS, CARD)
-RECENT_PUSHES = 10
-#: How long release() waits at most for an upload still holding the repo before leaving the lease to expire.
-RELEASE_WAIT = 30.0
 #: How long a failing session without a time limit waits at most for its newest checkpoint's push.
 SECURE_WAIT = 600.0
 
@@ -119,6 +104,11 @@ class HubStore(Store):
     push's upload of its large files may take overall (never past the session's end).
     ``read_only``: for a reader (``fintts status``), which needs no token for a public repo and
     only a read token for a private one; a writer's missing token is an error at once.
+
+    Its rooms: :class:`~.lease.LeaseHolder` (the lease and the branch head, behind the commit
+    lock), :class:`~.ledger.Ledger` (what the Hub holds, behind the lock shared with the
+    publisher's thread), :class:`~.commits.Commits` and :class:`~.commits.Outbox` (what commits
+    carry), :mod:`.resume`, and the :class:`~.publisher.Publisher` (its push and heartbeat threads).
     """
 
     def __init__(
@@ -155,28 +145,17 @@ class HubStore(Store):
         self.upload_timeout = upload_timeout
         self._client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout, anonymous_ok=read_only)
         self._folder_lock = LocalStore(self.root)  # the same one-process-per-folder lock as a local run's
+        self._ledger = Ledger(self.root / PUSHES)
+        self._holder = LeaseHolder(self._client, host=self.host, minimum=lease_timeout, push_seconds=self._ledger.push_seconds)
+        self._commits = Commits(self.root, host=self.host, client=self._client, ledger=self._ledger, holder=self._holder)
+        self._outbox = Outbox(self.root, self._client.url)
         self._publisher = Publisher(
             push=self._push_full, heartbeat=self._push_heartbeat, after_push=self._tidy_storage,
             classify=self._client.failure, push_every=push_every, heartbeat_every=lease_timeout / 3,
             backoff=backoff, label=self.url,
         )
-        #: guards the branch head: one commit at a time, each made on the head it checked its lease at.
-        self._commit_lock = threading.Lock()
-        self._head: str | None = None
-        self._lease: Lease | None = None  # ours, while we hold the run
-        self._session_seconds: float | None = None  # the session's length as set_deadline saw it
-        self._hub_latest: str | None = None  # what the Hub's latest names, once _hub_latest_known
-        self._hub_latest_known = False
         self._repo_ready = False
-        self._lock = threading.Lock()  # guards the fields below, shared with the publisher's thread
-        self._on_hub: set[str] = set()
-        self._keep_last: int | None = None
-        self._protect: set[str] = set()
-        self._snapshots = 0
         self._used_storage: int | None = None
-        self._last_push_bytes = 0
-        self._last_commit_url: str | None = None
-        self._pushes: list[dict[str, Any]] = read_pushes(self.root / PUSHES)
 
     @property
     def url(self) -> str:
@@ -187,7 +166,7 @@ class HubStore(Store):
 
     def set_deadline(self, deadline: float | None) -> None:
         self._client.deadline = deadline
-        self._session_seconds = None if deadline is None else max(0.0, deadline - time.time())
+        self._holder.session_seconds = None if deadline is None else max(0.0, deadline - time.time())
 
     def problem(self) -> str | None:
         return self._publisher.fatal or self._publisher.last_error
@@ -224,38 +203,14 @@ class HubStore(Store):
     def _take_lease(self, session_id: str, force: bool) -> None:
         self._retrying("create the Hub repo", lambda: self._client.ensure_repo(self.private))
         self._repo_ready = True
-        outbox = self.root / LOCAL_DIR / "outbox"
-        for leftover in outbox.iterdir() if outbox.is_dir() else ():  # snapshots of a previous writer process
-            if not leftover.name.startswith(f"{os.getpid()}-"):
-                shutil.rmtree(leftover, ignore_errors=True)
-
-        def take() -> Any:
-            head = self._client.head_state()
-            holder = Lease.parse(self._client.read(LEASE, head.sha))
-            if holder is not None and holder.session != session_id:
-                if not holder.stale(head.age) and not force:
-                    raise LeaseConflict(holder.conflict_message(self.url, head.age))
-                log.warning(
-                    "%s: taking over the lease of session %s on %s (no commit for %s by the Hub's clock%s)",
-                    self.url, holder.session, holder.host, "?" if head.age is None else duration(head.age),
-                    ", forced" if force else "",
-                )
-            acquired = holder.acquired if holder is not None and holder.session == session_id else iso(time.time())
-            lease = Lease(session_id, self.host, os.getpid(), acquired, time.time(), self._lease_timeout())
-            info = self._client.commit(
-                [CommitOperationAdd(LEASE, lease.to_bytes())], f"lease: session {session_id} on {self.host}", parent=head.sha
-            )
-            return info, lease
-
-        with self._commit_lock:
-            info, self._lease = self._retrying("take the lease", take)
-            self._head = info.oid
+        self._outbox.clear_others()  # snapshots of a previous writer process
+        self._holder.take(session_id, force, self._retrying)
         self._publisher.heartbeats(True)
 
     def release(self, timeout: float | None = None) -> None:
         """Delete the lease and push the final ``status.json`` and card (a small commit), within ``timeout`` seconds.
 
-        An upload still holding the repo is waited for at most :data:`RELEASE_WAIT` (and
+        An upload still holding the repo is waited for at most :data:`~.lease.RELEASE_WAIT` (and
         ``timeout``); then the lease is left to expire, which the warning says.
         """
         try:
@@ -264,70 +219,14 @@ class HubStore(Store):
             self._folder_lock.release()
 
     def _release_lease(self, timeout: float | None) -> None:
-        if self._lease is None:
+        if self._holder.lease is None:
             return
         self._publisher.heartbeats(False)
-        if timeout is not None:
-            end = time.time() + max(0.0, timeout)
-            self._client.deadline = end if self._client.deadline is None else min(self._client.deadline, end)
-        patience = RELEASE_WAIT if timeout is None else max(0.0, min(RELEASE_WAIT, timeout))
-        expires = duration(self._lease.timeout)
-        if not self._commit_lock.acquire(timeout=patience):
-            log.warning("%s: an upload is still running; the lease stays and expires in %s", self.url, expires)
-            return
-        try:
-            def commit() -> None:
-                head = self._check_lease(self._client.head())
-                operations = [CommitOperationDelete(LEASE)] + self._small_files(head, with_lease=False)
-                info = self._client.commit(operations, f"release: session {self._lease.session} ended", parent=head)
-                self._head = info.oid
-
-            self._retrying("release the lease", commit)
-        except StoreError as err:
-            log.warning("%s: could not release the lease (%s); it expires in %s", self.url, err, expires)
-        finally:
-            self._lease = None
-            self._commit_lock.release()
-
-    def _lease_timeout(self) -> float:
-        """The lease's timeout: ``lease_timeout``, longer when this run's pushes are slow.
-
-        No heartbeat can land while a full push is committing, so a lease must outlast the
-        longest push or a live session would look dead to others during a slow upload; but
-        never more than the ceiling (a share of the session, see :mod:`.lease`), which
-        :meth:`notes` reports when it cuts.
-        """
-        return max(self.lease_timeout, min(self._wanted_lease_timeout(), self._lease_ceiling()))
-
-    def _wanted_lease_timeout(self) -> float:
-        return max([self.lease_timeout] + [LONG_PUSH_FACTOR * s for s in self.transfer_seconds()])
-
-    def _lease_ceiling(self) -> float:
-        return MAX_LEASE_TIMEOUT if self._session_seconds is None else MAX_LEASE_SHARE * self._session_seconds
+        self._holder.release(timeout, lambda head: self._commits.small(head, with_lease=False), self._retrying)
 
     def notes(self) -> list[str]:
         """The lease's ceiling, when it cut the timeout this run's slow pushes asked for."""
-        wanted, used = self._wanted_lease_timeout(), self._lease_timeout()
-        if wanted <= used:
-            return []
-        return [
-            f"the lease on {self.url} times out after {duration(used)} (at most {MAX_LEASE_SHARE:.0%} of the session), "
-            f"not {LONG_PUSH_FACTOR:g} × this run's slowest recent push ({duration(wanted)}): if this session dies, the next "
-            f"one may take the run over {duration(used)} after its last commit"
-        ]
-
-    def _check_lease(self, head: str) -> str:
-        """``head``, after making sure the lease is still ours if the branch moved since we last looked."""
-        if self._lease is None or head == self._head:
-            return head
-        holder = Lease.parse(self._client.read(LEASE, head))
-        if holder is None or holder.session != self._lease.session:
-            raise LeaseLost(
-                f"session {holder.session if holder else '(none)'} on {holder.host if holder else '?'} took over "
-                f"{self.url}; this session stopped pushing"
-            )
-        self._head = head
-        return head
+        return self._holder.notes()
 
     # -- resume ---------------------------------------------------------------------------
 
@@ -336,97 +235,9 @@ class HubStore(Store):
 
         Downloads only ``latest``'s folder (falling back to older checkpoints on the Hub
         when one fails its manifest), ``status.json`` and ``pushes.json``, and ``model/`` when
-        this disk has an older one (see :meth:`_fetch_model`).
+        this disk has an older one (see :func:`~.resume.fetch_model`).
         """
-        local = ckpt.latest_complete(self.root, log)
-        try:
-            head = self._retrying("look up the run on the Hub", self._client.head)
-            files = self._retrying("list the run on the Hub", lambda: self._client.files(head))
-            pointed = (self._retrying("read latest", lambda: self._client.read(ckpt.LATEST, head)) or b"").decode(errors="replace").strip()
-        except HubRepoError:
-            return local  # no repo yet: a new run (acquire creates it)
-        except HubUnavailable as err:
-            if local is None:
-                raise HubUnavailable(f"{err}. Nothing to resume from locally either; retry when the Hub is reachable.") from None
-            log(f"warning: {err}; resuming from the local {local.name}, which may be older than the Hub's")
-            return local
-        names = checkpoint_names(files)
-        with self._lock:
-            self._on_hub = set(names)
-            self._hub_latest = pointed if ckpt.is_checkpoint_name(pointed) and pointed in names else None
-            self._hub_latest_known = True
-        candidates = ckpt.resume_order(names, pointed or None)
-        if local is not None and (not candidates or ckpt.step_of(local.name) >= ckpt.step_of(candidates[0])):
-            return local
-        for name in candidates:
-            if local is not None and ckpt.step_of(name) <= ckpt.step_of(local.name):
-                break
-            folder = self._fetch_checkpoint(name, head, files, log)
-            if folder is not None:
-                self._fetch_model(head, files, log)
-                for extra in (STATUS, PUSHES):
-                    if extra in files:
-                        self._retrying(f"download {extra}", lambda extra=extra: self._client.download([extra], head, self.root))
-                with self._lock:
-                    self._pushes = read_pushes(self.root / PUSHES)
-                return folder
-        if local is None and candidates:
-            raise StoreError(
-                f"{self.url} has checkpoints ({', '.join(candidates)}) but none matches its manifest. "
-                "Inspect the repo, or start a new run in another repo."
-            )
-        return local
-
-    def _fetch_model(self, head: str, files: dict[str, Any], log: Callable[[str], None]) -> None:
-        """Replace a local ``model/`` with the Hub's: it belongs to an older checkpoint than the one just fetched.
-
-        ``model/`` on the Hub only moves forward: a local one left from an earlier session on
-        this disk would otherwise be mirrored over the Hub's newer one at the next push. When
-        the download fails, the local one is still removed (the Hub's stays as it is). A disk
-        without one (a fresh Kaggle session) downloads nothing: its pushes leave the Hub's
-        ``model/`` alone until the trainer exports a newer one.
-        """
-        if not (self.root / MODEL_DIR).exists():
-            return
-        wanted = [p for p in files if p.startswith(MODEL_DIR + "/")]
-        incoming, stale = self.root / LOCAL_DIR / "incoming-model", self.root / LOCAL_DIR / "stale-model"
-        for leftover in (incoming, stale):
-            shutil.rmtree(leftover, ignore_errors=True)
-        try:
-            if wanted:
-                log(f"downloading {MODEL_DIR}/ from {self.url}")
-                self._retrying(f"download {MODEL_DIR}/", lambda: self._client.download(wanted, head, incoming))
-        except StoreError as err:
-            log(f"warning: {err}; the local {MODEL_DIR}/ (older than the checkpoint resumed from) is removed, the Hub's stays")
-            wanted = []
-        final = self.root / MODEL_DIR
-        if final.exists():
-            os.replace(final, stale)
-        if wanted:
-            os.replace(incoming / MODEL_DIR, final)
-        for leftover in (incoming, stale):
-            shutil.rmtree(leftover, ignore_errors=True)
-
-    def _fetch_checkpoint(self, name: str, head: str, files: dict[str, Any], log: Callable[[str], None]) -> Path | None:
-        prefix = f"{ckpt.CHECKPOINTS}/{name}/"
-        incoming = self.root / LOCAL_DIR / "incoming"
-        shutil.rmtree(incoming, ignore_errors=True)
-        log(f"downloading {name} from {self.url}")
-        self._retrying(f"download {name}", lambda: self._client.download([p for p in files if p.startswith(prefix)], head, incoming))
-        fetched = incoming / ckpt.CHECKPOINTS / name
-        try:
-            ckpt.verify(fetched)
-        except ckpt.CheckpointError as err:
-            log(f"warning: {name} on {self.url} is unusable ({err}); trying an older checkpoint")
-            shutil.rmtree(incoming, ignore_errors=True)
-            return None
-        final = self.root / ckpt.CHECKPOINTS / name
-        final.parent.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(fetched, final)
-        shutil.rmtree(incoming, ignore_errors=True)
-        ckpt.write_atomic(self.root / ckpt.LATEST, (name + "\n").encode())
-        return final
+        return resume.resume_point(self.root, self._client, self._ledger, self._retrying, log)
 
     # -- publishing -------------------------------------------------------------------
 
@@ -438,33 +249,7 @@ class HubStore(Store):
         folder = self.root / ckpt.CHECKPOINTS / name
         if not (folder / ckpt.MANIFEST).is_file():
             raise StoreError(f"publish({name!r}): {folder} is not a complete checkpoint (save it with checkpoint.save first)")
-        self._publisher.publish(name, self._snapshot, final=final)
-
-    def _snapshot(self) -> Path | None:
-        """Copy the files the trainer rewrites (``model/`` by hard link) so a push sends one consistent state.
-
-        On a full disk the copy fails: the push then carries the checkpoint and ``latest``
-        without them (``None``), rather than not happening, and the next push brings them.
-        """
-        self._snapshots += 1
-        dest = self.root / LOCAL_DIR / "outbox" / f"{os.getpid()}-{self._snapshots:06d}"
-        try:
-            shutil.rmtree(dest, ignore_errors=True)
-            dest.mkdir(parents=True)
-            for rel in _extra_files(self.root):
-                target = dest / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    if not rel.startswith(MODEL_DIR + "/"):
-                        raise OSError("copied, not linked")
-                    os.link(self.root / rel, target)
-                except OSError:
-                    shutil.copyfile(self.root / rel, target)
-        except OSError as err:
-            shutil.rmtree(dest, ignore_errors=True)
-            log.warning("%s: could not copy status, card and model/ for the push (%s); pushing the checkpoint without them", self.url, err)
-            return None
-        return dest
+        self._publisher.publish(name, self._outbox.snapshot, final=final)
 
     def wait(self, timeout: float | None = None, interrupted: Callable[[], bool] = lambda: False) -> bool:
         """Block until every due push is on the Hub; ``False`` on timeout, interruption, a refusal or a lost lease."""
@@ -473,9 +258,8 @@ class HubStore(Store):
     def pending(self) -> str | None:
         """A loud message when the newest published checkpoint is not on the Hub, naming where it is and how to push it."""
         newest = self._publisher.published
-        with self._lock:
-            if newest is None or newest in self._on_hub:
-                return None
+        if newest is None or newest in self._ledger.on_hub():
+            return None
         reason = self._publisher.fatal or self._publisher.last_error or "its upload had not finished"
         bar = "!" * 78
         return "\n".join(
@@ -493,8 +277,7 @@ class HubStore(Store):
         """Push the newest verified local checkpoint if the Hub's ``latest`` is older, waiting until ``deadline``
         (``None``: at most :data:`SECURE_WAIT`) or ``interrupted()``; say which step is safe where."""
         newest = ckpt.latest_complete(self.root, lambda message: log.warning("%s", message))
-        with self._lock:
-            hub = self._hub_latest
+        _, hub = self._ledger.hub_latest()
         if newest is None:
             return f"no complete checkpoint in {self.root}; the newest on {self.url} is {hub or 'none'}"
         if hub is not None and ckpt.step_of(hub) >= ckpt.step_of(newest.name):
@@ -517,19 +300,16 @@ class HubStore(Store):
         full push.
         """
         protect = set(protect)
-        with self._lock:
-            self._keep_last, self._protect = keep_last, protect
+        self._ledger.keep(keep_last, protect)
         return ckpt.prune(self.root, keep_last, protect | self._publisher.busy())
 
     def checkpoint_names(self) -> list[str]:
         """This disk's checkpoints and those the Hub had when the run was looked up, oldest first."""
-        with self._lock:
-            on_hub = set(self._on_hub)
-        return sorted(set(super().checkpoint_names()) | on_hub, key=ckpt.step_of)
+        return sorted(set(super().checkpoint_names()) | self._ledger.on_hub(), key=ckpt.step_of)
 
     def read_status(self) -> dict[str, Any] | None:
         """The writer's own ``status.json``; for anyone else (``fintts status``) the Hub's, falling back to the mirror's."""
-        if self._lease is None:
+        if self._holder.lease is None:
             try:
                 status = json_object(self._client.read(STATUS, self._client.head()))
                 if status is not None:
@@ -540,8 +320,7 @@ class HubStore(Store):
 
     def transfer_seconds(self) -> list[float]:
         """Seconds of this run's recent full pushes (kept in ``pushes.json``, so a new session starts informed)."""
-        with self._lock:
-            return [float(p["seconds"]) for p in self._pushes[-RECENT_PUSHES:]]
+        return self._ledger.push_seconds()
 
     def describe(self) -> dict[str, Any]:
         facts: dict[str, Any] = {
@@ -556,16 +335,16 @@ class HubStore(Store):
         if self.storage_cap_gb is not None:
             facts["storage_cap_gb"] = self.storage_cap_gb
         published = self._publisher.published
-        with self._lock:
-            if self._pushes:
-                facts["last_push"] = dict(self._pushes[-1])
-            facts["pending"] = published is not None and published not in self._on_hub
+        pushes = self._ledger.pushes()
+        if pushes:
+            facts["last_push"] = dict(pushes[-1])
+        facts["pending"] = published is not None and published not in self._ledger.on_hub()
         return facts
 
     def close(self, timeout: float | None = None) -> None:
         self._publisher.close(5.0 if timeout is None else timeout)
 
-    # -- commits (on the publisher's thread) ------------------------------------------------
+    # -- commits (on the publisher's threads) -----------------------------------------------
 
     def _push_full(self, target: Target) -> None:
         if not (self.root / ckpt.CHECKPOINTS / target.name / ckpt.MANIFEST).is_file():
@@ -576,121 +355,24 @@ class HubStore(Store):
         if not self._repo_ready:
             self._client.ensure_repo(self.private)
             self._repo_ready = True
-        with self._commit_lock:
-            head = self._check_lease(self._client.head())
+        head = self._holder.checked_head()
         files = self._client.files(head)
         on_hub = checkpoint_names(files)
-        operations, size, deleted, added = self._full_operations(target, files, on_hub)
+        operations, size, deleted, added = self._commits.full(target, files, on_hub)
         self._client.upload(operations, self.upload_timeout)  # the bulk of the push, holding no lock
-        with self._commit_lock:
-            # only this session commits while it holds the lease (its heartbeats meanwhile touch no checkpoint)
-            head = self._check_lease(self._client.head())
-            info = self._client.commit(operations, f"{target.name}" + (" (end of session)" if target.final else ""), parent=head)
-            self._head = info.oid
+        # only this session commits while it holds the lease (its heartbeats meanwhile touch no checkpoint)
+        info = self._holder.commit(lambda head: operations, f"{target.name}" + (" (end of session)" if target.final else ""))
         seconds = time.monotonic() - started
-        with self._lock:
-            self._on_hub = (on_hub - deleted) | added
-            self._hub_latest, self._hub_latest_known = target.name, True
-            self._last_commit_url = info.commit_url
-            self._last_push_bytes = size
-            record = {"checkpoint": target.name, "seconds": round(seconds, 3), "bytes": size, "at": iso(time.time())}
-            self._pushes = (self._pushes + [record])[-RECENT_PUSHES:]
-            pushes = list(self._pushes)
-        ckpt.write_atomic(self.root / PUSHES, json.dumps(pushes, indent=1).encode())
+        self._ledger.pushed(target.name, (on_hub - deleted) | added, seconds, size, info.commit_url)
         log.info("%s: pushed %s (%.1f MB in %.1fs)", self.url, target.name, size / 1e6, seconds)
 
-    def _full_operations(
-        self, target: Target, files: dict[str, Any], on_hub: set[str]
-    ) -> tuple[list[Any], int, set[str], set[str]]:
-        """The commit for ``target``: its files, deletions, the extras; and its size, deleted and added checkpoints."""
-        with self._lock:
-            protect, keep_last = set(self._protect), self._keep_last
-        added = {target.name} | {
-            n for n in protect - on_hub if (self.root / ckpt.CHECKPOINTS / n / ckpt.MANIFEST).is_file()
-        }
-        deleted: set[str] = set()
-        if keep_last is not None:
-            after = sorted(on_hub | added, key=ckpt.step_of)
-            deleted = (set(after[:-keep_last] if keep_last > 0 else after) & on_hub) - protect - {target.name}
-        deletions: list[Any] = [CommitOperationDelete(f"{ckpt.CHECKPOINTS}/{n}/", is_folder=True) for n in sorted(deleted)]
-        additions: list[Any] = []
-        size = 0
-        for name in sorted(added, key=ckpt.step_of):
-            folder = self.root / ckpt.CHECKPOINTS / name
-            prefix = f"{ckpt.CHECKPOINTS}/{name}/"
-            rels = sorted([*ckpt.read_manifest(folder), ckpt.MANIFEST])  # what the manifest vouches for, nothing else
-            # a checkpoint pushed again (saved again at the same step) replaces its folder: files it no longer has go
-            deletions += [CommitOperationDelete(p) for p in sorted(files) if p.startswith(prefix) and p[len(prefix):] not in rels]
-            for rel in rels:
-                additions.append(CommitOperationAdd(prefix + rel, folder / rel))
-                size += (folder / rel).stat().st_size
-        snapshot_files = _extra_files(target.snapshot)
-        for rel in snapshot_files:
-            source = target.snapshot / rel
-            content = self._status_for_hub(source.read_bytes(), target.name, target.name) if rel == STATUS else source
-            additions.append(CommitOperationAdd(rel, content))
-            size += source.stat().st_size
-        for mirrored in MIRRORED_DIRS:
-            ours = {rel for rel in snapshot_files if rel.startswith(mirrored + "/")}
-            if ours:
-                deletions += [CommitOperationDelete(p) for p in sorted(files) if p.startswith(mirrored + "/") and p not in ours]
-        additions += [CommitOperationAdd(ckpt.LATEST, f"{target.name}\n".encode())] + self._bookkeeping(with_lease=True)
-        return deletions + additions, size, deleted, added
-
     def _push_heartbeat(self) -> None:
-        with self._commit_lock:
-            head = self._check_lease(self._client.head())
-            info = self._client.commit(self._small_files(head, with_lease=True), "heartbeat", parent=head)
-            self._head = info.oid
-
-    def _small_files(self, head: str, *, with_lease: bool) -> list[Any]:
-        """``status.json`` (saying where the newest checkpoint is) and the card as they are now, with ``pushes.json``
-        (and the refreshed lease), for a commit on ``head``."""
-        operations = []
-        if (self.root / STATUS).is_file():
-            if not self._hub_latest_known:
-                name = (self._client.read(ckpt.LATEST, head) or b"").decode(errors="replace").strip()
-                self._hub_latest, self._hub_latest_known = (name if ckpt.is_checkpoint_name(name) else None), True
-            local = ckpt.read_latest(self.root)
-            operations.append(CommitOperationAdd(STATUS, self._status_for_hub((self.root / STATUS).read_bytes(), self._hub_latest, local)))
-        if (self.root / CARD).is_file():
-            operations.append(CommitOperationAdd(CARD, (self.root / CARD).read_bytes()))
-        return operations + self._bookkeeping(with_lease=with_lease)
-
-    def _status_for_hub(self, data: bytes, hub: str | None, local: str | None) -> bytes:
-        """``status.json`` with its ``saved`` block: which checkpoint the Hub holds, which only this disk (see the module)."""
-        try:
-            status = json.loads(data)
-        except ValueError:
-            return data
-        if not isinstance(status, dict):
-            return data
-        local = local if ckpt.is_checkpoint_name(local) else None
-        local_only = local is not None and (hub is None or ckpt.step_of(local) > ckpt.step_of(hub))
-        saved: dict[str, Any] = {"hub": hub, "local": local, "local_only": local_only, "host": self.host, "folder": str(self.root)}
-        step = status.get("step")
-        if local_only or (isinstance(step, int) and step > (-1 if hub is None else ckpt.step_of(hub))):
-            saved["note"] = (
-                f"step {step} was reached; the newest checkpoint on the Hub is {hub or 'none yet'}"
-                + (f"; {local} is only on {self.host} in {self.root}" if local_only else "")
-            )
-        return json.dumps({**status, "saved": saved}, indent=1, sort_keys=True).encode()
-
-    def _bookkeeping(self, *, with_lease: bool) -> list[Any]:
-        with self._lock:
-            pushes = list(self._pushes)
-        operations = [CommitOperationAdd(PUSHES, json.dumps(pushes, indent=1).encode())] if pushes else []
-        lease = self._lease
-        if with_lease and lease is not None:
-            self._lease = lease = Lease(lease.session, lease.host, lease.pid, lease.acquired, time.time(), self._lease_timeout())
-            operations.append(CommitOperationAdd(LEASE, lease.to_bytes()))
-        return operations
+        self._holder.commit(lambda head: self._commits.small(head, with_lease=True), "heartbeat")
 
     def _tidy_storage(self) -> None:
         """Free LFS objects of deleted files and warn before the storage cap; failures only warn (next push retries)."""
         try:
-            with self._commit_lock:
-                freed = self._client.free_unreferenced(self._head or "main")
+            freed = self._holder.free_unreferenced()
             if freed:
                 log.info("%s: freed %.1f MB of deleted checkpoints", self.url, freed / 1e6)
             self._used_storage = self._client.used_storage()
@@ -700,11 +382,12 @@ class HubStore(Store):
             return
         if self.storage_cap_gb is not None and self._used_storage is not None:
             cap = self.storage_cap_gb * 1e9
-            if self._used_storage + self._last_push_bytes > cap:
+            last_push_bytes = self._ledger.last_push_bytes()
+            if self._used_storage + last_push_bytes > cap:
                 log.warning(
                     "%s uses %.2f GB; the next push (~%.2f GB) would exceed storage_cap_gb=%.2f. "
                     "Keep fewer checkpoints (keep_last) or raise the cap.",
-                    self.url, self._used_storage / 1e9, self._last_push_bytes / 1e9, self.storage_cap_gb,
+                    self.url, self._used_storage / 1e9, last_push_bytes / 1e9, self.storage_cap_gb,
                 )
 
     # -- synchronous pushes (fintts push) -------------------------------------------------------
@@ -715,45 +398,17 @@ class HubStore(Store):
         if latest is None:
             raise StoreError(f"{self.root} has no complete checkpoint to push")
         self._publisher.published = latest.name
-        target = Target(latest.name, self._snapshot(), final=True)
+        target = Target(latest.name, self._outbox.snapshot(), final=True)
         try:
             self._retrying(f"push {latest.name}", lambda: self._push_full(target))
         finally:
             target.discard()
         self._tidy_storage()
-        return self._last_commit_url or ""
+        return self._ledger.last_commit_url() or ""
 
     def remote_latest(self) -> str | None:
         """The checkpoint the Hub's ``latest`` names (``None`` for an empty run)."""
-        head = self._retrying("look up the run on the Hub", self._client.head)
-        pointed = self._retrying("read latest", lambda: self._client.read(ckpt.LATEST, head))
-        name = (pointed or b"").decode(errors="replace").strip() or None
-        if name is not None and not ckpt.is_checkpoint_name(name):
-            log.warning("%s: its latest names %r, which is not a checkpoint name; ignoring it", self.url, name)
-            return None
-        return name
-
-
-def _extra_files(folder: Path | None) -> list[str]:
-    """Relative paths of what a full push carries besides checkpoints: model/, samples/, tb/, the plot, status, card.
-
-    Regular files only: a symbolic link is skipped with a warning, never followed.
-    """
-    if folder is None:
-        return []
-    found = []
-    for rel in EXTRA_FILES + MIRRORED_DIRS + ADDED_DIRS:
-        path = folder / rel
-        if path.is_symlink():
-            log.warning("%s is a symbolic link; it is not pushed", path)
-        elif path.is_file():
-            found.append(rel)
-        elif path.is_dir():
-            try:
-                found += [p.relative_to(folder).as_posix() for p in ckpt.regular_files(path)]
-            except ckpt.CheckpointError as err:
-                log.warning("%s; %s/ is not pushed this time", err, rel)
-    return found
+        return resume.remote_latest(self._client, self._retrying)
 
 
 def _read_json(path: Path, default: Any) -> Any:
@@ -761,4 +416,3 @@ def _read_json(path: Path, default: Any) -> Any:
         return json.loads(path.read_text())
     except (FileNotFoundError, ValueError):
         return default
-
