@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 from fintts.train.status import STEP_SECONDS
 
@@ -13,6 +14,19 @@ class Board:
 
     def __init__(self, writer, warn: Callable[[str], None]):
         self.writer, self.warn = writer, warn
+
+    @classmethod
+    def open(cls, folder: Path | None, warn: Callable[[str], None]) -> Board:
+        """TensorBoard's event files in ``folder`` (the main process's); ``None``, or a folder that cannot be written: none."""
+        if folder is None:
+            return cls(None, warn)
+        from torch.utils.tensorboard import SummaryWriter  # imports tensorboard (seconds); only the main process logs
+
+        try:
+            return cls(SummaryWriter(str(folder)), warn)
+        except OSError as err:
+            warn(f"no TensorBoard logs this session: {err}")
+            return cls(None, warn)
 
     def scalar(self, key: str, value: float, step: int) -> None:
         if self.writer is None:
@@ -53,3 +67,16 @@ class LossWindow:
         means = {key: value / self.steps for key, value in self.sums.items()} if self.steps else None
         self.sums, self.steps = {}, 0
         return means
+
+    def record(self, writer: Board, history: list[dict[str, float]], step: int, *, lr: Callable[[], float]) -> None:
+        """The means since the last take (and the learning rate) into the run's ``history`` and TensorBoard; none if no step
+        was counted."""
+        means = self.take()
+        if means is None:
+            return
+        entry = {"step": step, **means}
+        entry["lr"] = lr()
+        history.append(entry)
+        for key, value in entry.items():
+            if key != "step":
+                writer.scalar(f"train/{key}", value, step)

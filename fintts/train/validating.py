@@ -1,0 +1,141 @@
+"""Validating: the held-out evaluation, the best kept (see :mod:`fintts.train.validation`), and ``model/``'s exports.
+
+``model/`` holds the voice a person would use now: the validated best, or (no validation
+yet) the newest weights. Its quick part is written in place by the main process; its slow
+part is made in the background (:mod:`fintts.train.background_export`) while training goes
+on, and the final save waits for it as long as the session's clock allows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from accelerate.utils import gather_object
+
+from fintts.train import checkpoint, memory, validation
+from fintts.train.background_export import BackgroundExport
+from fintts.train.building import BuiltPhase
+from fintts.train.clock import SessionClock, StopRequest
+from fintts.train.collective import announce, await_main, post_failure
+from fintts.train.decision import StopReason
+from fintts.train.metrics import Board
+from fintts.train.saving import replace_export
+from fintts.train.state import TrainerState, isolated_rng
+from fintts.train.stores.base import MODEL_DIR
+
+
+@dataclasses.dataclass
+class Validated:
+    """What one validation leaves: every process's peak memory, the evaluation (``None`` if it raised), whether
+    patience ran out, and this process's error (brought to the step's vote, not raised)."""
+
+    peaks: list[dict[str, Any]]
+    evaluated: dict[str, Any] | None = None
+    early_stop: bool = False
+    error: Exception | None = None
+
+
+def validate(built: BuiltPhase, state: TrainerState, writer: Board, *, main: bool, device: torch.device, rank: int,
+             export: Callable[[], None], log: Callable[[str], None]) -> Validated:
+    """Validate in every process: the evaluation, the best kept (and exported, by the main process), patience.
+
+    Every process validates the same held-out data with the same weights and random
+    stream; the main process keeps the results. An error is not raised here but brought
+    to the step's vote (posted first, so the main process can name it), so the other
+    processes learn of it in the same collective instead of waiting in the next one.
+    """
+    done = Validated(peaks=gather_object([memory.peak_memory(device)]))
+    try:
+        done.evaluated = evaluate(built, state.step)
+        done.early_stop = keep_best(done.evaluated, state, built, writer, main=main, export=export, peaks=done.peaks, log=log)
+    except Exception as err:
+        done.error = err
+        post_failure(rank, f"{type(err).__name__}: {err}")
+        log(f"validation failed at step {state.step}: {type(err).__name__}: {err}")
+    return done
+
+
+def evaluate(built: BuiltPhase, step: int) -> dict[str, Any]:
+    """The task's evaluation of the phase's models at ``step`` (on its own random stream): metrics and files."""
+    for model in built.models.values():
+        model.eval()
+    with torch.no_grad(), isolated_rng(built.cfg.seed + 99_991):
+        evaluation = built.task.evaluate(built.models, step)
+    for model in built.models.values():
+        model.train()
+    for rel in evaluation.files:  # written into checkpoints: a name from a corpus must not reach outside them
+        checkpoint.safe_relative_path(rel, what=f"{type(built.task).__name__}.evaluate() file")
+    return {"step": step, "metrics": evaluation.metrics, "files": evaluation.files}
+
+
+def keep_best(evaluated: dict[str, Any], state: TrainerState, built: BuiltPhase, writer: Board, *, main: bool,
+              export: Callable[[], None], peaks: list[dict[str, Any]], log: Callable[[str], None]) -> bool:
+    """Record a validation (best and patience), export a new best (main process), say it; whether patience ran out."""
+    metrics = evaluated["metrics"]
+    for key, value in metrics.items():
+        writer.scalar(key, value, state.step)
+    improved, stop = validation.record(
+        state, metrics, monitor=built.monitor, mode=built.monitor_mode, min_delta=built.cfg.min_delta, patience=built.cfg.patience,
+    )
+    if improved and main:
+        export()
+    log(
+        f"step {state.step}: "
+        + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
+        + (f" (best {state.best_value:.4g} at step {state.best_step})" if state.best_value is not None else "")
+        + f"; memory: {memory.describe(peaks)}"
+    )
+    return stop
+
+
+def export(built: BuiltPhase, state: TrainerState, exports: BackgroundExport, *, root: Path, warn: Callable[[str], None]) -> None:
+    """Replace ``model/`` with the task's export, and start its slow part in the background; a disk too full for it
+    keeps the previous one, and says so."""
+    final = root / MODEL_DIR
+    err = replace_export(final, lambda folder: built.task.export(built.models, folder))
+    if err is not None:
+        warn(f"could not export {final} at step {state.step} ({err}); it holds the previous export")
+        return
+    export_later(built, state, exports)
+
+
+def export_later(built: BuiltPhase, state: TrainerState, exports: BackgroundExport) -> None:
+    """Start the slow part of the export ``model/`` holds (main process), in the background."""
+    derive = built.task.export_later()
+    state.export_pending = derive is not None
+    exports.exported(derive, state.step)
+
+
+def poll_exports(exports: BackgroundExport, state: TrainerState, clock: SessionClock, durable: float | None) -> None:
+    """Put a finished background export in place (main process); the final save waits for it, so the clock's reserve
+    counts its time with the save's (``durable``: the newest checkpoint's save and push)."""
+    seconds = exports.poll()
+    state.export_pending = exports.pending()
+    if seconds is not None:
+        clock.record(seconds + (durable or 0.0))
+        state.durable_seconds = list(clock.measured)
+
+
+def settle_exports(reason: StopReason, state: TrainerState, exports: BackgroundExport | None, *, main: bool, clock: SessionClock,
+                   stop: StopRequest, durable: float | None, log: Callable[[str], None]) -> None:
+    """Before the final save, the main process finishes the newest background export (so the final push carries it)
+    while the others wait off the device. It gives up when only the final save's own time is left, or on a signal
+    (a stop asked for by a signal, or one while it waits): the export is then the next session's to make."""
+    if main:
+        closing = clock.closing_time()
+        need = durable or clock.initial_reserve / 2
+        deadline = time.time() if reason in (StopReason.SIGINT, StopReason.SIGTERM) else (
+            None if closing is None else closing - 2 * need)
+        seen = stop.received
+        seconds = exports.settle(deadline, interrupted=lambda: stop.received > seen)
+        state.export_pending = exports.pending()  # what the final checkpoint tells the next session
+        if seconds:
+            log(f"waited {seconds:.1f} s for the export of {MODEL_DIR}/ to finish")
+        announce("exports")
+    else:
+        await_main("exports", clock.end)
