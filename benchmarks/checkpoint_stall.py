@@ -28,9 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fintts.train import Trainer, checkpoint  # noqa: E402
+from fintts.train import Trainer
 from fintts.train.config import load_config  # noqa: E402
-from fintts.train.state import TrainerState  # noqa: E402
+from fintts.train.run import checkpoint  # noqa: E402
+from fintts.train.run.state import TrainerState  # noqa: E402
 from fintts_stand_ins.toy import ToyTask  # noqa: E402
 
 

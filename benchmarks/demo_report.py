@@ -30,7 +30,7 @@ import numpy as np
 import soundfile as sf
 import yaml
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.tts.corpus import Item
 from fintts.tts.demo import data_root, make_corpus

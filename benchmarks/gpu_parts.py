@@ -2,7 +2,7 @@
 
 A part measures through what a user runs — the benchmarks beside this file (``vits_step``,
 ``mas``, ``step_share``, ``stand_ins``), ``fintts train`` on the command line, and the
-package's API (:func:`fintts.train.train`, :func:`fintts.train.bench.bench`) — and writes
+package's API (:func:`fintts.train.train`, :func:`fintts.train.tools.bench.bench`) — and writes
 ``DIR/parts/NAME.json``: its figures, its checks (a target, the figure against it, met or
 not, or not judged and why) and the commands a person would type for the same figures. It
 writes that file as it goes, so a part stopped at its time limit leaves what it had measured.
@@ -102,7 +102,7 @@ class Part:
     def _environment(self) -> dict:
         import transformers
 
-        from fintts.train.platform import device_label
+        from fintts.train.machine.platform import device_label
 
         env = {
             "device_type": self.device.type, "device": device_label(self.device, 1), "torch": torch.__version__,
@@ -173,7 +173,7 @@ def _release() -> None:
 
 
 def _is_oom(err: BaseException) -> bool:
-    from fintts.train.memory import is_out_of_memory
+    from fintts.train.step.memory import is_out_of_memory
 
     return is_out_of_memory(err)
 
@@ -357,7 +357,7 @@ def part_mas(p: Part) -> None:
 def part_resume(p: Part) -> None:
     """Session A with a budget, B resumes it a few steps on, C trains the same steps unbroken; B's weights against C's."""
     from fintts.cli import main as fintts
-    from fintts.train.platform import process_start_time
+    from fintts.train.machine.platform import process_start_time
 
     s = p.sizes
     started = process_start_time("self") or time.time()  # the session clock's origin off Kaggle
@@ -418,7 +418,7 @@ def part_resume(p: Part) -> None:
 def _compare_runs(broken: Path, whole: Path) -> dict:
     from safetensors.torch import load_file
 
-    from fintts.train import checkpoint
+    from fintts.train.run import checkpoint
 
     folders = [checkpoint.latest_complete(store, log=lambda _: None) for store in (broken, whole)]
     weights = []
@@ -506,8 +506,8 @@ def part_step_share(p: Part) -> None:
 
 
 def part_bench(p: Part) -> None:
-    from fintts.train import bench
     from fintts.train.config import load_config
+    from fintts.train.tools import bench
 
     config = load_config(p.config, p.overrides(f"store={p.work / 'run'}", "export_onnx=false"))
     p.figures["sdpa"] = _sdpa()

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 from fintts.train.stores.hub import HubStore
 from fintts_stand_ins import HubServer
 

@@ -17,7 +17,7 @@ data loader delivers clips with ``--num-workers`` workers from an empty cache an
 one (the task's own dataset and collate, through the Task interface), to set against the
 clips per second a training step consumes.
 
-Each session's phases (:data:`fintts.train.state.PHASES`) come from its ``status.json``:
+Each session's phases (:data:`fintts.train.run.state.PHASES`) come from its ``status.json``:
 ``before`` (process start to training: Python, imports, the config), ``models`` (the corpus
 check and the model), ``data`` (the training items), ``resume``. The corpus check alone is
 timed in this process with :func:`fintts.tts.corpus.check_corpus`; the per-clip figures are

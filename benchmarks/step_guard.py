@@ -1,7 +1,7 @@
 """What the step guard adds to a training step: the gradient norms it judges each step by.
 
 Before any optimizer steps, the trainer computes every group's gradient norm
-(:func:`fintts.train.guard.gradient_norm`) and brings it to the host with the losses, so that a
+(:func:`fintts.train.step.guard.gradient_norm`) and brings it to the host with the losses, so that a
 step with NaN/inf gradients or a spiking loss is skipped. This measures that norm on an
 MMS-sized VITS generator and discriminator with random gradients, beside the AdamW update
 the step does anyway:
@@ -22,7 +22,7 @@ import time
 import torch
 from transformers import VitsConfig, VitsModel
 
-from fintts.train.guard import gradient_norm
+from fintts.train.step.guard import gradient_norm
 from fintts.tts.vits.discriminator import VitsDiscriminator
 
 

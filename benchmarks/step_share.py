@@ -4,7 +4,7 @@
 
 trains one session of ``configs/mms-fin.yaml`` on the stand-ins of ``benchmarks/stand_ins.py``
 (written to ``OUT`` once, then reused) in ``OUT/run-<device>`` (emptied first) and reads what
-the session recorded about itself: seconds per phase (:data:`fintts.train.state.PHASES`:
+the session recorded about itself: seconds per phase (:data:`fintts.train.run.state.PHASES`:
 start-up, steps, validations with the quick part of each new best's export, checkpoints, the final save,
 which waits for the newest best's ONNX graphs, made in the background).
 

@@ -61,7 +61,7 @@ def _store_settings(args):
 
 
 def cmd_train(args) -> int:
-    from fintts.train.launcher import LaunchFailed, end_process, launch
+    from fintts.train.session.launcher import LaunchFailed, end_process, launch
 
     options = [f"{key}={getattr(args, flag)}" for flag, key in TRAIN_OPTIONS.items() if getattr(args, flag) is not None]
     try:
@@ -83,8 +83,8 @@ def cmd_train(args) -> int:
 def cmd_bench(args) -> int:
     from accelerate import PartialState
 
-    from fintts.train import bench
     from fintts.train.config import load_config
+    from fintts.train.tools import bench
 
     config = load_config(args.config, list(args.overrides) + ([f"store={args.store}"] if args.store else []))
     report = bench.bench(
@@ -103,8 +103,8 @@ def cmd_bench(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from fintts.train import plan
     from fintts.train.config import load_config
+    from fintts.train.tools import plan
 
     overrides = list(args.overrides) + ([f"store={args.store}"] if args.store else [])
     config = load_config(args.config, overrides)
@@ -117,7 +117,7 @@ def cmd_plan(args) -> int:
     if args.step_seconds is not None:
         step = plan.Figure(args.step_seconds, "given: --step-seconds")
     else:
-        from fintts.train import bench
+        from fintts.train.tools import bench
 
         report = bench.for_plan(config, file=args.bench, device=args.device, log=lambda message: print(message, file=sys.stderr))
         step = plan.Figure(report.base.seconds_per_step, f"measured: bench on {report.device}, "
@@ -132,9 +132,9 @@ def cmd_plan(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from fintts.train import plan
+    from fintts.train.report.summary import format_status
     from fintts.train.stores import store_for
-    from fintts.train.summary import format_status
+    from fintts.train.tools import plan
 
     store = store_for(_store_settings(args), read_only=True)
     status = plan.run_status(store, plan.Assumptions(quota_hours=args.quota_hours))
@@ -267,11 +267,11 @@ def cmd_export(args) -> int:
 
 
 def cmd_env(args) -> int:
-    from fintts.train.environment import describe, format_text
+    from fintts.train.machine.environment import describe, format_text
 
     facts = describe(args.store, hub=not args.no_hub)
     if args.gpus:
-        from fintts.train.collective_check import check_devices
+        from fintts.train.processes.collective_check import check_devices
 
         facts["collectives"] = dataclasses.asdict(check_devices(args.num_processes))
     print(json.dumps(facts, indent=1) if args.json else format_text(facts))

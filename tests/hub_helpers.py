@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 from fintts.train.stores.hub import Backoff, HubStore
 from fintts_stand_ins import HubServer
 

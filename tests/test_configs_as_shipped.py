@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 from trainer_helpers import ROOT, cli
 
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -175,6 +175,32 @@ def test_the_session_trainer_never_reaches_the_task():
     assert not leaks, "the trainer imports the task:\n" + "\n".join(leaks)
 
 
+#: The trainer's rooms below a session: none of them reaches up into one (a session is made of them, not they of it).
+BELOW_THE_SESSION = ("step", "run", "processes", "report", "machine", "stores")
+#: What only a session, or a tool that runs sessions, may import.
+ABOVE = ("fintts.train.session", "fintts.train.tools")
+
+
+def test_the_trainers_rooms_below_a_session_never_import_it():
+    lower = [m for m in MODULES if m.startswith(tuple(f"fintts.train.{room}" for room in BELOW_THE_SESSION))]
+    lower += ["fintts.train.config", "fintts.train.task", "fintts.train.decision", "fintts.train.phases", "fintts.train.repo_id"]
+    up = [f"{imp.module}:{imp.line} imports {imp.target}" for imp in import_graph({m: MODULES[m] for m in lower})
+          if imp.target.startswith(ABOVE)]
+    assert not up, "a room below the session imports it (or a tool):\n" + "\n".join(up)
+
+
+def test_the_trainers_top_level_is_its_rooms_and_a_few_modules():
+    top = sorted(p.name for p in TRAINER.glob("*.py"))
+    assert len(top) <= 14, top
+    assert {p.name for p in TRAINER.iterdir() if p.is_dir() and (p / "__init__.py").is_file()} == {*BELOW_THE_SESSION, "session", "tools"}
+
+
+def test_no_module_is_over_600_lines():
+    long = [f"{path.relative_to(ROOT)}: {n} lines" for path in sorted(PACKAGE.rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 600]
+    assert not long, "split these:\n" + "\n".join(long)
+
+
 def test_the_laptop_voice_loads_without_torch_or_the_trainer():
     chains = reachable(LAPTOP, import_graph(), loading_only=True)
     leaks = [" -> ".join(chain) for name, chain in chains.items() if name in TRAINING_STACK or name.startswith("fintts.train")]

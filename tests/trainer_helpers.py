@@ -13,7 +13,7 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = {"progress": False, "log": lambda message: None}

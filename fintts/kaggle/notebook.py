@@ -12,7 +12,7 @@ unless they are names, :func:`fintts.tts.corpus.model.option_problems`.)
 A saved Kaggle version is read later, often on a phone: the summary, the loss curves and
 the newest validation samples as audio players are what a person checks before deciding
 whether to run another session. They come from the session's latest checkpoint, which holds
-the newest validation's samples and the loss plot (:mod:`fintts.train.checkpoint`).
+the newest validation's samples and the loss plot (:mod:`fintts.train.run.checkpoint`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fintts.train.summary import SessionSummary
+from fintts.train.report.summary import SessionSummary
 
 HUB = "hf://"
 #: The task settings that say how to read the corpus, passed on to ``fintts check`` as its options.

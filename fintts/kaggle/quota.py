@@ -25,7 +25,7 @@ from fintts.kaggle.client import KaggleError, calling
 from fintts.train.stores.hub.client import Backoff
 
 HOUR = 3600.0
-#: Kaggle's session limit (fintts.train.platform.PLATFORM_LIMITS, not imported here: it imports torch).
+#: Kaggle's session limit (fintts.train.machine.platform.PLATFORM_LIMITS, not imported here: it imports torch).
 SESSION_LIMIT = 12 * HOUR
 #: Quota kept back from a session's budget (see the module's docstring).
 MARGIN = 20 * 60.0

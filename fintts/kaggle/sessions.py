@@ -73,9 +73,9 @@ from fintts.kaggle import quota as weekly
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
 from fintts.kaggle.kernel import KernelSettings, Pushed, kernel_ref, push
 from fintts.kaggle.secret import MISSING, attach_hint
-from fintts.train.checkpoint import CHECKPOINTS, LATEST, is_checkpoint_name, step_of
-from fintts.train.clock import hms
 from fintts.train.config import parse_duration
+from fintts.train.machine.clock import hms
+from fintts.train.run.checkpoint import CHECKPOINTS, LATEST, is_checkpoint_name, step_of
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import Backoff, HubClient, json_object
 from fintts.train.stores.hub.errors import HubRepoError
@@ -90,7 +90,7 @@ ATTEMPTS = 6
 BACKOFF = Backoff(base=2.0, cap=30.0, jitter=0.5, retry_after_cap=300.0)
 #: Seconds one look at Kaggle or the Hub may take before it counts as a time-out (and is tried again).
 REQUEST_TIMEOUT = 60.0
-#: How a session on Kaggle names its machine in the Hub lease (:func:`fintts.train.platform.host_name`).
+#: How a session on Kaggle names its machine in the Hub lease (:func:`fintts.train.machine.platform.host_name`).
 KAGGLE_HOST = "kaggle"
 #: Slack for the clocks of this machine and Kaggle's when telling whether a lease was taken after a push.
 CLOCK_SLACK = 600.0

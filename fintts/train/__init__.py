@@ -15,9 +15,9 @@ from typing import Any
 
 _WHERE = {
     "ConfigDrift": "fintts.errors",
-    "LaunchFailed": "fintts.train.launcher", "launch": "fintts.train.launcher",
-    "Trainer": "fintts.train.loop", "train": "fintts.train.loop",
-    "SessionSummary": "fintts.train.summary",
+    "LaunchFailed": "fintts.train.session.launcher", "launch": "fintts.train.session.launcher",
+    "Trainer": "fintts.train.session.loop", "train": "fintts.train.session.loop",
+    "SessionSummary": "fintts.train.report.summary",
     **dict.fromkeys(["Evaluation", "OptimizerGroup", "Task", "TaskContext", "TrainData", "unwrap"], "fintts.train.task"),
 }
 

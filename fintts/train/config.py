@@ -184,7 +184,7 @@ class TrainConfig:
     hub_timeout: float | None = duration_setting("60s")
     #: with several processes: the least time one may wait in a collective (e.g. a gradient all-reduce) before the
     #: process group aborts it; once steps are measured the bound is 4 × the longest stretch between two votes when
-    #: that is longer (:mod:`fintts.train.watchdog`). ``auto``: 5 min, and the session's limit until steps are measured.
+    #: that is longer (:mod:`fintts.train.session.watchdog`). ``auto``: 5 min, and the session's limit until steps are measured.
     collective_timeout: float | str | None = duration_setting("auto", auto=True)
     #: with several processes: how long another process may outlive a first process that ended its session
     #: cleanly before the launcher ends it.
@@ -542,3 +542,10 @@ def speed_settings(config: RunConfig) -> dict[str, Any]:
 def fingerprint_changes(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     keys = sorted(set(saved) | set(current))
     return [f"{k}: {saved.get(k, '(unset)')!r} -> {current.get(k, '(unset)')!r}" for k in keys if saved.get(k) != current.get(k)]
+
+
+def total_steps(cfg: TrainConfig, steps_per_epoch: int) -> int:
+    """The run's length in optimizer steps: ``epochs`` × steps per epoch when set, else ``max_steps``."""
+    if cfg.epochs:
+        return max(1, round(cfg.epochs * steps_per_epoch))
+    return cfg.max_steps

@@ -6,11 +6,11 @@ speaker) and an end: ``steps`` or ``epochs`` of its own, or early stopping by it
 ``patience``. The last phase ends with the run (``max_steps`` or early stopping).
 Without ``phases`` a run is one phase with the file's settings.
 
-How the trainer goes through them (:class:`fintts.train.loop.Trainer`):
+How the trainer goes through them (:class:`fintts.train.session.loop.Trainer`):
 
 - **State.** The phase index, the step it began at and what its task resolved from the
   data (:meth:`~fintts.train.task.Task.resolved_settings`: ``speaker: best`` becomes a
-  name) are in the checkpointed :class:`~fintts.train.state.TrainerState`, with a record
+  name) are in the checkpointed :class:`~fintts.train.run.state.TrainerState`, with a record
   of every finished phase. ``epoch``, ``step_in_epoch``, the best value and the patience
   counter are the current phase's: phases validate on their own data, so their scores
   are not compared. The step count and checkpoint names go on across phases.
@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fintts.train.config import Phase
-from fintts.train.state import TrainerState
+from fintts.train.run.state import TrainerState
 
 
 def in_last_phase(phases: Sequence[Phase], state: TrainerState) -> bool:

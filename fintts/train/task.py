@@ -85,7 +85,7 @@ class Evaluation:
 @dataclasses.dataclass
 class Card:
     """What a task says about its model on a card: the run's page (``README.md``, the Hub repo's card), and
-    the card of the model on its own (an exported folder, a published repo), both written by :mod:`fintts.train.card`.
+    the card of the model on its own (an exported folder, a published repo), both written by :mod:`fintts.train.report.card`.
 
     On the run's page the trainer adds what it knows — the run's state, best metric, loss plot and
     sessions — around these. ``metadata`` becomes the card's YAML front matter through

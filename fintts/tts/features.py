@@ -36,7 +36,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from fintts.train.checkpoint import sha256_file
+from fintts.train.run.checkpoint import sha256_file
 from fintts.tts.audio import Span, Spectrogram, SpectrogramConfig, load_audio
 
 #: Bumped when what is stored changes meaning, so old caches are not reused.

@@ -309,7 +309,7 @@ def test_wheels_dataset_is_uploaded_with_the_fintts_wheel_and_the_configs(kaggle
     assert {"mms-fin.yaml", "demo.yaml"} <= set(version)
     (tmp_path / wheel).write_bytes(version[wheel])
     with zipfile.ZipFile(tmp_path / wheel) as archive:
-        assert "fintts/train/launcher.py" in archive.namelist()
+        assert "fintts/train/session/launcher.py" in archive.namelist()
     again = run("-m", "fintts", "kaggle", "wheels", env=env, cwd=tmp_path, timeout=240)
     assert again.returncode == 0 and len(kaggle.datasets["alice/fintts-wheels"]) == 2  # a new version, same dataset
     assert {*ROOT.glob("*.egg-info"), *ROOT.glob("build")} == built_before  # the checkout was not built in

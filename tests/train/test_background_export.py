@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 from hub_helpers import REPO
 from trainer_helpers import FAULTY, cli, start_cli, stop, write_config
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from fintts.train.collective_check import HANG_RANK, check_collectives
+from fintts.train.processes.collective_check import HANG_RANK, check_collectives
 from trainer_helpers import cli, write_config
 
 WAYS_OUT = ("NCCL_P2P_DISABLE=1", "NCCL_IB_DISABLE=1", "NCCL_DEBUG=INFO", "--num-processes 1")

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from fintts.train.config import ConfigError
-from fintts.train.memory import is_out_of_memory
-from fintts.train.precision import precision_for, resolve_precision
+from fintts.train.step.memory import is_out_of_memory
+from fintts.train.step.precision import precision_for, resolve_precision
 from fintts.tts.vits.task import VitsBatch
 from trainer_helpers import cli
 from vits_helpers import tiny_config

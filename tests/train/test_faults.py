@@ -14,8 +14,9 @@ import textwrap
 import pytest
 import torch
 
-from fintts.train import checkpoint, train
-from fintts.train.checkpoint import CheckpointError
+from fintts.train import train
+from fintts.train.run import checkpoint
+from fintts.train.run.checkpoint import CheckpointError
 from trainer_helpers import FAULTY, QUIET, _env, cli, final_weights, start_cli, stop, wait_for_step, write_config
 
 

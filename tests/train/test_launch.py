@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 from trainer_helpers import FAULTY, cli, final_weights, start_cli, stop, wait_for_step, write_config
 
 #: Same data, same effective batch, same math: two processes differ from one only in the order

@@ -7,8 +7,9 @@ import shutil
 
 import pytest
 
-from fintts.train import ConfigDrift, Trainer, checkpoint, train
+from fintts.train import ConfigDrift, Trainer, train
 from fintts.train.config import ConfigError, load_config
+from fintts.train.run import checkpoint
 from trainer_helpers import QUIET, assert_bit_identical, cli, final_weights, write_config
 
 #: 20 steps with a critic, then a quieter learner without one: the models themselves change at the switch.

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 from hub_helpers import REPO
 from trainer_helpers import FAULTY, cli, write_config
 

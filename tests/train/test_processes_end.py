@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 from hub_helpers import REPO, latest_on_hub
 from trainer_helpers import FAULTY, _env, cli, write_config
 
@@ -40,7 +40,7 @@ def test_the_first_process_is_not_killed_while_it_pushes_the_newest_checkpoint_a
     config = write_config(tmp_path, task=FAULTY, max_steps=400, step_delay=0.05, checkpoint_every_steps=3, fault_rank=1, **fault)
     store = tmp_path / "kaggle"
     # the launcher's grace for the other processes, 3 s here (120 s as shipped), is shorter than the push of step 6
-    launcher = ("import sys; import fintts.train.launcher as launcher; launcher.PEER_GRACE = 3.0; from fintts.cli import main; "
+    launcher = ("import sys; import fintts.train.session.launcher as launcher; launcher.PEER_GRACE = 3.0; from fintts.cli import main; "
                 "sys.exit(main(sys.argv[1:]))")
     result = subprocess.run(
         [sys.executable, "-c", launcher, "train", str(config), "--store", str(store), "--hub-repo", REPO, "--push-every", "1h",

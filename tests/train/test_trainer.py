@@ -9,10 +9,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from fintts.train import ConfigDrift, Trainer, checkpoint, train
-from fintts.train.clock import SessionClock
+from fintts.train import ConfigDrift, Trainer, train
 from fintts.train.config import ConfigError, load_config
-from fintts.train.sampler import EpochPlan, MicroBatchSampler
+from fintts.train.machine.clock import SessionClock
+from fintts.train.run import checkpoint
+from fintts.train.step.sampler import EpochPlan, MicroBatchSampler
 from trainer_helpers import QUIET, assert_bit_identical, final_weights, write_config
 
 

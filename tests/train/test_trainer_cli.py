@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 from trainer_helpers import assert_bit_identical, cli, final_weights, start_cli, stop, wait_for_step, write_config
 
 SLOW_STEPS = {"step_delay": 0.03, "checkpoint_every_steps": 4, "max_steps": 40}

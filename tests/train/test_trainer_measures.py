@@ -7,7 +7,7 @@ import json
 import torch
 
 from fintts.train import train
-from fintts.train.state import PHASES
+from fintts.train.run.state import PHASES
 from trainer_helpers import QUIET, assert_bit_identical, final_weights, write_config
 
 

@@ -160,7 +160,7 @@ def test_noise_floor_needs_one_frame():
 
 def test_eval_store_imports_no_task_module_a_pulled_checkpoint_names(tmp_path):
     """A run folder's config.yaml came from the Hub: `task: module:Class` in it is refused, never imported."""
-    from fintts.train import checkpoint
+    from fintts.train.run import checkpoint
     from trainer_helpers import cli
 
     marker = tmp_path / "imported"

@@ -1,6 +1,6 @@
 """Where a run lives between sessions.
 
-Every store has a local ``root`` folder laid out as :mod:`fintts.train.checkpoint`
+Every store has a local ``root`` folder laid out as :mod:`fintts.train.run.checkpoint`
 describes; the trainer always writes checkpoints there. A store then makes a finished
 checkpoint *durable* with :meth:`Store.publish`: for the local store the folder already
 is the store, for the Hub store it is an upload in the background. The trainer never
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 
 STATUS = "status.json"
 MODEL_DIR = "model"

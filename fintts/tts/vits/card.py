@@ -1,4 +1,4 @@
-"""What a Finnish VITS voice says about itself on a card; :mod:`fintts.train.card` writes the cards.
+"""What a Finnish VITS voice says about itself on a card; :mod:`fintts.train.report.card` writes the cards.
 
 One set of facts for three places, each with its own usage text (``where``):
 

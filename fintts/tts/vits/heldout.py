@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fintts.train import checkpoint
 from fintts.train.config import ConfigError, load_config
+from fintts.train.run import checkpoint
 from fintts.train.stores.base import MODEL_DIR
 from fintts.tts.audio import load_audio
 from fintts.tts.corpus import Item

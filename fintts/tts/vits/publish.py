@@ -5,7 +5,7 @@ widget and ``pipeline("text-to-speech", model="me/my-voice")`` want a repo whose
 voice. :func:`publish` writes one: the transformers files (``config.json``,
 ``model.safetensors``, tokenizer files, ``speakers.json``), the ONNX graphs, whatever other voice
 files ``model/`` holds (a Piper voice, ``*.onnx`` + ``*.onnx.json``), and a card made by
-:mod:`fintts.train.card` from the run's ``status.json`` (:func:`fintts.tts.vits.card.run_card`).
+:mod:`fintts.train.report.card` from the run's ``status.json`` (:func:`fintts.tts.vits.card.run_card`).
 
 Decisions, for where a person might expect otherwise:
 
@@ -46,9 +46,9 @@ from safetensors.torch import load_file
 from transformers import VitsConfig, VitsModel
 
 from fintts.errors import StoreError, UsageError
-from fintts.train import checkpoint as ckpt
-from fintts.train.card import render_model
 from fintts.train.repo_id import repo_id_problem
+from fintts.train.report.card import render_model
+from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.errors import HubAuthError

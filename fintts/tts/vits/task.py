@@ -36,9 +36,9 @@ from safetensors.torch import load_model
 from torch import nn
 from tqdm.auto import tqdm
 
-from fintts.train import checkpoint
-from fintts.train.card import render_model
 from fintts.train.config import ConfigError, free_setting
+from fintts.train.report.card import render_model
+from fintts.train.run import checkpoint
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Span, Spectrogram, SpectrogramConfig, resampled_length
@@ -161,7 +161,7 @@ class VitsTaskConfig:
     lora: LoraSettings = dataclasses.field(default_factory=LoraSettings)
     #: write model.onnx and model.int8.onnx with each exported voice, so a laptop without torch can
     #: speak it. They take 5-10 s for the demo voice and 25-75 s for an MMS-sized one on a shared
-    #: 2-core CPU, made in the background while training goes on (see fintts.train.background_export).
+    #: 2-core CPU, made in the background while training goes on (see fintts.train.session.background_export).
     export_onnx: bool = free_setting(True)
     #: the voice's licence on its cards (an SPDX-style id the Hub knows, e.g. apache-2.0, cc-by-4.0, mit); empty:
     #: apache-2.0. A voice fine-tuned from MMS inherits cc-by-nc-4.0, whatever this says (another value is refused).

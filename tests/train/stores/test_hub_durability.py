@@ -11,9 +11,10 @@ import time
 import pytest
 from huggingface_hub import HfApi, constants
 
-from fintts.train import Trainer, checkpoint
-from fintts.train.clock import SessionClock
+from fintts.train import Trainer
 from fintts.train.config import load_config
+from fintts.train.machine.clock import SessionClock
+from fintts.train.run import checkpoint
 from fintts.train.stores import LeaseConflict
 from fintts.train.stores.hub import pull
 from fintts_stand_ins import HubServer

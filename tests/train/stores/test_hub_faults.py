@@ -14,8 +14,9 @@ import time
 import pytest
 from huggingface_hub import HfApi
 
-from fintts.train import Trainer, checkpoint
+from fintts.train import Trainer
 from fintts.train.config import load_config
+from fintts.train.run import checkpoint
 from fintts.train.stores import LeaseConflict, StoreError
 from fintts.train.stores.hub import pull, push
 from hub_helpers import REPO, TOKEN, export_model, latest_on_hub, make_store, save

@@ -7,7 +7,7 @@ import shutil
 import signal
 import time
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 from fintts_stand_ins import HubServer
 from hub_helpers import TOKEN
 from trainer_helpers import assert_bit_identical, cli, final_weights, start_cli, stop, write_config

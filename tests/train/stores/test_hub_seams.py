@@ -8,7 +8,7 @@ import logging
 import pytest
 from huggingface_hub import HfApi
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 from hub_helpers import REPO, TOKEN, latest_on_hub, make_store, save
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import HfApi, constants
 
-from fintts.train import checkpoint
+from fintts.train.run import checkpoint
 from fintts.train.stores import LeaseConflict, StoreError, open_store
 from fintts.train.stores.hub import HubAuthError, HubStore, pull, push
 from fintts_stand_ins import HubServer
@@ -163,7 +163,7 @@ def test_server_errors_and_rate_limits_are_retried_within_bounds(hub, tmp_path):
 CHILD = textwrap.dedent(
     """
     import os, sys, time
-    from fintts.train import checkpoint
+    from fintts.train.run import checkpoint
     from fintts.train.stores.hub import Backoff, HubStore
 
     endpoint, token, root = sys.argv[1:4]

@@ -11,8 +11,9 @@ import torch
 from safetensors.torch import load_file
 from transformers import VitsModel
 
-from fintts.train import checkpoint, train
+from fintts.train import train
 from fintts.train.config import ConfigError, load_config
+from fintts.train.run import checkpoint
 from fintts.tts.vits.inference import VitsSynthesizer
 from fintts.tts.vits.init import tiny_vits_config
 from fintts.tts.vits.lora import LoraSettings, add_adapter, base_weights

@@ -12,8 +12,9 @@ from safetensors.torch import load_file
 from transformers import VitsConfig, VitsModel
 
 from fintts.errors import ConfigError, UsageError
-from fintts.train import checkpoint, train
+from fintts.train import train
 from fintts.train.config import load_config
+from fintts.train.run import checkpoint
 from fintts.tts.text import FALLBACK_VOCAB
 from fintts.tts.vits.discriminator import DiscriminatorConfig
 from fintts.tts.vits.mms_discriminator import MMS_RELEASE, cached_file, mms_language, release_file, starting_discriminator

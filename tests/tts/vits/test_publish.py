@@ -17,8 +17,9 @@ from huggingface_hub import HfApi, ModelCard
 from safetensors.torch import load_file
 
 from fintts.errors import ConfigError, StoreError
-from fintts.train import checkpoint, train
+from fintts.train import train
 from fintts.train.config import load_config
+from fintts.train.run import checkpoint
 from fintts.train.stores.hub import push
 from fintts.tts.hub_voice import download_voice
 from fintts.tts.vits.publish import publish

@@ -12,8 +12,9 @@ import torch
 from huggingface_hub import ModelCard
 from transformers import VitsModel, VitsTokenizer, pipeline
 
-from fintts.train import ConfigDrift, TaskContext, checkpoint, train
-from fintts.train.card import render
+from fintts.train import ConfigDrift, TaskContext, train
+from fintts.train.report.card import render
+from fintts.train.run import checkpoint
 from fintts.tts.audio import load_audio
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts.tts.eval import noise_floor_db

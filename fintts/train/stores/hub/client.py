@@ -42,8 +42,8 @@ from huggingface_hub.errors import RemoteEntryNotFoundError
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
 from fintts.errors import StoreError
-from fintts.train import checkpoint as ckpt
-from fintts.train.card import LOSS_PLOT
+from fintts.train.report.card import LOSS_PLOT
+from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.stores.hub.auth import find_token
 from fintts.train.stores.hub.errors import HubAuthError, HubDeadline, HubError, HubUnavailable, classify

@@ -19,8 +19,8 @@ from typing import Any
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-from fintts.train import checkpoint as ckpt
-from fintts.train.card import CARD, LOSS_PLOT
+from fintts.train.report.card import CARD, LOSS_PLOT
+from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import HubClient
 from fintts.train.stores.hub.lease import LEASE, LeaseHolder

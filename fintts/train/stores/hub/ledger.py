@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fintts.train import checkpoint as ckpt
+from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.hub.lease import iso
 from fintts.train.stores.hub.publisher import read_pushes
 

@@ -69,9 +69,9 @@ from pathlib import Path
 from typing import Any
 
 from fintts.errors import StoreError
-from fintts.train import checkpoint as ckpt
-from fintts.train.platform import host_name
+from fintts.train.machine.platform import host_name
 from fintts.train.repo_id import repo_id_problem
+from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import STATUS, Store
 from fintts.train.stores.hub import resume
 from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
@@ -98,7 +98,7 @@ class HubStore(Store):
     store creates. ``push_every``: seconds between full pushes (``0``: every publish).
     ``lease_timeout``: seconds without a heartbeat after which a lease may be taken over.
     ``storage_cap_gb``: warn before the repo outgrows this. ``host``: how the lease names
-    this machine (default: :func:`~fintts.train.platform.host_name`). ``backoff``: retry waits.
+    this machine (default: :func:`~fintts.train.machine.platform.host_name`). ``backoff``: retry waits.
     ``sync_attempts``: tries of the calls that block the caller (acquire, resume, release).
     ``request_timeout``: seconds any one HTTP request may take. ``upload_timeout``: seconds one
     push's upload of its large files may take overall (never past the session's end).

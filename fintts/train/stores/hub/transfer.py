@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fintts.errors import StoreError
-from fintts.train import checkpoint as ckpt
+from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.lease import LEASE

@@ -5,13 +5,13 @@ gives ``N // batch_size`` optimizer steps per epoch (the sampler drops the remai
 2000 clips at batch 8 give 250 steps per epoch, and 2800 steps are 11.2 epochs.
 
 Time comes from measurements, never from a constant in the code: the seconds per step,
-per validation and per checkpoint of a :mod:`fintts.train.bench` run of the same config on
+per validation and per checkpoint of a :mod:`fintts.train.tools.bench` run of the same config on
 the same device, or, for a run in progress, what its own sessions recorded
-(:data:`fintts.train.state.PHASES`). What cannot be measured before the first session on the
+(:data:`fintts.train.run.state.PHASES`). What cannot be measured before the first session on the
 target machine — the install and model download of a fresh container, moving checkpoints to
 and from the Hub — is an :class:`Assumptions` field, and every figure says which it is.
 
-A session is the :class:`~fintts.train.clock.SessionClock`'s: training stops ``safety_margin``
+A session is the :class:`~fintts.train.machine.clock.SessionClock`'s: training stops ``safety_margin``
 plus a reserve (``reserve_factor`` × the final save and upload) before the limit, and the
 session then ends, so the quota pays for what the session used, not for its limit.
 """
@@ -23,17 +23,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fintts.train.config import ConfigError, RunConfig, TrainConfig, parse_duration
+from fintts.train.config import ConfigError, RunConfig, TrainConfig, parse_duration, total_steps
 from fintts.train.stores.base import Store
 
 HOUR = 3600.0
-
-
-def total_steps(cfg: TrainConfig, steps_per_epoch: int) -> int:
-    """The run's length in optimizer steps: ``epochs`` × steps per epoch when set, else ``max_steps``."""
-    if cfg.epochs:
-        return max(1, round(cfg.epochs * steps_per_epoch))
-    return cfg.max_steps
 
 
 def count_items(config: RunConfig, samples: int | None = None) -> tuple[int, str]:
@@ -182,7 +175,7 @@ def plan_run(
     """Plan a run of ``items`` training items with config ``cfg``.
 
     ``step`` is the measured (or given) seconds per optimizer step. ``first_session`` is a
-    bench's first session (:class:`fintts.train.bench.Measurement` as a dict): its phases
+    bench's first session (:class:`fintts.train.tools.bench.Measurement` as a dict): its phases
     give the start-up, one validation and the final save, its checkpoint size the transfers.
     Without one only the step is known and the overheads count as zero, which the plan says.
     """

@@ -18,14 +18,16 @@ import torch
 from accelerate import Accelerator
 from safetensors.torch import load_model
 
-from fintts.train import checkpoint, data_drift, phases, status
-from fintts.train.building import BuiltPhase
-from fintts.train.clock import SessionClock
-from fintts.train.collective import announce, await_main
+from fintts.train import phases
 from fintts.train.config import ConfigDrift, RunConfig, fingerprint, fingerprint_changes
-from fintts.train.guard import StepGuard
-from fintts.train.platform import library_versions
-from fintts.train.state import TrainerState, isolated_rng, restore_rng
+from fintts.train.machine.clock import SessionClock
+from fintts.train.machine.platform import library_versions
+from fintts.train.processes.collective import announce, await_main
+from fintts.train.report import status
+from fintts.train.run import checkpoint, data_drift
+from fintts.train.run.state import TrainerState, isolated_rng, restore_rng
+from fintts.train.step.building import BuiltPhase
+from fintts.train.step.guard import StepGuard
 from fintts.train.stores import Store
 from fintts.train.task import Weights
 

@@ -1,6 +1,6 @@
 """When does this session end, and when must training stop to save in time?
 
-The session starts when its container or process did (:mod:`fintts.train.platform`).
+The session starts when its container or process did (:mod:`fintts.train.machine.platform`).
 The *reserve* is the time the final checkpoint needs to be saved and uploaded. It is
 learned: ``reserve_factor`` × the longest of this run's recent measured save+upload
 times, kept in the trainer state so the next session starts with it. Until a run has
@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from fintts.train.platform import PLATFORM_LIMITS, detect_platform, session_start
+from fintts.train.machine.platform import PLATFORM_LIMITS, detect_platform, session_start
 
 #: Seconds before the end at which the final wait gives up at most (less for short sessions: half the margin).
 CLOSING = 30.0

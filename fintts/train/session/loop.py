@@ -2,15 +2,15 @@
 
 Read :meth:`Trainer.run` top to bottom; it is the whole story: build the phase, resume, and
 for each step: step, log, validate, decide, save or stop. The acts it calls have rooms of
-their own: :mod:`~fintts.train.building` (a phase as one value), :mod:`~fintts.train.resume`
-(the checkpoint it starts from, and a phase switch's rebuild), :mod:`~fintts.train.optimizer_step`,
-:mod:`~fintts.train.validating` (validation, the best and ``model/``'s exports), :mod:`~fintts.train.decision`
-(what every process does after a step, decided together), :mod:`~fintts.train.stopping` (what training's
-own stops say), :mod:`~fintts.train.saving`, :mod:`~fintts.train.ending` (the final save, the status and
-the lease given back), :mod:`~fintts.train.watching` and :mod:`~fintts.train.collective` (how the
+their own: :mod:`~fintts.train.step.building` (a phase as one value), :mod:`~fintts.train.session.resume`
+(the checkpoint it starts from, and a phase switch's rebuild), :mod:`~fintts.train.step.optimizer_step`,
+:mod:`~fintts.train.session.validating` (validation, the best and ``model/``'s exports), :mod:`~fintts.train.decision`
+(what every process does after a step, decided together), :mod:`~fintts.train.session.stopping` (what training's
+own stops say), :mod:`~fintts.train.session.saving`, :mod:`~fintts.train.session.ending` (the final save, the status and
+the lease given back), :mod:`~fintts.train.session.watching` and :mod:`~fintts.train.processes.collective` (how the
 processes wait for the main one off the device).
 
-The session's end is planned backwards from its limit (:mod:`fintts.train.clock`): the
+The session's end is planned backwards from its limit (:mod:`fintts.train.machine.clock`): the
 store's requests are bounded by it, the final wait gives up before it, and the summary is
 printed before the lease is released, so a session killed at its limit has already said
 whether its checkpoint is safe and how to push it if not.
@@ -30,29 +30,32 @@ from accelerate import Accelerator
 from accelerate.utils import gather_object
 from torch.utils.data import DataLoader
 
-from fintts.train import checkpoint, ending, memory, phases, resume, stopping, validating, watching
-from fintts.train.background_export import BackgroundExport
-from fintts.train.building import BuiltPhase, build_phase, describe_data
-from fintts.train.clock import ENDING, TRAINING, SessionInterrupted, StopRequest, session_clock
-from fintts.train.collective import vote
+from fintts.train import phases
 from fintts.train.config import ConfigDrift, RunConfig, as_run_config, fingerprint
 from fintts.train.decision import Decision, Flags, StopReason, decide
-from fintts.train.guard import FP16_OVERFLOW, StepGuard
-from fintts.train.metrics import Board, LossWindow
-from fintts.train.optimizer_step import OutOfMemory, optimizer_step
-from fintts.train.platform import device_label, host_name, library_versions
-from fintts.train.precision import resolve_precision
-from fintts.train.progress import SessionBar
-from fintts.train.sampler import MicroBatchSampler
-from fintts.train.saving import is_disk_full, write_checkpoint
-from fintts.train.seeding import seed_process
-from fintts.train.state import SessionRecord, TrainerState, capture_rng
-from fintts.train.stepping import cuda_switches
+from fintts.train.machine.clock import ENDING, TRAINING, SessionInterrupted, StopRequest, session_clock
+from fintts.train.machine.platform import device_label, host_name, library_versions
+from fintts.train.processes.collective import vote
+from fintts.train.report.metrics import Board, LossWindow
+from fintts.train.report.progress import SessionBar
+from fintts.train.report.summary import SessionSummary
+from fintts.train.run import checkpoint
+from fintts.train.run.state import SessionRecord, TrainerState, capture_rng
+from fintts.train.session import ending, resume, stopping, validating, watching
+from fintts.train.session.background_export import BackgroundExport
+from fintts.train.session.saving import is_disk_full, write_checkpoint
+from fintts.train.session.watchdog import CollectiveBound, SessionWatchdog
+from fintts.train.step import memory
+from fintts.train.step.building import BuiltPhase, build_phase, describe_data
+from fintts.train.step.guard import FP16_OVERFLOW, StepGuard
+from fintts.train.step.optimizer_step import OutOfMemory, optimizer_step
+from fintts.train.step.precision import resolve_precision
+from fintts.train.step.sampler import MicroBatchSampler
+from fintts.train.step.seeding import seed_process
+from fintts.train.step.stepping import cuda_switches
 from fintts.train.stores import Store, store_for
 from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
-from fintts.train.summary import SessionSummary
 from fintts.train.task import Weights
-from fintts.train.watchdog import CollectiveBound, SessionWatchdog
 
 
 @dataclasses.dataclass
@@ -96,7 +99,7 @@ class Trainer:
         self.wait_interrupted = False
         self.progress, self._log = progress, log
         self.store = store or store_for(self.cfg)
-        #: the phase being trained (see :mod:`fintts.train.building`); ``None`` until the session built it.
+        #: the phase being trained (see :mod:`fintts.train.step.building`); ``None`` until the session built it.
         self.built: BuiltPhase | None = None
         #: the slow part of model/'s exports (main process); ``None`` until the session holds its store.
         self.exports: BackgroundExport | None = None
@@ -186,7 +189,7 @@ class Trainer:
             self._log(message)
 
     def _spent(self, phase: str, since: float) -> None:
-        """Add the time since ``since`` to this session's ``phase`` (see :data:`fintts.train.state.PHASES`)."""
+        """Add the time since ``since`` to this session's ``phase`` (see :data:`fintts.train.run.state.PHASES`)."""
         self.session.phases[phase] = self.session.phases.get(phase, 0.0) + time.time() - since
 
     def _overrun(self, err: BaseException) -> None:
@@ -198,7 +201,7 @@ class Trainer:
                 self.exports.close()
 
     def _build(self, start: Weights | None = None, resuming: bool = False) -> BuiltPhase:
-        """Build the current phase (see :mod:`fintts.train.building`), replacing the previous one whole; the phase built."""
+        """Build the current phase (see :mod:`fintts.train.step.building`), replacing the previous one whole; the phase built."""
         self.built = build_phase(
             self.config.phase(self.state.phase, self.state.resolved), start, accelerator=self.accelerator, device=self.device,
             precision=self.precision, cache=self.store.root / CACHE_DIR, main=self.main, log=self.log, progress=self.progress,
@@ -218,7 +221,7 @@ class Trainer:
 
     def _resume(self, folder: Path) -> str:
         """Load the checkpoint's weights, optimizers and random streams into the phase built from its state (see
-        :mod:`fintts.train.resume`)."""
+        :mod:`fintts.train.session.resume`)."""
         resume.load_checkpoint(
             folder, self.state, self.built, config=self.config, store=self.store, device=self.device, precision=self.precision,
             world=self.world, rank=self.accelerator.process_index, guard=self.guard, clock=self.clock,
@@ -348,7 +351,7 @@ class Trainer:
         return True
 
     def _validate(self, flags: Flags, writer: Board) -> None:
-        """Validate in every process (see :func:`fintts.train.validating.validate`): patience and errors go to the step's vote."""
+        """Validate in every process (see :func:`fintts.train.session.validating.validate`): patience and errors go to the step's vote."""
         done = validating.validate(
             self.built, self.state, writer, main=self.main, device=self.device, rank=self.rank, export=self._export, log=self.log,
         )
@@ -460,17 +463,17 @@ class Trainer:
         return not full
 
     def _export(self) -> None:
-        """Replace ``model/`` with the task's export (main process; see :func:`fintts.train.validating.export`)."""
+        """Replace ``model/`` with the task's export (main process; see :func:`fintts.train.session.validating.export`)."""
         validating.export(self.built, self.state, self.exports, root=self.store.root, warn=self._warn)
 
     def _poll_exports(self) -> None:
-        """Put a finished background export in place (main process; see :func:`fintts.train.validating.poll_exports`)."""
+        """Put a finished background export in place (main process; see :func:`fintts.train.session.validating.poll_exports`)."""
         validating.poll_exports(self.exports, self.state, self.clock, self._durable)
 
     # ------------------------------------------------------------------ the end
     def _finish(self, reason: StopReason, resumed_from: str | None) -> SessionSummary:
         """The final save, then (main process) the wait for the store, the status and the lease's release
-        (see :mod:`fintts.train.ending`).
+        (see :mod:`fintts.train.session.ending`).
 
         The other processes wait for the main one's final status off the device (on the
         process group's store, until the session's end), never in a collective while it
@@ -506,7 +509,7 @@ class Trainer:
         return summary
 
     def _fail(self, err: BaseException) -> None:
-        """Record why the session failed, push what it saved, give the lease back (see :func:`fintts.train.ending.fail`)."""
+        """Record why the session failed, push what it saved, give the lease back (see :func:`fintts.train.session.ending.fail`)."""
         rank = self.accelerator.process_index
         built = self.built is not None  # set-up had not built the phase: no state worth a status
         ending.fail(
@@ -515,7 +518,7 @@ class Trainer:
         )
 
     def _write_status(self, state: str, *, reason: str | None = None) -> dict[str, Any] | None:
-        """Write ``status.json`` and the run's page (main process; see :func:`fintts.train.ending.write_status`)."""
+        """Write ``status.json`` and the run's page (main process; see :func:`fintts.train.session.ending.write_status`)."""
         if not self.main:
             return None
         return ending.write_status(

@@ -16,7 +16,7 @@ import time
 
 from tqdm.auto import tqdm
 
-from fintts.train.clock import SessionClock
+from fintts.train.machine.clock import SessionClock
 
 
 def session_end_step(step: int, max_steps: int, seconds_left: float | None, seconds_per_step: float | None) -> int | None:

@@ -49,7 +49,7 @@ def process_start_time(pid: int | str = "self") -> float | None:
         return None
 
 
-#: Set by the launcher (:mod:`fintts.train.launcher`) for the processes it starts: its own session start and how it
+#: Set by the launcher (:mod:`fintts.train.session.launcher`) for the processes it starts: its own session start and how it
 #: was found, so the launcher and every process keep one clock (a process started later would otherwise end later).
 START_VARIABLE, ORIGIN_VARIABLE = "FINTTS_SESSION_START", "FINTTS_SESSION_ORIGIN"
 

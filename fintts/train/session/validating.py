@@ -1,8 +1,8 @@
-"""Validating: the held-out evaluation, the best kept (see :mod:`fintts.train.validation`), and ``model/``'s exports.
+"""Validating: the held-out evaluation, the best kept (see :mod:`fintts.train.run.validation`), and ``model/``'s exports.
 
 ``model/`` holds the voice a person would use now: the validated best, or (no validation
 yet) the newest weights. Its quick part is written in place by the main process; its slow
-part is made in the background (:mod:`fintts.train.background_export`) while training goes
+part is made in the background (:mod:`fintts.train.session.background_export`) while training goes
 on, and the final save waits for it as long as the session's clock allows.
 """
 
@@ -17,15 +17,16 @@ from typing import Any
 import torch
 from accelerate.utils import gather_object
 
-from fintts.train import checkpoint, memory, validation
-from fintts.train.background_export import BackgroundExport
-from fintts.train.building import BuiltPhase
-from fintts.train.clock import SessionClock, StopRequest
-from fintts.train.collective import announce, await_main, post_failure
 from fintts.train.decision import StopReason
-from fintts.train.metrics import Board
-from fintts.train.saving import replace_export
-from fintts.train.state import TrainerState, isolated_rng
+from fintts.train.machine.clock import SessionClock, StopRequest
+from fintts.train.processes.collective import announce, await_main, post_failure
+from fintts.train.report.metrics import Board
+from fintts.train.run import checkpoint, validation
+from fintts.train.run.state import TrainerState, isolated_rng
+from fintts.train.session.background_export import BackgroundExport
+from fintts.train.session.saving import replace_export
+from fintts.train.step import memory
+from fintts.train.step.building import BuiltPhase
 from fintts.train.stores.base import MODEL_DIR
 
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import torch
 
-from fintts.train.building import BuiltPhase
-from fintts.train.collective import post_note, who_raised
-from fintts.train.guard import StepGuard, gradient_norm
-from fintts.train.memory import is_out_of_memory
-from fintts.train.stepping import AUTOCAST_DTYPES, first_line, to_device
+from fintts.train.processes.collective import post_note, who_raised
+from fintts.train.step.building import BuiltPhase
+from fintts.train.step.guard import StepGuard, gradient_norm
+from fintts.train.step.memory import is_out_of_memory
+from fintts.train.step.stepping import AUTOCAST_DTYPES, first_line, to_device
 
 
 @dataclasses.dataclass

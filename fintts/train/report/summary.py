@@ -1,6 +1,6 @@
 """What a person reads at the end of a session, and the loss plot kept with each checkpoint.
 
-The summary is a view of the run's status (:mod:`fintts.train.status`) plus the few facts
+The summary is a view of the run's status (:mod:`fintts.train.report.status`) plus the few facts
 only the ending session knows (was its checkpoint made safe, where it resumed from, how
 its clock was started), so it says exactly what ``status.json`` says.
 """
@@ -13,9 +13,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from fintts.train import memory as memory_report
-from fintts.train.clock import hms
-from fintts.train.status import NOT_LOSSES
+from fintts.train.machine.clock import hms
+from fintts.train.report.status import NOT_LOSSES
+from fintts.train.step import memory as memory_report
 
 REASONS = {
     "max_steps": "reached max_steps",
@@ -51,7 +51,7 @@ class SessionSummary:
     pending: str | None
     clock_origin: str
     warnings: list[str] = dataclasses.field(default_factory=list)
-    #: peak memory per device this session (:func:`fintts.train.memory.peak_memory`).
+    #: peak memory per device this session (:func:`fintts.train.step.memory.peak_memory`).
     memory: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from fintts.train.status import STEP_SECONDS
+from fintts.train.report.status import STEP_SECONDS
 
 
 class Board:

@@ -27,8 +27,8 @@ What this process does while they train:
 - **One clock.** The processes get this process's session start (``FINTTS_SESSION_START``),
   so they and the launcher agree on the session's end.
 - **No process outlives the session, and the first one is never cut short.** A failing
-  process makes the others fail at their next collective (:mod:`fintts.train.collective`,
-  bounded by :mod:`fintts.train.watchdog`). The first process owns the session's end: after
+  process makes the others fail at their next collective (:mod:`fintts.train.processes.collective`,
+  bounded by :mod:`fintts.train.session.watchdog`). The first process owns the session's end: after
   any failure it writes the status and pushes the newest checkpoint until its clock's closing
   time, so it is not killed for another's failure before the session's end (+ ``exit_grace``;
   without a limit, :data:`MAIN_GRACE` after the failure). Any other process still running
@@ -61,12 +61,12 @@ import torch
 import torch.distributed as dist
 import yaml
 
-from fintts.train.clock import session_clock
-from fintts.train.collective_check import check_collectives
 from fintts.train.config import ConfigError, RunConfig, as_run_config
-from fintts.train.loop import Trainer
-from fintts.train.platform import ORIGIN_VARIABLE, START_VARIABLE
-from fintts.train.summary import SessionSummary
+from fintts.train.machine.clock import session_clock
+from fintts.train.machine.platform import ORIGIN_VARIABLE, START_VARIABLE
+from fintts.train.processes.collective_check import check_collectives
+from fintts.train.report.summary import SessionSummary
+from fintts.train.session.loop import Trainer
 
 #: Seconds the other processes get to end by themselves after one failed (they save nothing;
 #: the main one writes the run's "failed" status and hands back the Hub lease).

@@ -59,7 +59,7 @@ def check_collectives(processes: int, *, cuda: bool, deadline: float = DEADLINE)
         for rank, output in enumerate(outputs):
             with open(output, "wb") as log:
                 children.append(subprocess.Popen(
-                    [sys.executable, "-m", "fintts.train.collective_check", str(rank), str(processes), backend,
+                    [sys.executable, "-m", "fintts.train.processes.collective_check", str(rank), str(processes), backend,
                      str(rendezvous), str(deadline)],
                     env={**os.environ, "OMP_NUM_THREADS": "1"}, stdin=subprocess.DEVNULL, stdout=log,
                     stderr=subprocess.STDOUT, start_new_session=True,

@@ -11,12 +11,12 @@ import os
 from pathlib import Path
 from typing import NoReturn
 
-from fintts.train import checkpoint
-from fintts.train.building import BuiltPhase
-from fintts.train.collective import read_note
-from fintts.train.optimizer_step import OutOfMemory
-from fintts.train.state import TrainerState
-from fintts.train.stepping import first_line
+from fintts.train.processes.collective import read_note
+from fintts.train.run import checkpoint
+from fintts.train.run.state import TrainerState
+from fintts.train.step.building import BuiltPhase
+from fintts.train.step.optimizer_step import OutOfMemory
+from fintts.train.step.stepping import first_line
 
 
 class ValidationFailed(RuntimeError):

@@ -1,10 +1,10 @@
 """``fintts env``: what a session would run on, checked before twelve hours depend on it.
 
 The facts a training session relies on, gathered in one place: the platform and its
-session clock (the same :mod:`fintts.train.platform` the trainer uses, so the time left is
+session clock (the same :mod:`fintts.train.machine.platform` the trainer uses, so the time left is
 the trainer's), the GPUs and their memory, the free space where checkpoints are written,
 whether a Hugging Face token is there (never its value) and whether the Hub answers; with
-``--gpus``, whether the training processes can talk (:mod:`fintts.train.collective_check`).
+``--gpus``, whether the training processes can talk (:mod:`fintts.train.processes.collective_check`).
 
 On Kaggle, ``/kaggle/working`` is the only folder kept as the notebook version's output
 and is limited (20 GB, Kaggle's notebook documentation). With a Hub repo the local folder
@@ -25,8 +25,8 @@ import torch
 from huggingface_hub import constants
 from huggingface_hub.utils import get_session
 
-from fintts.train.clock import hms
-from fintts.train.platform import PLATFORM_LIMITS, detect_platform, session_start
+from fintts.train.machine.clock import hms
+from fintts.train.machine.platform import PLATFORM_LIMITS, detect_platform, session_start
 from fintts.train.stores.hub.auth import find_token
 from fintts.train.stores.hub.errors import HubAuthError
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fintts.train.saving import replace_export
+from fintts.train.session.saving import replace_export
 
 #: Seconds between looks at a signal or the deadline while the final save waits for an export.
 WAIT_STEP = 0.1

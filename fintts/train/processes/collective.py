@@ -7,7 +7,7 @@ the same step and meet the same collectives on the way out (the final checkpoint
 An exception is the one stop that cannot be voted on: the process that raised leaves the
 others waiting in their next collective. With gloo (the CPU backend) that collective fails
 at once with "Connection closed by peer"; with NCCL the waiting process learns of it
-from the process-group watchdog (and the launcher, :mod:`fintts.train.launcher`, ends
+from the process-group watchdog (and the launcher, :mod:`fintts.train.session.launcher`, ends
 what is left after a grace period). Either way the main process, which writes the run's
 status, would only know that a connection closed. So before it exits, a failing process
 posts its error in the process group's key-value store — the rendezvous store every

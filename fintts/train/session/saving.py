@@ -13,9 +13,9 @@ import torch
 import yaml
 from safetensors.torch import save_model
 
-from fintts.train.building import BuiltPhase
-from fintts.train.state import TrainerState
-from fintts.train.summary import loss_plot_png
+from fintts.train.report.summary import loss_plot_png
+from fintts.train.run.state import TrainerState
+from fintts.train.step.building import BuiltPhase
 
 
 def is_disk_full(err: BaseException | None) -> bool:

@@ -12,7 +12,7 @@ Keys: ``state`` (running | paused | finished | failed), ``reason``, ``run_name``
 losses) and ``main_loss`` (which of them is the headline), ``evals`` (the newest
 validations), ``sessions``, ``time_used_seconds``, ``store``, ``about`` (the task's facts),
 ``warnings`` (what needs a person's attention now: this session's warnings and the store's
-current trouble, e.g. a failing push), ``memory`` (the session's peak memory per device, :func:`fintts.train.memory.peak_memory`; empty
+current trouble, e.g. a failing push), ``memory`` (the session's peak memory per device, :func:`fintts.train.step.memory.peak_memory`; empty
 until the first validation), ``data`` (``items``, ``batch_size``, ``steps_per_epoch``, and where the
 task says ``item_seconds``, the mean length of an item, and ``padding``, the share of padding in
 the micro-batches with and without length buckets), ``clock`` (``limit``: the session's length
@@ -20,7 +20,7 @@ in seconds, ``None`` for none; ``held_back``: what the clock keeps free at its e
 and reserve), ``phase`` (a run in phases: the current one's ``index``, ``count``, ``name``, ``start_step``,
 ``resolved`` and the ``finished`` ones' records, see :mod:`fintts.train.phases`; ``None``
 without phases) and ``updated`` (unix time). Each session's ``phases`` say where its time went
-(:data:`fintts.train.state.PHASES`); history entries carry ``step_seconds``, the mean seconds
+(:data:`fintts.train.run.state.PHASES`); history entries carry ``step_seconds``, the mean seconds
 per optimizer step since the previous entry.
 """
 
@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fintts.train import checkpoint
-from fintts.train.state import TrainerState
+from fintts.train.run import checkpoint
+from fintts.train.run.state import TrainerState
 
 #: Validations kept in the status (the full list is in each checkpoint's ``state.json``).
 RECENT_EVALS = 20

@@ -17,11 +17,10 @@ from typing import Any
 
 import torch
 
-from fintts.train import status
-from fintts.train.config import ConfigError, RunConfig, TrainConfig
-from fintts.train.plan import total_steps
-from fintts.train.sampler import EpochPlan, padding_fraction
-from fintts.train.stepping import AUTOCAST_DTYPES, lr_factor
+from fintts.train.config import ConfigError, RunConfig, TrainConfig, total_steps
+from fintts.train.report import status
+from fintts.train.step.sampler import EpochPlan, padding_fraction
+from fintts.train.step.stepping import AUTOCAST_DTYPES, lr_factor
 from fintts.train.task import DataFingerprint, OptimizerGroup, Task, TaskContext, TrainData, Weights
 
 

@@ -1,6 +1,6 @@
 """Best and patience: what a validation's metrics change in the run's state (Lightning's ``EarlyStopping``).
 
-Pure functions over :class:`~fintts.train.state.TrainerState`, as :mod:`fintts.train.phases`.
+Pure functions over :class:`~fintts.train.run.state.TrainerState`, as :mod:`fintts.train.phases`.
 The best value, its step and the patience counter are the current phase's (see there); the
 checkpoint holding the best weights is the next one saved, so it is cleared here.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fintts.train.state import TrainerState
+from fintts.train.run.state import TrainerState
 
 
 def improves(value: float, best: float | None, mode: str, min_delta: float) -> bool:

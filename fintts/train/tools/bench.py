@@ -9,7 +9,7 @@ a copy of the training code could get wrong.
 
 The first session of a process is a fresh session's start-up: it computes the task's caches
 (features) from nothing, builds the models, validates once and saves; its phases are the
-per-session overhead :mod:`fintts.train.plan` uses. Its steps are also the first the process
+per-session overhead :mod:`fintts.train.tools.plan` uses. Its steps are also the first the process
 runs (lazy initialisation, kernels chosen per new input shape), so the config's step time is
 taken from a second session, like every switch's, on an equal footing.
 
@@ -26,7 +26,7 @@ ends such a session cleanly (no timed steps to read), the search takes it as "to
 and the report keeps every row measured, so ``fintts bench`` always keeps what it learnt.
 
 Results are kept in ``<store>/bench.json`` under the device's name and the settings a step
-depends on (:func:`fintts.train.config.speed_settings`), where :mod:`fintts.train.plan`
+depends on (:func:`fintts.train.config.speed_settings`), where :mod:`fintts.train.tools.plan`
 finds them.
 """
 
@@ -47,13 +47,13 @@ import torch
 from accelerate import PartialState
 
 from fintts.errors import UsageError
-from fintts.train import checkpoint
 from fintts.train.config import ConfigError, RunConfig, speed_settings
 from fintts.train.decision import StopReason
-from fintts.train.loop import train
-from fintts.train.memory import is_out_of_memory
-from fintts.train.platform import device_label
-from fintts.train.precision import resolve_precision
+from fintts.train.machine.platform import device_label
+from fintts.train.run import checkpoint
+from fintts.train.session.loop import train
+from fintts.train.step.memory import is_out_of_memory
+from fintts.train.step.precision import resolve_precision
 from fintts.train.stores.base import CACHE_DIR, STATUS
 
 BENCH_FILE = "bench.json"
@@ -93,7 +93,7 @@ class Measurement:
     items: int = 0
     steps_per_epoch: int = 0
     item_seconds: float | None = None
-    #: the session's phases (see :data:`fintts.train.state.PHASES`); ``validation`` is one validation.
+    #: the session's phases (see :data:`fintts.train.run.state.PHASES`); ``validation`` is one validation.
     phases: dict[str, float] = dataclasses.field(default_factory=dict)
     checkpoint_bytes: int = 0
     note: str = ""

@@ -16,13 +16,15 @@ from typing import Any
 
 import torch
 
-from fintts.train import card, checkpoint, phases, status
-from fintts.train.building import BuiltPhase
-from fintts.train.clock import SessionClock, SessionInterrupted, StopRequest
-from fintts.train.collective import announce, await_main, post_failure, posted_failures, vote
+from fintts.train import phases
 from fintts.train.config import RunConfig
 from fintts.train.decision import FAILURES, FINISHED, StopReason
-from fintts.train.state import SessionRecord, TrainerState
+from fintts.train.machine.clock import SessionClock, SessionInterrupted, StopRequest
+from fintts.train.processes.collective import announce, await_main, post_failure, posted_failures, vote
+from fintts.train.report import card, status
+from fintts.train.run import checkpoint
+from fintts.train.run.state import SessionRecord, TrainerState
+from fintts.train.step.building import BuiltPhase
 from fintts.train.stores import Store
 
 #: Seconds the main process waits at most for the others to read the session's final status (they poll for it).

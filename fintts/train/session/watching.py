@@ -1,4 +1,4 @@
-"""The session's side of :mod:`fintts.train.watchdog`: the process group's first timeout, the watchdog started and stood down.
+"""The session's side of :mod:`fintts.train.session.watchdog`: the process group's first timeout, the watchdog started and stood down.
 
 Only with several processes is the main one's clock watched from a thread: a single
 process may be the notebook's own kernel, which the watchdog would end.
@@ -12,12 +12,12 @@ from collections.abc import Callable
 
 from accelerate.utils import InitProcessGroupKwargs
 
-from fintts.train.clock import SessionClock, StopRequest
-from fintts.train.watchdog import CollectiveBound, SessionWatchdog
+from fintts.train.machine.clock import SessionClock, StopRequest
+from fintts.train.session.watchdog import CollectiveBound, SessionWatchdog
 
 
 def process_group_settings(bound: CollectiveBound) -> list[InitProcessGroupKwargs]:
-    """The process group's timeout until the steps are measured (see :class:`~fintts.train.watchdog.CollectiveBound`):
+    """The process group's timeout until the steps are measured (see :class:`~fintts.train.session.watchdog.CollectiveBound`):
     ``collective_timeout``, or (``auto``) the session's limit (torch's default without one)."""
     seconds = bound.initial
     return [InitProcessGroupKwargs(timeout=datetime.timedelta(seconds=seconds))] if seconds else []

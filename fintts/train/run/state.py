@@ -67,7 +67,7 @@ class TrainerState:
     world_size: int = 1
     #: the precision the checkpoint was trained in (``precision: auto`` resolved: fp16, bf16 or fp32).
     precision: str = ""
-    #: Python's and the tracked libraries' versions when it was saved (:func:`fintts.train.platform.library_versions`).
+    #: Python's and the tracked libraries' versions when it was saved (:func:`fintts.train.machine.platform.library_versions`).
     versions: dict[str, str] = dataclasses.field(default_factory=dict)
     #: the phase being trained (an index into the config's ``phases``; 0 without phases), the step it
     #: began at, and what its task resolved from the data then (re-applied in every later session).
@@ -89,7 +89,7 @@ class TrainerState:
     history: list[dict[str, float]] = dataclasses.field(default_factory=list)
     evals: list[dict[str, float]] = dataclasses.field(default_factory=list)
     rng: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    #: the step guard's memory (recent losses for the spike test, skipped steps), see :mod:`fintts.train.guard`.
+    #: the step guard's memory (recent losses for the spike test, skipped steps), see :mod:`fintts.train.step.guard`.
     guard: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> str:
