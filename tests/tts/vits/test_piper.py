@@ -62,7 +62,8 @@ RUN_PIPER = textwrap.dedent("""
 @pytest.fixture(scope="session")
 def piper_python(request) -> Path:
     """The venv's python with piper-tts 1.8.0 (made once, kept in pytest's cache)."""
-    venv = Path(request.config.cache.mkdir("piper-tts-1.8.0"))
+    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider: a venv for this run only
+    venv = Path(cache.mkdir("piper-tts-1.8.0")) if cache else request.getfixturevalue("tmp_path_factory").mktemp("piper-venv")
     python, done = venv / "bin" / "python", venv / "installed"
     if not done.is_file():
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)

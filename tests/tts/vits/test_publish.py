@@ -30,14 +30,15 @@ from vits_helpers import tiny_config
 
 VOICE = "fintts-tester/my-voice"
 RUN = "fintts-tester/my-run"
-#: the voice's files at the repo's root: transformers', the tokenizer's, the speakers, the graphs and the card
+#: the voice's files at the repo's root: transformers', the tokenizer's, the speakers, the graphs, the Piper voice and the card
 VOICE_FILES = {"config.json", "model.safetensors", "vocab.json", "tokenizer_config.json", "added_tokens.json", "speakers.json",
-               "model.onnx", "model.int8.onnx", "README.md", ".gitattributes"}
+               "model.onnx", "model.int8.onnx", "fi_FI-fintts.onnx", "fi_FI-fintts.onnx.json", "README.md", ".gitattributes"}
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """A finished tiny run: checkpoints at steps 1 and 2, each validated; model/ is the better one's voice (no ONNX)."""
+    """A finished tiny run: checkpoints at steps 1 and 2, each validated; model/ is the better one's voice, with its graphs
+    and Piper voice as the trainer writes them."""
     folder = tmp_path_factory.mktemp("publish")
     config = tiny_config(folder, max_steps=2, eval_every=1, checkpoint_every_steps=1)
     train(config, store=folder / "store", **QUIET)
@@ -92,7 +93,11 @@ def test_a_republish_replaces_the_voice_in_one_commit_and_removes_stale_files(ru
     commits = len(hub.commits(VOICE))
 
     published = publish(run, VOICE, checkpoint=f"step-{other}", endpoint=hub.endpoint, token=TOKEN, onnx=False)
-    assert len(hub.commits(VOICE)) == commits + 1 and published.removed == ["old/voice.onnx"]
+    # one commit; the stale file goes, and so do the best voice's graphs and Piper voice: not of this checkpoint's
+    # weights (and onnx=False makes none for it)
+    assert len(hub.commits(VOICE)) == commits + 1
+    assert sorted(published.removed) == ["fi_FI-fintts.onnx", "fi_FI-fintts.onnx.json", "model.int8.onnx", "model.onnx",
+                                         "old/voice.onnx"]
     files = hub.files(VOICE)
     assert "old/voice.onnx" not in files and "model.safetensors" in files
     weights = load_file(run / checkpoint.CHECKPOINTS / checkpoint.name_for_step(other) / "model.safetensors")
