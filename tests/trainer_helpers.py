@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -94,3 +95,19 @@ def stop(process: subprocess.Popen, sig: signal.Signals) -> str:
     process.send_signal(sig)
     out, _ = process.communicate(timeout=120)
     return out
+
+
+#: A checkpoint push's commit is larger than this; the lease's and the heartbeats' are smaller.
+BIG_COMMIT = 30_000
+#: Seconds an interpreter may take to tear down after its last Python line (torch's finalisers, a loaded machine).
+TEARDOWN = 8
+
+
+def train_cli(config, store, *extra, timeout=120):
+    """``fintts train`` of ``config`` in two processes, as a subprocess."""
+    return cli("train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress", *extra,
+               cwd=store.parent, timeout=timeout)
+
+
+def status_of(store):
+    return json.loads((store / "status.json").read_text())

@@ -12,21 +12,7 @@ import pytest
 
 from fintts.train.run import checkpoint
 from hub_helpers import REPO, latest_on_hub
-from trainer_helpers import FAULTY, _env, cli, write_config
-
-#: A checkpoint push's commit is larger than this; the lease's and the heartbeats' are smaller.
-BIG_COMMIT = 30_000
-#: Seconds an interpreter may take to tear down after its last Python line (torch's finalisers, a loaded machine).
-TEARDOWN = 8
-
-
-def train_cli(config, store, *extra, timeout=120):
-    return cli("train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress", *extra,
-               cwd=store.parent, timeout=timeout)
-
-
-def status_of(store):
-    return json.loads((store / "status.json").read_text())
+from trainer_helpers import BIG_COMMIT, FAULTY, TEARDOWN, _env, status_of, train_cli, write_config
 
 
 @pytest.mark.slow

@@ -12,16 +12,21 @@ from fintts.train.run import checkpoint
 from hub_helpers import REPO, TOKEN, latest_on_hub, make_store, save
 
 
-@pytest.mark.parametrize("text", ['{"seconds": 12}', '["slow", 3]', '[{"seconds": "slow"}]', "not json", '[{"checkpoint": "x"}]'],
-                         ids=["object", "strings", "text-seconds", "not-json", "no-seconds"])
-def test_a_pushes_json_of_the_wrong_shape_on_the_hub_is_treated_as_absent(hub, tmp_path, caplog, text):
-    first = make_store(hub, tmp_path / "first")
+def first_session_pushes_step_4(hub, folder) -> None:
+    """A session that pushes checkpoint step 4 to the Hub and gives its lease back."""
+    first = make_store(hub, folder)
     first.acquire("session-1")
     first.resume_point(log=lambda _: None)
     first.publish(save(first.root, 4), final=True)
     assert first.wait(timeout=30)
     first.release()
     first.close()
+
+
+@pytest.mark.parametrize("text", ['{"seconds": 12}', '["slow", 3]', '[{"seconds": "slow"}]', "not json", '[{"checkpoint": "x"}]'],
+                         ids=["object", "strings", "text-seconds", "not-json", "no-seconds"])
+def test_a_pushes_json_of_the_wrong_shape_on_the_hub_is_treated_as_absent(hub, tmp_path, caplog, text):
+    first_session_pushes_step_4(hub, tmp_path / "first")
     HfApi(endpoint=hub.endpoint, token=TOKEN).upload_file(path_or_fileobj=text.encode(), path_in_repo="pushes.json", repo_id=REPO)
 
     caplog.set_level(logging.WARNING)
@@ -37,13 +42,7 @@ def test_a_pushes_json_of_the_wrong_shape_on_the_hub_is_treated_as_absent(hub, t
 
 
 def test_a_latest_on_the_hub_that_is_not_text_is_treated_as_absent(hub, tmp_path):
-    first = make_store(hub, tmp_path / "first")
-    first.acquire("session-1")
-    first.resume_point(log=lambda _: None)
-    first.publish(save(first.root, 4), final=True)
-    assert first.wait(timeout=30)
-    first.release()
-    first.close()
+    first_session_pushes_step_4(hub, tmp_path / "first")
     HfApi(endpoint=hub.endpoint, token=TOKEN).upload_file(path_or_fileobj=b"\xff\xfe\x00", path_in_repo="latest", repo_id=REPO)
     store = make_store(hub, tmp_path / "second")
     store.acquire("session-2")
