@@ -47,7 +47,7 @@ PARTS = [
     ("stand_ins", "stand-ins: a synthetic corpus and a random-weight voice (MMS-sized; toy in the dry run)", 45, 90),
     ("fp16_step", "the VITS step, fp16 against fp32: speed, peak memory under the T4 cap, loss scaler, NaN", 90, 120),
     ("mas", "monotonic alignment search on the device against the CPU path, both host copies counted", 45, 90),
-    ("resume", "an fp16 session through the CLI with a budget, resumed; resume against the unbroken run", 110, 180),
+    ("resume", "an fp16 session through the CLI with a budget, resumed; resume against the unbroken run", 150, 180),
     ("background_export", "the ONNX export in the background beside training: step time with and without it", 100, 150),
     ("step_share", "the share of a session in optimizer steps (benchmarks/step_share.py)", 100, 150),
     ("bench", "fintts bench --compare: each speed switch, SDPA, the largest micro-batch under the T4 cap", 180, 180),
