@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -208,6 +209,47 @@ def test_a_full_disk_stops_the_session_with_the_previous_checkpoint_intact(tmp_p
     third = (tmp_path / "third.txt").read_text()
     assert (tmp_path / "third.rc").read_text().strip() == "0", third
     assert "from step-00000004" in third and status_of(tmp_path / "final")["state"] == "finished"
+
+
+FULL_AT_LATEST = textwrap.dedent(
+    """
+    import errno, os, sys
+    from pathlib import Path
+
+    # The disk fills in the instant between the checkpoint folder's rename and `latest`: from the moment
+    # step-00000008 exists, the OS refuses every new file beside `latest` (an audit hook is how Python
+    # lets a process see its own opens; the refusal is the OSError a full disk raises).
+    store = Path(sys.argv[1])
+    def full_disk(event, args):
+        latest = event == "open" and isinstance(args[0], str) and Path(args[0]).name.startswith(".latest.tmp-")
+        if latest and (store / "checkpoints" / "step-00000008").is_dir():
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), args[0])
+    sys.addaudithook(full_disk)
+    from fintts.cli import main
+    sys.exit(main(sys.argv[2:]))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_disk_that_fills_at_latest_keeps_the_whole_checkpoint_and_the_next_session_resumes_from_it(tmp_path):
+    config = write_config(tmp_path, max_steps=12, checkpoint_every_steps=4, eval_every=4)
+    store = tmp_path / "run"
+    (tmp_path / "full_at_latest.py").write_text(FULL_AT_LATEST)
+    full = subprocess.run([sys.executable, str(tmp_path / "full_at_latest.py"), str(store), "train", str(config), "--store", str(store),
+                           "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240, env=_env())
+    out = full.stdout + full.stderr
+    assert full.returncode == 1, out
+    assert "checkpoint step-00000008 was written whole" in out and "was not written" not in out, out
+    checkpoint.verify(store / "checkpoints" / "step-00000008")  # the folder is complete, and nothing says otherwise
+    assert not (store / "latest").exists() and not list(store.glob(".latest.tmp-*"))
+    status = status_of(store)
+    assert status["state"] == "failed" and status["reason"] == "disk_full"
+    assert status["latest_checkpoint"].endswith("step-00000008")
+    resumed = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "from step-00000008" in resumed.stdout + resumed.stderr  # not from step-00000004, which the old latest named
+    assert checkpoint.read_latest(store) == "step-00000012" and status_of(store)["state"] == "finished"
 
 
 FEATURES_ON_A_FULL_DISK = textwrap.dedent(

@@ -82,7 +82,7 @@ def build(
     phases: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The status of the run in ``root`` as its trainer sees it now."""
-    latest = checkpoint.read_latest(root)
+    latest = checkpoint.current(root)
     best = None
     if run.best_step is not None:
         best = {"value": run.best_value, "step": run.best_step, "checkpoint": run.best_checkpoint}

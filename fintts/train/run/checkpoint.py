@@ -6,7 +6,8 @@ is renamed to ``checkpoints/<name>`` and only then is ``latest`` replaced, atomi
 by a file naming it. A kill at any moment leaves ``latest`` naming a complete checkpoint
 (or nothing), and resuming verifies the manifest before trusting a folder. A save that
 fails (a full disk) removes its ``.partial-`` folder, so the space is not lost for the next
-try and the previous checkpoint stays ``latest``.
+try and the previous checkpoint stays ``latest``. A disk that fills between the rename and
+``latest`` (:class:`LatestNotWritten`) loses the old ``latest`` rather than the new checkpoint.
 
 Checkpoints hold regular files only, named by relative paths that stay inside the folder.
 A symbolic link is refused rather than followed: hashed and uploaded, it would carry
@@ -16,6 +17,7 @@ only when its manifest lists exactly the files present, each by a safe relative 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -33,6 +35,18 @@ _NAME = re.compile(r"^step-(\d{8,})$")
 
 class CheckpointError(Exception):
     """A checkpoint folder is missing, incomplete or does not match its manifest."""
+
+
+class LatestNotWritten(OSError):
+    """Checkpoint ``name`` is complete, but the disk had no room for a ``latest`` naming it.
+
+    An ``OSError`` with the disk's errno, so whoever stops a session on a full disk stops it
+    here too; its own type, so the message can say that the checkpoint is whole.
+    """
+
+    def __init__(self, name: str, root: Path, cause: OSError):
+        super().__init__(cause.errno, cause.strerror, str(root / LATEST))
+        self.name, self.root = name, root
 
 
 def name_for_step(step: int) -> str:
@@ -185,9 +199,29 @@ def save(root: Path, name: str, write: Callable[[Path], None]) -> Path:
 
 
 def point_latest(root: Path, name: str) -> None:
-    """Make ``latest`` name checkpoint ``name`` (atomically; nothing is written when it already does)."""
-    if read_latest(root) != name:
-        write_atomic(root / LATEST, (name + "\n").encode())
+    """Make ``latest`` name checkpoint ``name`` (atomically; nothing is written when it already does).
+
+    A disk too full for the new ``latest`` gets the old one removed, then a second try (the old
+    file's block is free again). Without a ``latest`` every reader takes the newest complete
+    checkpoint, and that is ``name``, complete since its rename: the next session resumes from
+    it, never from the older checkpoint the old ``latest`` named. Only when the second try fails
+    too is :class:`LatestNotWritten` raised; the folder stays.
+    """
+    if read_latest(root) == name:
+        return
+    data = (name + "\n").encode()
+    try:
+        write_atomic(root / LATEST, data)
+    except OSError as err:
+        if err.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        (root / LATEST).unlink(missing_ok=True)
+        try:
+            write_atomic(root / LATEST, data)
+        except OSError as again:
+            if again.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise LatestNotWritten(name, root, again) from again
 
 
 def list_names(root: Path) -> list[str]:
@@ -228,6 +262,19 @@ def resume_order(names: Iterable[str], pointed: str | None) -> list[str]:
         order.remove(pointed)
         order.insert(0, pointed)
     return order
+
+
+def current(root: Path) -> str | None:
+    """The checkpoint a reader takes without hashing it: the one ``latest`` names, else the newest with a manifest.
+
+    What a status shows and a session's end publishes: ``latest`` is absent where a full disk took
+    it (:func:`point_latest`) or a person's edit made it unreadable, and resuming then takes the
+    newest checkpoint that verifies (:func:`latest_complete`), so a status names that one too.
+    """
+    pointed = read_latest(root)
+    if pointed is not None:
+        return pointed
+    return next((name for name in reversed(list_names(root)) if (root / CHECKPOINTS / name / MANIFEST).is_file()), None)
 
 
 def latest_complete(root: Path, log: Callable[[str], None] = print) -> Path | None:

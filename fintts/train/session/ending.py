@@ -49,14 +49,17 @@ def final_save(reason: StopReason, state: TrainerState, *, main: bool, device: t
         export()  # no validated best yet: the final weights are the voice, exported before the wait below
     settle(reason)  # so the final checkpoint says truly whether model/ still lacks its slow part
     if keep_latest:
-        latest = checkpoint.read_latest(store.root)
+        latest = checkpoint.current(store.root)
         if main and checkpoint.is_checkpoint_name(latest) and (store.root / checkpoint.CHECKPOINTS / latest).is_dir():
             store.publish(latest, final=True)
     elif saving:
         if not save(final=True, export=False):
             reason = StopReason.DISK_FULL
     elif main:
-        checkpoint.point_latest(store.root, here)
+        try:
+            checkpoint.point_latest(store.root, here)
+        except checkpoint.LatestNotWritten:
+            pass  # ``latest`` is gone, and without it every reader takes the newest complete checkpoint: this one
         store.publish(here, final=True)
     return reason
 
@@ -182,7 +185,7 @@ def write_status(state_name: str, reason: str | None, *, run: TrainerState, buil
     )
     try:
         store.write_status(current)
-        latest = checkpoint.read_latest(root)
+        latest = checkpoint.current(root)
         plot = root / checkpoint.CHECKPOINTS / latest / card.LOSS_PLOT if checkpoint.is_checkpoint_name(latest) else None
         if plot is not None and plot.is_file():
             checkpoint.write_atomic(root / card.LOSS_PLOT, plot.read_bytes())

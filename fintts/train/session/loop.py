@@ -386,7 +386,7 @@ class Trainer:
             if out_of_memory is not None:  # always: every process learnt it in the step (see optimizer_step)
                 self._stopping(stopping.out_of_memory(out_of_memory, self.built, at=self.state.step, world=self.world, rank=self.rank))
         elif decision.stop is StopReason.DIVERGED:
-            latest = checkpoint.read_latest(self.store.root) if self.main else None
+            latest = checkpoint.current(self.store.root) if self.main else None
             self._stopping(stopping.diverged(diverged or "the steps of another process diverged", step=self.state.step, latest=latest))
         elif decision.save:
             saving = time.time()
@@ -444,7 +444,11 @@ class Trainer:
                 if not is_disk_full(err):
                     raise
                 full = True
-                self._stopping(stopping.disk_full(name, self.state, self.store.root))
+                if isinstance(err, checkpoint.LatestNotWritten):  # the folder is whole: it is the one to resume from
+                    self._good.add(name)
+                    self._stopping(stopping.latest_not_written(name, self.store.root))
+                else:
+                    self._stopping(stopping.disk_full(name, self.state, self.store.root))
             else:
                 self._good.add(name)
                 if export and self.state.best_step is None:  # no validated best yet: the newest weights are the model

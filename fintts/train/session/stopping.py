@@ -59,11 +59,21 @@ def out_of_memory(step: OutOfMemory, built: BuiltPhase, *, at: int, world: int, 
     )
 
 
+def latest_not_written(name: str, root: Path) -> str:
+    """Checkpoint ``name`` is whole but ``latest`` could not name it (:class:`checkpoint.LatestNotWritten`)."""
+    return (
+        f"the disk under {root} is full ({os.strerror(errno.ENOSPC)}): checkpoint {name} was written whole, but there was "
+        f"no room left for {root / checkpoint.LATEST} to name it, so that file was removed; without it the next session "
+        f"resumes from the newest complete checkpoint, {name}. Free space (a smaller keep_last, or delete {root / 'tb'}), "
+        f"then run again"
+    )
+
+
 def disk_full(name: str, state: TrainerState, root: Path) -> str:
     """Checkpoint ``name`` could not be written: the best is no longer said to be in it; what is intact, and what to do."""
     if state.best_checkpoint == name:
         state.best_checkpoint = None
-    latest = checkpoint.read_latest(root)
+    latest = checkpoint.current(root)
     return (
         f"the disk under {root} is full ({os.strerror(errno.ENOSPC)}): checkpoint {name} was not written and its "
         f"partial folder was removed; {latest or 'no checkpoint'} is intact as latest. Free space (a smaller keep_last, "
