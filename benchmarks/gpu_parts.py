@@ -92,7 +92,8 @@ class Part:
     commands: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() and not self.dry_run else torch.device("cpu")
+        cuda = torch.cuda.is_available() and not self.dry_run  # an index: set_per_process_memory_fraction refuses a bare "cuda"
+        self.device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
         self.cuda = self.device.type == "cuda"
         self.sizes = SIZES["dry" if self.dry_run else "gpu"]
         self.stand_ins = self.out / "stand-ins"

@@ -57,7 +57,6 @@ once, with the same instructions, instead of a second session failing the same w
 
 from __future__ import annotations
 
-import calendar
 import dataclasses
 import json
 import re
@@ -92,8 +91,6 @@ BACKOFF = Backoff(base=2.0, cap=30.0, jitter=0.5, retry_after_cap=300.0)
 REQUEST_TIMEOUT = 60.0
 #: How a session on Kaggle names its machine in the Hub lease (:func:`fintts.train.machine.platform.host_name`).
 KAGGLE_HOST = "kaggle"
-#: Slack for the clocks of this machine and Kaggle's when telling whether a lease was taken after a push.
-CLOCK_SLACK = 600.0
 #: Where a Kaggle session's output (``/kaggle/working``) is, on Kaggle; ``kaggle kernels output`` downloads it as is.
 KAGGLE_OUTPUT = "/kaggle/working/"
 #: Terminal control sequences (colours, cursor moves, titles) that a notebook's log carries.
@@ -113,6 +110,10 @@ class Session:
     start_step: int = 0
     end_step: int = 0
     best: str = ""
+    #: the lease on the Hub just before this session was pushed, as (session, acquired); ``None``: none there.
+    #: A lease the ended kernel left is one that differs from it: judged by the lease's own words, not by comparing
+    #: this machine's clock with Kaggle's (they may be minutes apart).
+    lease_before: tuple[str, str] | None = None
 
     @property
     def gpu_hours(self) -> float:
@@ -287,14 +288,22 @@ def release_dead_lease(repo: str, session: Session, timeout: float = REQUEST_TIM
 
 
 def _taken_after(lease: Lease, session: Session) -> bool:
-    """Whether ``lease`` was taken after this session was pushed (a followed session: any), by clocks ``CLOCK_SLACK`` apart."""
-    if not session.version:
-        return True
+    """Whether ``lease`` was taken after this session was pushed: it is not the one on the Hub before (a followed session: any)."""
+    return not session.version or (lease.session, lease.acquired) != session.lease_before
+
+
+def lease_on_hub(repo: str, timeout: float = REQUEST_TIMEOUT) -> tuple[str, str] | None:
+    """The run's lease on the Hub now, as (session, acquired); ``None`` when there is none (or no repo yet)."""
+    client = HubClient.connect(repo, timeout=timeout, anonymous_ok=True)
+
+    def read() -> tuple[str, str] | None:
+        lease = Lease.parse(client.read(LEASE, client.head()))
+        return None if lease is None else (lease.session, lease.acquired)
+
     try:
-        acquired = calendar.timegm(time.strptime(lease.acquired, "%Y-%m-%dT%H:%M:%SZ"))
-    except ValueError:
-        return False
-    return acquired >= session.started - CLOCK_SLACK
+        return client.retrying("read the run's lease", read, attempts=ATTEMPTS, backoff=BACKOFF)
+    except HubRepoError:
+        return None
 
 
 def log_tail(api: Any, kernel: str, lines: int = LOG_TAIL, timeout: float = REQUEST_TIMEOUT) -> str:
@@ -401,6 +410,7 @@ def run_sessions(
             session = Session(version=0, started=time.time())
             following = False
         else:
+            lease_before = lease_on_hub(settings.hub_repo, request_timeout)
             try:
                 pushed = push_session(settings, api, spent_hours=spent, gpu_hours=gpu_hours, request_timeout=request_timeout,
                                       say=lambda text: say(f"session {len(sessions) + 1}: {text}"))
@@ -408,7 +418,7 @@ def run_sessions(
                 verdict, code = f"stopped: {err}", 0
                 break
             say(f"session {len(sessions) + 1}: pushed version {pushed.version} of {pushed.url}")
-            session = Session(version=pushed.version, started=time.time())
+            session = Session(version=pushed.version, started=time.time(), lease_before=lease_before)
         name, message = follow(api, kernel, session, poll=poll, out=out, timeout=request_timeout)
         released = release_dead_lease(settings.hub_repo, session, request_timeout)
         if released:

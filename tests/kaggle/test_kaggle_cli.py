@@ -11,6 +11,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from huggingface_hub import CommitOperationAdd, HfApi
@@ -49,6 +50,8 @@ class Sessions:
     leases: bool = False
     #: versions that die holding the lease (a crash: Kaggle ends the kernel, nothing releases it)
     crashes: set[int] = dataclasses.field(default_factory=set)
+    #: seconds Kaggle's clock runs ahead of this machine's (behind: negative), as the crashed kernels' leases say
+    kaggle_clock: float = 0.0
     #: versions whose checkpoint push the Hub refuses, so that only status.json lands (as a release pushes it)
     refused: set[int] = dataclasses.field(default_factory=set)
     #: sessions save and push through a real HubStore, as `fintts train` does (a refused one: its final push gets a 413)
@@ -120,7 +123,8 @@ def local_kaggle(hub_env, tmp_path, *, notebook_exists: bool):
         hub.create_repo(repo, private=True, exist_ok=True)
         store = None
         if version in sessions.crashes:  # took the lease as a trainer on Kaggle does, then died
-            lease = Lease(f"kernel-v{version}", "kaggle", 1, iso(time.time()), time.time(), 900.0)
+            now = time.time() + sessions.kaggle_clock
+            lease = Lease(f"kernel-v{version}", "kaggle", 1, iso(now), now, 900.0)
             hub.upload_file(path_or_fileobj=lease.to_bytes(), path_in_repo=LEASE, repo_id=REPO)
         elif sessions.leases:
             store = make_store(hub_env, tmp_path / f"session-{version}", REPO, host="kaggle")
@@ -335,6 +339,33 @@ def test_run_takes_over_the_lease_of_a_session_that_kaggle_reports_ended(kaggle_
             "it is gone, so the lease is released and the next session takes the run over") in out
     assert "is being trained by session" not in out and len(kaggle.pushes) == 3
     assert "the run is finished" in out
+
+
+def test_run_releases_the_dead_kernels_lease_though_kaggles_clock_is_half_an_hour_behind(kaggle_env, tmp_path):
+    # the lease is judged by what it says (not the one on the Hub before the push), not by this machine's clock against Kaggle's
+    kaggle, env, sessions = kaggle_env
+    sessions.leases, sessions.crashes, sessions.kaggle_clock = True, {1}, -1800.0
+    sessions.script += [(None, False, "RuntimeError: CUDA error\n"), (status("finished", 300, 1, reason="max_steps"), True, "finished\n")]
+    result = kaggle_run(env, tmp_path)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "session 1: the kernel ended (error) and left the lease of session kernel-v1" in out, out
+    assert "is being trained by session" not in out and len(kaggle.pushes) == 2 and "the run is finished" in out
+
+
+def test_run_leaves_a_lease_that_was_on_the_hub_before_its_push_though_kaggles_clock_is_ahead(kaggle_env, hub_env, tmp_path):
+    # another session holds the run (its clock half an hour ahead of this machine's): it is not the ended kernel's to release
+    kaggle, env, sessions = kaggle_env
+    sessions.leases = True
+    hub = HfApi(endpoint=hub_env.endpoint, token=TOKEN)
+    hub.create_repo(REPO, private=True, exist_ok=True)
+    ahead = time.time() + 1800
+    theirs = Lease("kernel-theirs", "kaggle", 7, iso(ahead), ahead, 900.0).to_bytes()
+    hub.upload_file(path_or_fileobj=theirs, path_in_repo=LEASE, repo_id=REPO)
+    sessions.script += [(None, False, "")] * 2
+    out = kaggle_run(env, tmp_path).stdout
+    assert "is being trained by session kernel-theirs" in out and "left the lease" not in out, out
+    assert Path(hub.hf_hub_download(REPO, LEASE, cache_dir=tmp_path / "cache")).read_bytes() == theirs
 
 
 def test_run_is_not_finished_while_the_hub_lacks_the_checkpoint_its_status_names(kaggle_env, tmp_path):
