@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fintts.train.config import ConfigError, load_config
 from fintts.train.run import checkpoint
@@ -14,10 +14,8 @@ from fintts.tts.audio import load_audio
 from fintts.tts.corpus import Item
 from fintts.tts.eval import nearest_reference, noise_floor_db
 from fintts.tts.vits.selection import select_corpus
+from fintts.tts.vits.settings import VitsTaskConfig
 from fintts.tts.voice import Voice, load_voice
-
-if TYPE_CHECKING:
-    from fintts.tts.vits.task import VitsTaskConfig
 
 
 @dataclasses.dataclass

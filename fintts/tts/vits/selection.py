@@ -5,16 +5,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fintts.train.config import ConfigError
 from fintts.tts.corpus import Item, ReadOptions, check_corpus, read_table
 from fintts.tts.demo import data_root
 from fintts.tts.speakers import BEST, analyse_speakers
 from fintts.tts.text import FinnishText
-
-if TYPE_CHECKING:
-    from fintts.tts.vits.task import VitsTaskConfig
+from fintts.tts.vits.settings import VitsTaskConfig
 
 
 def read_heldout_files(root: Path) -> list[Item]:

@@ -36,147 +36,29 @@ from safetensors.torch import load_model
 from torch import nn
 from tqdm.auto import tqdm
 
-from fintts.train.config import ConfigError, free_setting
+from fintts.train.config import ConfigError
 from fintts.train.report.card import render_model
 from fintts.train.run import checkpoint
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Span, Spectrogram, SpectrogramConfig, resampled_length
-from fintts.tts.corpus import FORMATS, Item
-from fintts.tts.corpus.model import NAMED_FIELDS, option_problems
+from fintts.tts.corpus import Item
 from fintts.tts.features import FeatureCache
 from fintts.tts.speakers import BEST
 from fintts.tts.text import FALLBACK_VOCAB, FinnishText
-from fintts.tts.vits.card import check_license, run_card, voice_license
+from fintts.tts.vits.card import run_card, voice_license
 from fintts.tts.vits.discriminator import DiscriminatorConfig
 from fintts.tts.vits.export import export_folder, save_voice
-from fintts.tts.vits.generator import (
-    CHECKPOINTABLE_BLOCKS,
-    VitsTrainingForward,
-    check_blocks,
-    discriminator_loss_terms,
-    generator_loss_terms,
-)
+from fintts.tts.vits.generator import CHECKPOINTABLE_BLOCKS, VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
 from fintts.tts.vits.heldout import score_heldout
-from fintts.tts.vits.init import build_generator, check_model_settings
-from fintts.tts.vits.lora import (
-    ADAPTERS_DIR,
-    LoraSettings,
-    adapter_files,
-    adapter_size,
-    add_adapter,
-    base_weights,
-    is_adapted,
-    standard_model,
-)
-from fintts.tts.vits.losses import LossWeights
-from fintts.tts.vits.mms_discriminator import AUTO, starting_discriminator
-from fintts.tts.vits.mms_discriminator import check_setting as check_discriminator_setting
+from fintts.tts.vits.init import build_generator
+from fintts.tts.vits.lora import ADAPTERS_DIR, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model
+from fintts.tts.vits.mms_discriminator import starting_discriminator
 from fintts.tts.vits.selection import select_corpus
+from fintts.tts.vits.settings import PUNCTUATION_MARKS, VitsTaskConfig
 from fintts.tts.vits.torch_backend import TorchBackend
 from fintts.tts.voice import Voice, VoiceConfig
 from fintts.tts.wav import wav_bytes
-
-#: sentence punctuation the front end otherwise turns into word breaks
-PUNCTUATION_MARKS = ".,;:!?"
-
-DEFAULT_SENTENCES = [
-    "Hyvää huomenta, tänään on kaunis päivä.",
-    "Kello on 7.30 ja juna lähtee laiturilta kolme.",
-    "Suomen kieli on kaunis ja vanha kieli.",
-]
-
-
-@dataclasses.dataclass
-class VitsTaskConfig:
-    #: the corpus folder (any layout ``fintts check`` knows), or ``demo`` for the embedded one. Not part of the
-    #: run's settings fingerprint: the corpus is compared by its clips (``data_fingerprint``), so it may move.
-    data: str = free_setting("demo")
-    #: force a corpus layout (ljspeech, ljspeech-speaker, pairs, speakers, css10, commonvoice, audiofolder, kaldi,
-    #: hub); empty: detect. ``data: hf://datasets/USER/NAME`` is a Hub dataset, downloaded into the run's cache.
-    format: str = ""
-    #: Common Voice's table (validated by default), an audiofolder's or Hub dataset's split (train by default).
-    #: Like ``data``, not fingerprinted as a setting: the clips it selects are (``data_fingerprint``).
-    split: str = free_setting("")
-    #: columns of an audiofolder CSV or a Hub dataset, when not the usual names (transcription|text|sentence,
-    #: speaker_id|speaker, audio); empty: the usual ones.
-    text_column: str = free_setting("")
-    speaker_column: str = free_setting("")
-    audio_column: str = free_setting("")
-    #: the model's speakers (empty: all of the corpus's); each gets a speaker embedding.
-    speakers: list[str] = dataclasses.field(default_factory=list)
-    #: train and validate on this one of them only (its clips, its held-out set); ``best``: the one with the
-    #: most usable minutes (``fintts speakers``), recorded when the run (or its phase) starts. The model keeps
-    #: every speaker's embedding, so a phase on one speaker adapts that voice of a shared multi-speaker base.
-    #: Empty: all of ``speakers``.
-    speaker: str = ""
-    #: ``facebook/mms-tts-fin`` (or a Hub id in the local cache), a save_pretrained folder, a fintts
-    #: run or checkpoint folder, or ``scratch``.
-    init: str = "facebook/mms-tts-fin"
-    #: VitsConfig fields: the whole architecture for ``scratch``, shape-neutral ones otherwise.
-    model: dict[str, Any] = dataclasses.field(default_factory=dict)
-    #: where the discriminator starts: ``auto`` fetches MMS's own for an MMS ``init`` (facebook/mms-tts: full_models/
-    #: LANG/D_100000.pth, once per run; fresh for any other init, and with a warning when it cannot be had), a file
-    #: (an original ``D_*.pth`` or converted ``.safetensors``), or empty: fresh. An ``init`` checkpoint's own
-    #: discriminator wins over ``auto`` and empty (see :mod:`fintts.tts.vits.mms_discriminator`).
-    discriminator: str = AUTO
-    #: DiscriminatorConfig fields (the defaults are VITS/MMS's sizes; smaller for CPU demos).
-    discriminator_config: dict[str, Any] = dataclasses.field(default_factory=dict)
-    lr: float = 2e-4
-    betas: list[float] = dataclasses.field(default_factory=lambda: [0.8, 0.99])
-    eps: float = 1e-9
-    weight_decay: float = 0.01
-    #: clip each group's gradient norm (0: off). Guards fp16 fine-tunes against rare spikes.
-    clip_grad_norm: float = 0.0
-    #: with ``init: scratch``, punctuation that gets a token of its own (e.g. ``",.!?"``) instead of
-    #: becoming a word break: speakers (and espeak-ng) pause there, and a model that never sees the
-    #: mark cannot learn where the pauses go. A pretrained init must already have these characters.
-    punctuation_tokens: str = ""
-    #: frames decoded per item per step (VITS: 32, i.e. 8192 samples at hop 256).
-    segment_frames: int = 32
-    loss: LossWeights = dataclasses.field(default_factory=LossWeights)
-    #: the step at which the GAN starts: before it the generator learns from the mel, KL and duration
-    #: terms alone and the discriminator is neither run nor trained (Parallel WaveGAN starts its
-    #: discriminator late the same way, Yamamoto et al. 2020). From scratch, while the text-to-sound
-    #: alignment forms, such steps are cheaper and the voice per step about the same (configs/demo.yaml
-    #: gives the measurement); 0: VITS, a GAN from step 1.
-    #: Counted in the generator optimizer's updates, which a run in phases starts afresh in each phase:
-    #: a later phase that should train as a GAN from its start sets ``gan_start_step: 0`` (configs/demo-lora.yaml).
-    gan_start_step: int = 0
-    min_seconds: float = 0.5
-    max_seconds: float = 20.0
-    #: clips held out of training for validation per speaker, when the corpus has no heldout.csv.
-    heldout_per_speaker: int = 2
-    #: gradient checkpointing: blocks (text_encoder, posterior_encoder, flow, decoder) whose activations
-    #: are recomputed in the backward pass instead of kept: less memory, same gradients, slower steps.
-    checkpointing: list[str] = free_setting(default_factory=list, speed=True)
-    eval_sentences: list[str] = free_setting(default_factory=lambda: list(DEFAULT_SENTENCES))
-    #: how many speakers say the eval sentences, and how many held-out clips are scored
-    #: (``val/mcd``, and ``val/identified``: each clip's text told apart from the others of its speaker).
-    eval_speakers: int = free_setting(2)
-    mcd_items: int = free_setting(8)
-    #: a LoRA adapter on the generator (``r`` > 0; see :mod:`fintts.tts.vits.lora`): the generator is frozen
-    #: but for the adapter, the discriminator trains in full. The adapter is one voice's: with several speakers
-    #: set ``speaker``. Checkpoints and ``model/adapters/<speaker>/`` keep it in peft's layout.
-    lora: LoraSettings = dataclasses.field(default_factory=LoraSettings)
-    #: write model.onnx and model.int8.onnx with each exported voice, so a laptop without torch can
-    #: speak it. They take 5-10 s for the demo voice and 25-75 s for an MMS-sized one on a shared
-    #: 2-core CPU, made in the background while training goes on (see fintts.train.session.background_export).
-    export_onnx: bool = free_setting(True)
-    #: the voice's licence on its cards (an SPDX-style id the Hub knows, e.g. apache-2.0, cc-by-4.0, mit); empty:
-    #: apache-2.0. A voice fine-tuned from MMS inherits cc-by-nc-4.0, whatever this says (another value is refused).
-    license: str = free_setting("")
-
-    def __post_init__(self) -> None:
-        check_blocks(self.checkpointing)  # a typo fails when the config loads, not after the corpus check
-        check_discriminator_setting(self.discriminator)
-        check_model_settings(self.model)
-        check_license(self.init, self.license)
-        if self.format and self.format not in FORMATS:
-            raise ConfigError(f"format: {self.format!r} is not a corpus layout; use one of {', '.join(FORMATS)} (or leave it empty)")
-        problems = option_problems({field: getattr(self, field) for field in NAMED_FIELDS})
-        if problems:
-            raise ConfigError("; ".join(problems))
 
 
 @dataclasses.dataclass
