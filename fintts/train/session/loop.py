@@ -8,7 +8,9 @@ their own: :mod:`~fintts.train.step.building` (a phase as one value), :mod:`~fin
 (what every process does after a step, decided together), :mod:`~fintts.train.session.stopping` (what training's
 own stops say), :mod:`~fintts.train.session.saving`, :mod:`~fintts.train.session.ending` (the final save, the status and
 the lease given back), :mod:`~fintts.train.session.watching` and :mod:`~fintts.train.processes.collective` (how the
-processes wait for the main one off the device).
+processes wait for the main one off the device). What they all need of the session (its device, processes,
+precision, clock, store, record and log) is one value, :class:`~fintts.train.session.facts.SessionFacts`,
+built when the session starts and passed to each.
 
 The session's end is planned backwards from its limit (:mod:`fintts.train.machine.clock`): the
 store's requests are bounded by it, the final wait gives up before it, and the summary is
