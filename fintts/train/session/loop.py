@@ -8,7 +8,9 @@ their own: :mod:`~fintts.train.step.building` (a phase as one value), :mod:`~fin
 (what every process does after a step, decided together), :mod:`~fintts.train.session.stopping` (what training's
 own stops say), :mod:`~fintts.train.session.saving`, :mod:`~fintts.train.session.ending` (the final save, the status and
 the lease given back), :mod:`~fintts.train.session.watching` and :mod:`~fintts.train.processes.collective` (how the
-processes wait for the main one off the device).
+processes wait for the main one off the device). What they all need of the session (its device, processes,
+precision, clock, store, record and log) is one value, :class:`~fintts.train.session.facts.SessionFacts`,
+built when the session starts and passed to each.
 
 The session's end is planned backwards from its limit (:mod:`fintts.train.machine.clock`): the
 store's requests are bounded by it, the final wait gives up before it, and the summary is
@@ -20,36 +22,34 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from accelerate import Accelerator
 from accelerate.utils import gather_object
 from torch.utils.data import DataLoader
 
 from fintts.train import phases
 from fintts.train.config import ConfigDrift, RunConfig, as_run_config, fingerprint
 from fintts.train.decision import Decision, Flags, StopReason, decide
-from fintts.train.machine.clock import ENDING, TRAINING, SessionInterrupted, StopRequest, session_clock
-from fintts.train.machine.platform import device_label, host_name, library_versions
+from fintts.train.machine.clock import ENDING, TRAINING, SessionInterrupted, StopRequest
+from fintts.train.machine.platform import library_versions
 from fintts.train.processes.collective import vote
 from fintts.train.report.metrics import Board, LossWindow
 from fintts.train.report.progress import SessionBar
 from fintts.train.report.summary import SessionSummary
 from fintts.train.run import checkpoint
-from fintts.train.run.state import SessionRecord, TrainerState, capture_rng
+from fintts.train.run.state import TrainerState, capture_rng
 from fintts.train.session import ending, resume, stopping, validating, watching
 from fintts.train.session.background_export import BackgroundExport
+from fintts.train.session.facts import SessionFacts
 from fintts.train.session.saving import is_disk_full, write_checkpoint
-from fintts.train.session.watchdog import CollectiveBound, SessionWatchdog
+from fintts.train.session.watchdog import SessionWatchdog
 from fintts.train.step import memory
 from fintts.train.step.building import BuiltPhase, build_phase, describe_data
 from fintts.train.step.guard import FP16_OVERFLOW, StepGuard
 from fintts.train.step.optimizer_step import OutOfMemory, optimizer_step
-from fintts.train.step.precision import resolve_precision
 from fintts.train.step.sampler import MicroBatchSampler
 from fintts.train.step.seeding import seed_process
 from fintts.train.step.stepping import cuda_switches
@@ -75,6 +75,25 @@ class _Pace:
         return sum(self.step_times) / len(self.step_times)
 
 
+@dataclasses.dataclass
+class _Learnt:
+    """What a session learns as it goes and reads again later (one per session; see each field for who sets it)."""
+
+    #: verified checkpoints of this session: the one it resumed from, then each one it saved (the final save trusts these)
+    good: set[str] = dataclasses.field(default_factory=set)
+    #: seconds the newest checkpoint took to save and push (main process; ``None``: none yet)
+    durable: float | None = None
+    #: the phase's newest validation (its files go into each checkpoint; a phase's build forgets it)
+    last_eval: dict[str, Any] | None = None
+    #: every process's peak memory, as last measured (for the status)
+    peaks: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: what the phase's data is (for the status)
+    data: dict[str, Any] | None = None
+    #: where training stands, for the watchdog's error: when the step under way began (``None``: not yet), steps' mean
+    step_began: float | None = None
+    mean_step: float = 0.0
+
+
 class Trainer:
     """Trains one session of a run and leaves it resumable.
 
@@ -82,6 +101,10 @@ class Trainer:
     (for a store built in code, e.g. a Hub store with other retry timings).
     ``allow_config_change`` accepts a resumed run whose math-changing settings differ from
     its checkpoint's; ``force`` takes the store from another writer.
+
+    Besides its arguments it holds the session's facts (:class:`~fintts.train.session.facts.SessionFacts`,
+    built when the session starts) and what changes as the run trains: its state, the phase built,
+    the step guard, ``model/``'s exports, and what the session learnt (:class:`_Learnt`).
     """
 
     def __init__(
@@ -94,104 +117,80 @@ class Trainer:
         progress: bool = True,
         log: Callable[[str], None] = print,
     ):
-        self.config, self.cfg = config, config.train
+        self.config = config
         self.allow_config_change, self.force = allow_config_change, force
-        self.wait_interrupted = False
         self.progress, self._log = progress, log
-        self.store = store or store_for(self.cfg)
+        self.store = store or store_for(config.train)
+        #: the session's facts; ``None`` until the session began
+        self.facts: SessionFacts | None = None
+        #: where the run stands (the checkpoint's state, then this session's steps); ``None`` until the session read it
+        self.state: TrainerState | None = None
         #: the phase being trained (see :mod:`fintts.train.step.building`); ``None`` until the session built it.
         self.built: BuiltPhase | None = None
+        #: what decides whether a step is applied, and when the steps diverged; ``None`` until the session set up
+        self.guard: StepGuard | None = None
         #: the slow part of model/'s exports (main process); ``None`` until the session holds its store.
         self.exports: BackgroundExport | None = None
-        #: this process's validation error, should the vote stop the session on it
-        self.validation_error: Exception | None = None
-        #: where training stands, for the watchdog's error: when the step under way began (``None``: not yet), steps' mean
-        self.state: TrainerState | None = None
-        self._step_began: float | None = None
-        self._mean_step = 0.0
+        self.learnt = _Learnt()
 
     # ------------------------------------------------------------------ the story
     def run(self) -> SessionSummary:
-        self.stop = StopRequest()
-        with self.stop.installed():  # from the session's start to its end: a signal never kills it half-way
+        stop = StopRequest()
+        with stop.installed():  # from the session's start to its end: a signal never kills it half-way
             try:
-                return self._session()
+                return self._session(stop)
             finally:
                 if self.exports is not None:
                     self.exports.close()  # whatever ended the session: no export process outlives it
 
-    def _session(self) -> SessionSummary:
-        self.clock, self.clock_origin = session_clock(self.cfg)
-        self.bound = CollectiveBound(self.cfg.collective_timeout, self.clock.limit)
-        self.watchdog: SessionWatchdog | None = None
-        self.accelerator = Accelerator(kwargs_handlers=watching.process_group_settings(self.bound))
-        self.main = self.accelerator.is_main_process
-        # accelerate names the CPU of a multi-process run "cpu:0", which torch.load and safetensors refuse
-        self.device = torch.device("cpu") if self.accelerator.device.type == "cpu" else self.accelerator.device
-        self.world, self.rank = self.accelerator.num_processes, self.accelerator.process_index
-        self.precision = resolve_precision(self.cfg.precision, self.device)
-        self.store.set_deadline(self.clock.end)
-        self.session = SessionRecord(
-            id=uuid.uuid4().hex[:12], host=host_name(), devices=device_label(self.device, self.world), precision=self.precision,
-            started=time.time(),
-        )
-        self.session.phases["before"] = max(0.0, self.session.started - self.clock.start)
-        memory.reset_peaks(self.device)  # this session's peak, also when one process trains several
+    def _session(self, stop: StopRequest) -> SessionSummary:
+        self.facts = facts = SessionFacts.begin(self.config, self.store, stop, self._log)
+        self.learnt = _Learnt()
+        watchdog: SessionWatchdog | None = None
         try:
-            if self.main:
-                self.store.acquire(self.session.id, force=self.force)
-                self.exports = BackgroundExport(self.store.root / MODEL_DIR, self._warn)
-                self.watchdog = watching.watch_the_end(
-                    self.world, self.clock, self.stop, self._overrun,
-                    lambda: watching.where(self.state and self.state.step, self._step_began, self._mean_step), self.log,
+            if facts.main:
+                self.store.acquire(facts.record.id, force=self.force)
+                self.exports = BackgroundExport(self.store.root / MODEL_DIR, facts.warn)
+                learnt = self.learnt
+                watchdog = watching.watch_the_end(
+                    facts, self._overrun, lambda: watching.where(self.state and self.state.step, learnt.step_began, learnt.mean_step),
                 )
-            self._durable: float | None = None  # seconds the newest checkpoint took to save and push (main process)
             started = time.time()
-            folder, saved = resume.resume_point(
-                self.config, self.store, main=self.main, end=self.clock.end, allow_config_change=self.allow_config_change, log=self.log,
-            )
-            self._spent("resume", started)
-            self.state = saved or TrainerState(run_name=self.cfg.run_name, fingerprint=fingerprint(self.config))
+            folder, saved = resume.resume_point(facts, allow_config_change=self.allow_config_change)
+            facts.spent("resume", started)
+            cfg = self.config.train
+            self.state = saved or TrainerState(run_name=cfg.run_name, fingerprint=fingerprint(self.config))
             self.guard = StepGuard(
-                max_skipped=self.cfg.max_skipped_steps, min_loss_scale=self.cfg.min_loss_scale,
-                spike_factor=self.cfg.spike_factor, spike_window=self.cfg.spike_window,
+                max_skipped=cfg.max_skipped_steps, min_loss_scale=cfg.min_loss_scale, spike_factor=cfg.spike_factor,
+                spike_window=cfg.spike_window,
             )
-            self.memory: list[dict[str, Any]] = []
-            torch.manual_seed(self.cfg.seed)  # model init; replaced by the checkpoint's weights when resuming
+            torch.manual_seed(cfg.seed)  # model init; replaced by the checkpoint's weights when resuming
             self._build(resuming=folder is not None)
             started = time.time()
             resumed_from = self._resume(folder) if folder is not None else self._begin()
-            if self.main and self.state.export_pending and (self.store.root / MODEL_DIR).is_dir():
+            if facts.main and self.state.export_pending and (self.store.root / MODEL_DIR).is_dir():
                 # an earlier session ended before the slow part of model/'s export was made
                 validating.export_later(self.built, self.state, self.exports)
-            self._spent("resume", started)
-            self.session.start_step = self.session.end_step = self.state.step
-            self.state.sessions.append(self.session)
+            facts.spent("resume", started)
+            facts.record.start_step = facts.record.end_step = self.state.step
+            self.state.sessions.append(facts.record)
             self._write_status("running")
-            self.stop.phase = TRAINING
-            with cuda_switches(self.cfg.cudnn_benchmark, self.cfg.tf32):
+            stop.phase = TRAINING
+            with cuda_switches(self.built.cfg.cudnn_benchmark, self.built.cfg.tf32):
                 reason = self._train() if self._work_left() else self._nothing_left()
-            self.stop.phase = ENDING
-            watching.own_end(self.watchdog)
+            stop.phase = ENDING
+            watching.own_end(watchdog)
             return self._finish(reason, resumed_from)
         except SessionInterrupted as err:
-            watching.own_end(self.watchdog)
-            ending.abandon(err, main=self.main, store=self.store, clock=self.clock, log=self.log)
+            watching.own_end(watchdog)
+            ending.abandon(err, facts)
             raise
         except BaseException as err:
-            watching.own_end(self.watchdog)
+            watching.own_end(watchdog)
             self._fail(err)
             raise
 
     # ------------------------------------------------------------------ set-up
-    def log(self, message: str) -> None:
-        if self.main:
-            self._log(message)
-
-    def _spent(self, phase: str, since: float) -> None:
-        """Add the time since ``since`` to this session's ``phase`` (see :data:`fintts.train.run.state.PHASES`)."""
-        self.session.phases[phase] = self.session.phases.get(phase, 0.0) + time.time() - since
-
     def _overrun(self, err: BaseException) -> None:
         """The watchdog's end of the session (another thread; the main one is stuck): as a failure, export closed."""
         try:
@@ -202,38 +201,33 @@ class Trainer:
 
     def _build(self, start: Weights | None = None, resuming: bool = False) -> BuiltPhase:
         """Build the current phase (see :mod:`fintts.train.step.building`), replacing the previous one whole; the phase built."""
+        facts = self.facts
         self.built = build_phase(
-            self.config.phase(self.state.phase, self.state.resolved), start, accelerator=self.accelerator, device=self.device,
-            precision=self.precision, cache=self.store.root / CACHE_DIR, main=self.main, log=self.log, progress=self.progress,
-            spent=self._spent, warn=self._warn, resuming=resuming,
+            self.config.phase(self.state.phase, self.state.resolved), start, accelerator=facts.accelerator, device=facts.device,
+            precision=facts.precision, cache=self.store.root / CACHE_DIR, main=facts.main, log=facts.log, progress=self.progress,
+            spent=facts.spent, warn=facts.warn, resuming=resuming,
         )
         self.state.resolved = {**self.state.resolved, **self.built.resolved}
-        self.cfg = self.built.cfg
-        self.data_facts = describe_data(self.built, self.log)
-        self.last_eval: dict[str, Any] | None = None
+        self.learnt.data = describe_data(self.built, facts.log)
+        self.learnt.last_eval = None
         return self.built
 
     def _begin(self) -> None:
         """A new run: its state records the data it starts on."""
         self.state.data = resume.data_record(self.built)
-        seed_process(self.cfg.seed, self.accelerator.process_index)
-        self._good: set[str] = set()
+        seed_process(self.built.cfg.seed, self.facts.rank)
 
     def _resume(self, folder: Path) -> str:
         """Load the checkpoint's weights, optimizers and random streams into the phase built from its state (see
         :mod:`fintts.train.session.resume`)."""
-        resume.load_checkpoint(
-            folder, self.state, self.built, config=self.config, store=self.store, device=self.device, precision=self.precision,
-            world=self.world, rank=self.accelerator.process_index, guard=self.guard, clock=self.clock,
-            allow_config_change=self.allow_config_change, log=self.log, warn=self._warn, warnings=self.session.warnings,
-        )
-        self._good = {folder.name}  # verified checkpoints of this session: the resumed one, then each one saved
+        resume.load_checkpoint(folder, self.state, self.built, self.facts, guard=self.guard, allow_config_change=self.allow_config_change)
+        self.learnt.good.add(folder.name)
         return folder.name
 
     # ------------------------------------------------------------------ the loop
     def _work_left(self) -> bool:
         last_phase = phases.in_last_phase(self.config.train.phases, self.state)
-        return self.state.step < self.built.max_steps and not (self.state.stopped_early and self.cfg.patience and last_phase)
+        return self.state.step < self.built.max_steps and not (self.state.stopped_early and self.built.cfg.patience and last_phase)
 
     def _nothing_left(self) -> StopReason:
         return StopReason.EARLY_STOPPING if self.state.stopped_early else StopReason.MAX_STEPS
@@ -241,19 +235,20 @@ class Trainer:
     def _batches(self) -> tuple[DataLoader, Any]:
         """The phase's loader from where the run stands (each epoch iterates it again), its first batches, and its models
         in training mode."""
-        self.sampler = MicroBatchSampler(
+        cfg = self.built.cfg
+        sampler = MicroBatchSampler(
             self.built.plan, self.state.epoch, self.state.step_in_epoch,
-            micro_batch_size=self.built.micro, rank=self.accelerator.process_index, world=self.world,
+            micro_batch_size=self.built.micro, rank=self.facts.rank, world=self.facts.world,
         )
         loader = DataLoader(
             self.built.data.dataset,
-            batch_sampler=self.sampler,
+            batch_sampler=sampler,
             collate_fn=self.built.data.collate,
-            num_workers=self.cfg.num_workers,
-            persistent_workers=self.cfg.persistent_workers and self.cfg.num_workers > 0,
-            pin_memory=self.cfg.pin_memory and self.device.type == "cuda",
+            num_workers=cfg.num_workers,
+            persistent_workers=cfg.persistent_workers and cfg.num_workers > 0,
+            pin_memory=cfg.pin_memory and self.facts.device.type == "cuda",
             # a private generator: creating a loader must not consume the training RNG
-            generator=torch.Generator().manual_seed(self.cfg.seed + self.state.epoch),
+            generator=torch.Generator().manual_seed(cfg.seed + self.state.epoch),
         )
         for model in self.built.models.values():
             model.train()
@@ -261,68 +256,67 @@ class Trainer:
 
     def _train(self) -> StopReason:
         """Step until the processes decide together to stop: for each step, step, log, validate, decide, save or stop."""
-        pace, window = _Pace(time.time(), self.cfg.checkpoint_every), LossWindow()
-        writer = Board.open(self.store.root / "tb" if self.main else None, self._warn)
+        facts = self.facts
+        pace, window = _Pace(time.time(), self.built.cfg.checkpoint_every), LossWindow()
+        writer = Board.open(self.store.root / "tb" if facts.main else None, facts.warn)
         bar = SessionBar(
-            step=self.state.step, max_steps=self.built.max_steps, clock=self.clock, enabled=self.progress and self.main,
-            desc=self.cfg.run_name,
+            step=self.state.step, max_steps=self.built.max_steps, clock=facts.clock, enabled=self.progress and facts.main,
+            desc=self.built.cfg.run_name,
         )
         loader, batches = self._batches()
         decision = Decision(stop=None, save=False)
-        self._mean_step = 0.0
+        self.learnt.mean_step = 0.0
         while decision.stop is None:
-            flags, validated, diverged = Flags(), False, None
+            flags, validated, failed, diverged = Flags(), False, None, None
             ended = phases.phase_end(self.config.train.phases, self.state, self.built.plan.steps_per_epoch)
             if ended:
-                with self.bound.lifted():  # new models are built: an unmeasured wait
-                    switched = resume.next_phase(
-                        ended, self.state, self.built, config=self.config, store=self.store, accelerator=self.accelerator,
-                        save=self._save, rebuild=self._build, log=self.log,
-                    )
+                with facts.bound.lifted():  # new models are built: an unmeasured wait
+                    switched = resume.next_phase(ended, self.state, self.built, facts, save=self._save, rebuild=self._build)
                 if not switched:
                     return StopReason.DISK_FULL
                 loader, batches = self._batches()
-                if self.cfg.eval_every:  # a phase starts with a validation of the weights it begins from
-                    self._validate(flags, writer)
-                    validated = True
-            started = self._step_began = time.time()
+                if self.built.cfg.eval_every:  # a phase starts with a validation of the weights it begins from
+                    failed, validated = self._validate(flags, writer), True
+            started = self.learnt.step_began = time.time()
             if self.state.step_in_epoch >= self.built.plan.steps_per_epoch:
                 batches = self._next_epoch(loader)
             losses, skipped, out_of_memory = optimizer_step(
-                self.built, batches, accelerator=self.accelerator, guard=self.guard, precision=self.precision,
-                device=self.device, rank=self.rank, world=self.world,
+                self.built, batches, accelerator=facts.accelerator, guard=self.guard, precision=facts.precision,
+                device=facts.device, rank=facts.rank, world=facts.world,
             )
             if out_of_memory is not None:
                 flags.out_of_memory = True
             else:
                 self._count_step(started, losses, skipped, pace, window, writer)
-                validated = self._validate_if_due(flags, writer, pace) or validated
+                every = self.built.cfg.eval_every
+                if every and self.state.step % every == 0:
+                    failed, validated = self._validate(flags, writer, pace) or failed, True
                 diverged = self._judge(flags, pace)
-            flags.signal = self.stop.signal_name
-            if self.main:
+            flags.signal = facts.stop.signal_name
+            if facts.main:
                 self._poll_exports()
             decision = decide(
-                flags, rank=self.rank, world=self.world, device=self.device,
+                flags, rank=facts.rank, world=facts.world, device=facts.device,
                 early_stop_ends_run=phases.in_last_phase(self.config.train.phases, self.state),
             )
-            self.bound.voted()
-            self._mean_step = pace.mean_step if pace.step_times else 0.0
+            facts.bound.voted()
+            self.learnt.mean_step = pace.mean_step if pace.step_times else 0.0
             if validated:
                 self.state.stopped_early = decision.early_stop
-            decision = self._act(decision, out_of_memory, diverged, pace)
+            decision = self._act(decision, out_of_memory, diverged, failed, pace)
             if out_of_memory is None:
                 bar.update(self.state.step, loss=f"{losses.get(self.built.main_loss, float('nan')):.4g}", s_step=f"{pace.mean_step:.2f}")
         bar.close()
         self._record_losses(window, writer)
         if pace.skipped:
-            self.session.warnings.append(f"{pace.skipped} step(s) were skipped in this session, the last for: {pace.last_skipped}")
+            facts.record.warnings.append(f"{pace.skipped} step(s) were skipped in this session, the last for: {pace.last_skipped}")
         writer.close()
         return decision.stop
 
     def _next_epoch(self, loader: DataLoader) -> Any:
         self.state.epoch += 1
         self.state.step_in_epoch = 0
-        self.sampler.set_epoch(self.state.epoch)
+        loader.batch_sampler.set_epoch(self.state.epoch)
         return iter(loader)
 
     def _count_step(self, started: float, losses: dict[str, float], skipped: str | None, pace: _Pace, window: LossWindow,
@@ -331,85 +325,77 @@ class Trainer:
         self.state.step += 1
         self.state.step_in_epoch += 1
         pace.step_times = (pace.step_times + [time.time() - started])[-20:]
-        self._spent("steps", started)
+        self.facts.spent("steps", started)
         window.add(losses, pace.step_times[-1])
         if skipped is not None and skipped != FP16_OVERFLOW:
             pace.skipped, pace.last_skipped = pace.skipped + 1, skipped
             if self.guard.in_row == 1 or "spike" in skipped:
-                self.log(f"step {self.state.step} skipped: {skipped}")
-        if self.state.step % self.cfg.log_every == 0 or self.state.step == self.built.max_steps:
+                self.facts.log(f"step {self.state.step} skipped: {skipped}")
+        if self.state.step % self.built.cfg.log_every == 0 or self.state.step == self.built.max_steps:
             self._record_losses(window, writer)
 
-    def _validate_if_due(self, flags: Flags, writer: Board, pace: _Pace) -> bool:
-        """Validate when ``eval_every`` says so, timed (the clock keeps room for the next one); whether it ran."""
-        if not (self.cfg.eval_every and self.state.step % self.cfg.eval_every == 0):
-            return False
-        started = time.time()
-        self._validate(flags, writer)
-        pace.eval_seconds = time.time() - started
-        self._spent("validation", started)
-        return True
+    def _validate(self, flags: Flags, writer: Board, pace: _Pace | None = None) -> Exception | None:
+        """Validate in every process (see :func:`fintts.train.session.validating.validate`): patience and errors go to the
+        step's vote; returns this process's error, for the message should the vote stop on it.
 
-    def _validate(self, flags: Flags, writer: Board) -> None:
-        """Validate in every process (see :func:`fintts.train.session.validating.validate`): patience and errors go to the step's vote."""
-        done = validating.validate(
-            self.built, self.state, writer, main=self.main, device=self.device, rank=self.rank, export=self._export, log=self.log,
-        )
-        self.memory = done.peaks
+        ``pace``: a validation ``eval_every`` asked for, timed (the clock keeps room for the next one); a phase's
+        first validation is not.
+        """
+        started = time.time()
+        done = validating.validate(self.built, self.state, writer, self.facts, export=self._export)
+        self.learnt.peaks = done.peaks
         if done.evaluated is not None:
-            self.last_eval = done.evaluated
-        if done.error is not None:
-            self.validation_error = done.error
+            self.learnt.last_eval = done.evaluated
         flags.early_stop, flags.validation_error = flags.early_stop or done.early_stop, flags.validation_error or done.error is not None
+        if pace is not None:
+            pace.eval_seconds = time.time() - started
+            self.facts.spent("validation", started)
+        return done.error
 
     def _judge(self, flags: Flags, pace: _Pace) -> str | None:
         """This process's view after a step taken: divergence, the run's end, the deadline, a checkpoint due.
 
         Returns why the steps diverged (``None``: they did not), for the message should the vote stop on it.
         """
-        cfg = self.cfg
+        cfg = self.built.cfg
         next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
         diverged = self.guard.verdict(self.built.scaler.get_scale() if self.built.scaler.is_enabled() else None)
         flags.diverged = diverged is not None
         flags.max_steps = self.state.step >= self.built.max_steps
-        flags.deadline = self.clock.must_stop(max(pace.step_times) * 1.2 + (pace.eval_seconds if next_eval else 0.0))
+        flags.deadline = self.facts.clock.must_stop(max(pace.step_times) * 1.2 + (pace.eval_seconds if next_eval else 0.0))
         steady = self.guard.in_row == 0  # while steps are being skipped, latest stays the last good checkpoint
         flags.save_by_time = steady and bool(pace.checkpoint_every) and time.time() - pace.last_save >= pace.checkpoint_every
         flags.save_by_steps = steady and bool(cfg.checkpoint_every_steps) and self.state.step % cfg.checkpoint_every_steps == 0
         return diverged
 
-    def _act(self, decision: Decision, out_of_memory: OutOfMemory | None, diverged: str | None, pace: _Pace) -> Decision:
+    def _act(self, decision: Decision, out_of_memory: OutOfMemory | None, diverged: str | None, failed: Exception | None,
+             pace: _Pace) -> Decision:
         """Do what the processes decided: report the failure that stops them, or save; a save the disk refuses stops them."""
+        facts = self.facts
         if decision.stop is StopReason.VALIDATION_ERROR:
-            stopping.validation_failed(self.validation_error, decision.failed_processes, rank=self.rank, step=self.state.step)
+            stopping.validation_failed(failed, decision.failed_processes, rank=facts.rank, step=self.state.step)
         elif decision.stop is StopReason.OUT_OF_MEMORY:
             if out_of_memory is not None:  # always: every process learnt it in the step (see optimizer_step)
-                self._stopping(stopping.out_of_memory(out_of_memory, self.built, at=self.state.step, world=self.world, rank=self.rank))
+                self._stopping(stopping.out_of_memory(out_of_memory, self.built, at=self.state.step, world=facts.world, rank=facts.rank))
         elif decision.stop is StopReason.DIVERGED:
-            latest = checkpoint.current(self.store.root) if self.main else None
+            latest = checkpoint.current(self.store.root) if facts.main else None
             self._stopping(stopping.diverged(diverged or "the steps of another process diverged", step=self.state.step, latest=latest))
         elif decision.save:
             saving = time.time()
             if not self._save():
                 decision = Decision(stop=StopReason.DISK_FULL, save=False)
-            self._spent("checkpoints", saving)
+            facts.spent("checkpoints", saving)
             pace.last_save = time.time()
         return decision
 
     def _stopping(self, why: str) -> None:
         """Why training stops the session: kept in its warnings (the status and the summary say it), and logged."""
-        self.session.warnings.append(why)
-        self.log("stopping: " + why)
+        self.facts.record.warnings.append(why)
+        self.facts.log("stopping: " + why)
 
     def _record_losses(self, window: LossWindow, writer: Board) -> None:
         """The window's mean losses (and the learning rate) into the run's history and TensorBoard; none if it is empty."""
         window.record(writer, self.state.history, self.state.step, lr=lambda: self.built.groups[0].optimizer.param_groups[0]["lr"])
-
-    def _warn(self, message: str) -> None:
-        """Something a person must know, that does not stop training: logged, and kept in the session's warnings."""
-        if message not in self.session.warnings:
-            self.session.warnings.append(message)
-            self.log(f"warning: {message}")
 
     # ------------------------------------------------------------------ saving
     def _save(self, *, final: bool = False, export: bool = True) -> bool:
@@ -419,25 +405,26 @@ class Trainer:
         The checkpoint comes first: once it is written, nothing after it (the status, the
         ``model/`` export, the snapshot for a push) can keep it from being published.
         """
+        facts, state, learnt = self.facts, self.state, self.learnt
         started = time.time()
         rngs = gather_object([capture_rng()])
-        name = checkpoint.name_for_step(self.state.step)
+        name = checkpoint.name_for_step(state.step)
         full = False
-        if self.main:
-            self.state.rng = rngs
-            self.state.guard = self.guard.state()
-            self.state.precision, self.state.versions = self.precision, library_versions()
-            self.state.world_size, self.state.micro_batch_size = self.world, self.built.micro
-            self.session.end_step = self.state.step
-            self.session.ended = time.time()
-            if self.state.best_step is not None and self.state.best_checkpoint is None:
-                self.state.best_checkpoint = name
-            if export and self.state.best_step is None and self.built.task.export_later() is not None:
-                self.state.export_pending = True  # a kill before the export below is made leaves it to the next session
+        if facts.main:
+            state.rng = rngs
+            state.guard = self.guard.state()
+            state.precision, state.versions = facts.precision, library_versions()
+            state.world_size, state.micro_batch_size = facts.world, self.built.micro
+            facts.record.end_step = state.step
+            facts.record.ended = time.time()
+            if state.best_step is not None and state.best_checkpoint is None:
+                state.best_checkpoint = name
+            if export and state.best_step is None and self.built.task.export_later() is not None:
+                state.export_pending = True  # a kill before the export below is made leaves it to the next session
             try:
                 checkpoint.save(
                     self.store.root, name,
-                    lambda folder: write_checkpoint(folder, self.built, self.state, self.last_eval["files"] if self.last_eval else {},
+                    lambda folder: write_checkpoint(folder, self.built, state, learnt.last_eval["files"] if learnt.last_eval else {},
                                                     plot=final or self.store.push_due()),
                 )
             except Exception as err:
@@ -445,34 +432,34 @@ class Trainer:
                     raise
                 full = True
                 if isinstance(err, checkpoint.LatestNotWritten):  # the folder is whole: it is the one to resume from
-                    self._good.add(name)
+                    learnt.good.add(name)
                     self._stopping(stopping.latest_not_written(name, self.store.root))
                 else:
-                    self._stopping(stopping.disk_full(name, self.state, self.store.root))
+                    self._stopping(stopping.disk_full(name, state, self.store.root))
             else:
-                self._good.add(name)
-                if export and self.state.best_step is None:  # no validated best yet: the newest weights are the model
+                learnt.good.add(name)
+                if export and state.best_step is None:  # no validated best yet: the newest weights are the model
                     self._export()
                 self._poll_exports()  # a finished background export goes into this push
-                holder = self.state.best_checkpoint
-                phase_ends = [record["checkpoint"] for record in self.state.phases]  # each phase's last weights
-                self.store.prune(self.cfg.keep_last, ([holder] if holder else []) + phase_ends)
+                holder = state.best_checkpoint
+                phase_ends = [record["checkpoint"] for record in state.phases]  # each phase's last weights
+                self.store.prune(self.built.cfg.keep_last, ([holder] if holder else []) + phase_ends)
                 self._write_status("running")
                 self.store.publish(name, final=final)
-                self._durable = time.time() - started + max(self.store.transfer_seconds()[-5:] or [0.0])
-                self.clock.record(self._durable)
-                self.state.durable_seconds = list(self.clock.measured)
-        (full,) = vote([full], self.device)
-        self.accelerator.wait_for_everyone()
+                learnt.durable = time.time() - started + max(self.store.transfer_seconds()[-5:] or [0.0])
+                facts.clock.record(learnt.durable)
+                state.durable_seconds = list(facts.clock.measured)
+        (full,) = vote([full], facts.device)
+        facts.accelerator.wait_for_everyone()
         return not full
 
     def _export(self) -> None:
         """Replace ``model/`` with the task's export (main process; see :func:`fintts.train.session.validating.export`)."""
-        validating.export(self.built, self.state, self.exports, root=self.store.root, warn=self._warn)
+        validating.export(self.built, self.state, self.exports, self.facts)
 
     def _poll_exports(self) -> None:
         """Put a finished background export in place (main process; see :func:`fintts.train.session.validating.poll_exports`)."""
-        validating.poll_exports(self.exports, self.state, self.clock, self._durable)
+        validating.poll_exports(self.exports, self.state, self.facts.clock, self.learnt.durable)
 
     # ------------------------------------------------------------------ the end
     def _finish(self, reason: StopReason, resumed_from: str | None) -> SessionSummary:
@@ -483,52 +470,46 @@ class Trainer:
         process group's store, until the session's end), never in a collective while it
         waits for the Hub: a slow final push cannot make a watchdog abort them.
         """
-        self.session.reason = reason.value  # before the final save, so the checkpoint's sessions log says why
+        facts, record = self.facts, self.facts.record
+        record.reason = reason.value  # before the final save, so the checkpoint's sessions log says why
         started = time.time()
         reason = ending.final_save(
-            reason, self.state, main=self.main, device=self.device, store=self.store, save=self._save, export=self._export,
-            intact=lambda name: ending.intact(name, self._good, self.store.root, step=self.state.step, log=self.log),
-            settle=lambda why: validating.settle_exports(
-                why, self.state, self.exports, main=self.main, clock=self.clock, stop=self.stop, durable=self._durable, log=self.log,
-            ),
+            reason, self.state, facts, save=self._save, export=self._export,
+            intact=lambda name: ending.intact(name, self.learnt.good, facts, step=self.state.step),
+            settle=lambda why: validating.settle_exports(why, self.state, self.exports, facts, durable=self.learnt.durable),
         )
-        self.session.reason = reason.value  # a final save the disk refused
-        self.memory = gather_object([memory.peak_memory(self.device)])
-        if self.main:
-            durable, self.wait_interrupted = ending.wait_durable(self.store, self.clock, self.stop, self.log)
+        record.reason = reason.value  # a final save the disk refused
+        self.learnt.peaks = gather_object([memory.peak_memory(facts.device)])
+        wait_interrupted = False
+        if facts.main:
+            durable, wait_interrupted = ending.wait_durable(facts)
             pending = self.store.pending()
-            self._spent("final", started)
-            self.session.end_step, self.session.ended = self.state.step, time.time()
+            facts.spent("final", started)
+            record.end_step, record.ended = self.state.step, time.time()
             final = {"status": self._write_status(ending.final_state(reason), reason=reason.value), "durable": durable, "pending": pending}
-            ending.tell_final(final, readers=self.world - 1, clock=self.clock)
+            ending.tell_final(final, facts)
         else:
-            final = ending.hear_final(self.clock)
+            final = ending.hear_final(facts.clock)
         summary = SessionSummary.from_status(
             final["status"], resumed_from=resumed_from, durable=final["durable"], pending=final["pending"],
-            clock_origin=self.clock_origin,
+            clock_origin=facts.clock_origin,
         )
-        self.log(summary.format())  # before the release: whatever happens next, this has been said
-        if self.main:
-            ending.give_back(self.store, self.clock, wait_interrupted=self.wait_interrupted)
+        facts.log(summary.format())  # before the release: whatever happens next, this has been said
+        if facts.main:
+            ending.give_back(facts, wait_interrupted=wait_interrupted)
         return summary
 
     def _fail(self, err: BaseException) -> None:
         """Record why the session failed, push what it saved, give the lease back (see :func:`fintts.train.session.ending.fail`)."""
-        rank = self.accelerator.process_index
         built = self.built is not None  # set-up had not built the phase: no state worth a status
-        ending.fail(
-            err, self.state if built else None, self.session if built else None, rank=rank, main=self.main, store=self.store,
-            clock=self.clock, stop=self.stop, write_status=self._write_status, log=self.log,
-        )
+        ending.fail(err, self.state if built else None, self.facts, write_status=self._write_status)
 
     def _write_status(self, state: str, *, reason: str | None = None) -> dict[str, Any] | None:
         """Write ``status.json`` and the run's page (main process; see :func:`fintts.train.session.ending.write_status`)."""
-        if not self.main:
+        if not self.facts.main:
             return None
-        return ending.write_status(
-            state, reason, run=self.state, built=self.built, config=self.config, store=self.store, clock=self.clock, peaks=self.memory,
-            data=self.data_facts, warnings=self.session.warnings, warn=self._warn,
-        )
+        return ending.write_status(state, reason, self.facts, run=self.state, built=self.built, peaks=self.learnt.peaks,
+                                   data=self.learnt.data)
 
 
 def train(

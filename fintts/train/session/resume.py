@@ -15,31 +15,29 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from accelerate import Accelerator
 from safetensors.torch import load_model
 
 from fintts.train import phases
-from fintts.train.config import ConfigDrift, RunConfig, fingerprint, fingerprint_changes
-from fintts.train.machine.clock import SessionClock
+from fintts.train.config import ConfigDrift, fingerprint, fingerprint_changes
 from fintts.train.machine.platform import library_versions
 from fintts.train.processes.collective import announce, await_main
 from fintts.train.report import status
 from fintts.train.run import checkpoint, data_drift
 from fintts.train.run.state import TrainerState, isolated_rng, restore_rng
+from fintts.train.session.facts import SessionFacts
 from fintts.train.step.building import BuiltPhase
 from fintts.train.step.guard import StepGuard
-from fintts.train.stores import Store
 from fintts.train.task import Weights
 
 
-def resume_point(config: RunConfig, store: Store, *, main: bool, end: float | None, allow_config_change: bool,
-                 log: Callable[[str], None]) -> tuple[Path | None, TrainerState | None]:
+def resume_point(facts: SessionFacts, *, allow_config_change: bool) -> tuple[Path | None, TrainerState | None]:
     """The checkpoint to resume from and its state, read before anything is built; drift is refused here."""
-    if main:
+    config, store, log = facts.config, facts.store, facts.log
+    if facts.main:
         folder = store.resume_point(log)
         announce("resume-point")
     else:  # off the device: the main process may be downloading from the Hub for a while
-        await_main("resume-point", end)
+        await_main("resume-point", facts.clock.end)
         folder = checkpoint.latest_complete(store.root, log=lambda _: None)
     if folder is None:
         log(f"starting run {config.train.run_name!r} in {store.url}")
@@ -65,15 +63,14 @@ def data_record(built: BuiltPhase) -> dict[str, Any] | None:
     return dataclasses.asdict(built.data_fingerprint) if built.data_fingerprint else None
 
 
-def load_checkpoint(folder: Path, saved: TrainerState, built: BuiltPhase, *, config: RunConfig, store: Store, device: torch.device,
-                    precision: str, world: int, rank: int, guard: StepGuard, clock: SessionClock, allow_config_change: bool,
-                    log: Callable[[str], None], warn: Callable[[str], None], warnings: list[str]) -> None:
+def load_checkpoint(folder: Path, saved: TrainerState, built: BuiltPhase, facts: SessionFacts, *, guard: StepGuard,
+                    allow_config_change: bool) -> None:
     """Load the checkpoint's weights, optimizers and random streams into the phase built from its state."""
-    cfg = built.cfg
-    data = check_data(saved, folder.name, built, store_url=store.url, allow_config_change=allow_config_change, warn=warn)
+    cfg, store, log, world, rank = built.cfg, facts.store, facts.log, facts.world, facts.rank
+    data = check_data(saved, folder.name, built, facts, allow_config_change=allow_config_change)
     for name, model in built.raw_models.items():
         try:
-            load_model(model, str(folder / f"{name}.safetensors"), strict=True, device=str(device))
+            load_model(model, str(folder / f"{name}.safetensors"), strict=True, device=str(facts.device))
         except RuntimeError as err:  # shapes that do not fit: say why, not a strict-load dump
             raise ConfigDrift(
                 f"{folder.name} in {store.url}: its {name} weights do not fit the model built now "
@@ -88,8 +85,7 @@ def load_checkpoint(folder: Path, saved: TrainerState, built: BuiltPhase, *, con
     for g in built.groups:
         g.optimizer.load_state_dict(optim[g.name])
         built.schedulers[g.name].load_state_dict(sched[g.name])
-    load_scaler(torch.load(folder / "scaler.pt", weights_only=True), saved, folder.name, built, precision=precision, log=log,
-                warnings=warnings)
+    load_scaler(torch.load(folder / "scaler.pt", weights_only=True), saved, folder.name, built, facts)
     versions = library_versions()
     changed = {k: (v, versions.get(k, "(none)")) for k, v in saved.versions.items() if versions.get(k) != v}
     if changed:
@@ -112,18 +108,20 @@ def load_checkpoint(folder: Path, saved: TrainerState, built: BuiltPhase, *, con
     if saved.best_step is not None and saved.best_checkpoint is None:  # saved before the holder was recorded
         saved.best_checkpoint = status.best_checkpoint(saved.best_step, store.checkpoint_names())
     guard.restore(saved.guard)
-    clock.measured = list(saved.durable_seconds)
+    facts.clock.measured = list(saved.durable_seconds)
+    config = facts.config
     phase = f", phase {config.train.phases[saved.phase].name}" if config.train.phases else ""
     log(f"resuming run {cfg.run_name!r} from {folder.name} (step {saved.step}, epoch {saved.epoch}{phase}) in {store.url}")
 
 
-def check_data(saved: TrainerState, name: str, built: BuiltPhase, *, store_url: str, allow_config_change: bool,
-               warn: Callable[[str], None]) -> data_drift.DataChanges:
+def check_data(saved: TrainerState, name: str, built: BuiltPhase, facts: SessionFacts, *,
+               allow_config_change: bool) -> data_drift.DataChanges:
     """Compare the task's data with the checkpoint's: refuse changed labels, warn of changed items (and reset the best)."""
+    warn = facts.warn
     changes = data_drift.compare(saved.data, built.data_fingerprint)
     if changes.labels and not allow_config_change:
         raise ConfigDrift(
-            f"{name} in {store_url} was trained for other labels than the data has now: {changes.labels}. "
+            f"{name} in {facts.store.url} was trained for other labels than the data has now: {changes.labels}. "
             "The model has one slot per label, so they cannot change within a run: restore the data, or train a new "
             "run in another --store (--allow-config-change continues if the shapes still fit, with the slots remapped)."
         )
@@ -143,8 +141,7 @@ def check_data(saved: TrainerState, name: str, built: BuiltPhase, *, store_url: 
     return changes
 
 
-def load_scaler(scaler_state: dict[str, Any], saved: TrainerState, name: str, built: BuiltPhase, *, precision: str,
-                log: Callable[[str], None], warnings: list[str]) -> None:
+def load_scaler(scaler_state: dict[str, Any], saved: TrainerState, name: str, built: BuiltPhase, facts: SessionFacts) -> None:
     """The fp16 loss scaler across a change of precision (other hardware, or another setting).
 
     fp16 → fp16 carries the scale on; bf16/fp32 → fp16 starts the scaler fresh (there is
@@ -152,6 +149,7 @@ def load_scaler(scaler_state: dict[str, Any], saved: TrainerState, name: str, bu
     scale, which those precisions do not need. Each change is said, and kept in the
     session's warnings: the training dynamics change with the precision.
     """
+    precision = facts.precision
     was = saved.precision or ("fp16" if scaler_state else "bf16 or fp32")
     if built.scaler.is_enabled() and scaler_state:
         built.scaler.load_state_dict(scaler_state)
@@ -165,30 +163,31 @@ def load_scaler(scaler_state: dict[str, Any], saved: TrainerState, name: str, bu
         note = f"{name} was trained in {saved.precision}; training continues in {precision}"
     else:
         return
-    log(note)
-    warnings.append(note)
+    facts.log(note)
+    facts.record.warnings.append(note)
 
 
-def next_phase(reason: str, state: TrainerState, built: BuiltPhase, *, config: RunConfig, store: Store, accelerator: Accelerator,
-               save: Callable[[], bool], rebuild: Callable[[Weights], BuiltPhase], log: Callable[[str], None]) -> bool:
+def next_phase(reason: str, state: TrainerState, built: BuiltPhase, facts: SessionFacts, *, save: Callable[[], bool],
+               rebuild: Callable[[Weights], BuiltPhase]) -> bool:
     """End the current phase and build the next one from its final weights (see :mod:`fintts.train.phases`).
 
     ``rebuild`` builds the phase ``state`` names from the weights given, and returns it.
     ``False`` when the phase's end could not be saved (the disk is full): the phase
     then does not end, and the session stops as for any checkpoint that cannot be saved.
     """
+    config = facts.config
     ended = config.train.phases[state.phase].name
-    latest = checkpoint.read_latest(store.root)
+    latest = checkpoint.read_latest(facts.store.root)
     if (latest is None or checkpoint.step_of(latest) != state.step) and not save():
         return False
     start = {name: model.state_dict() for name, model in built.raw_models.items()}
     seed = built.cfg.seed
-    accelerator.free_memory()  # the ended phase's models and optimizers are not kept alive by accelerate
+    facts.accelerator.free_memory()  # the ended phase's models and optimizers are not kept alive by accelerate
     phases.begin_next(config.train.phases, state, reason, checkpoint.name_for_step(state.step))
     with isolated_rng(seed + 7_777 * state.phase):
         built = rebuild(start)
     del start
     state.data = data_record(built)
-    log(f"step {state.step}: phase {ended} ended ({reason}); phase {config.train.phases[state.phase].name} "
+    facts.log(f"step {state.step}: phase {ended} ended ({reason}); phase {config.train.phases[state.phase].name} "
         f"begins" + "".join(f", {k}: {v}" for k, v in state.resolved.items()))
     return True

@@ -11,19 +11,19 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 from accelerate.utils import gather_object
 
 from fintts.train.decision import StopReason
-from fintts.train.machine.clock import SessionClock, StopRequest
+from fintts.train.machine.clock import SessionClock
 from fintts.train.processes.collective import announce, await_main, post_failure
 from fintts.train.report.metrics import Board
 from fintts.train.run import checkpoint, validation
 from fintts.train.run.state import TrainerState, isolated_rng
 from fintts.train.session.background_export import BackgroundExport
+from fintts.train.session.facts import SessionFacts
 from fintts.train.session.saving import replace_export
 from fintts.train.step import memory
 from fintts.train.step.building import BuiltPhase
@@ -41,8 +41,7 @@ class Validated:
     error: Exception | None = None
 
 
-def validate(built: BuiltPhase, state: TrainerState, writer: Board, *, main: bool, device: torch.device, rank: int,
-             export: Callable[[], None], log: Callable[[str], None]) -> Validated:
+def validate(built: BuiltPhase, state: TrainerState, writer: Board, facts: SessionFacts, *, export: Callable[[], None]) -> Validated:
     """Validate in every process: the evaluation, the best kept (and exported, by the main process), patience.
 
     Every process validates the same held-out data with the same weights and random
@@ -50,14 +49,14 @@ def validate(built: BuiltPhase, state: TrainerState, writer: Board, *, main: boo
     to the step's vote (posted first, so the main process can name it), so the other
     processes learn of it in the same collective instead of waiting in the next one.
     """
-    done = Validated(peaks=gather_object([memory.peak_memory(device)]))
+    done = Validated(peaks=gather_object([memory.peak_memory(facts.device)]))
     try:
         done.evaluated = evaluate(built, state.step)
-        done.early_stop = keep_best(done.evaluated, state, built, writer, main=main, export=export, peaks=done.peaks, log=log)
+        done.early_stop = keep_best(done.evaluated, state, built, writer, facts, export=export, peaks=done.peaks)
     except Exception as err:
         done.error = err
-        post_failure(rank, f"{type(err).__name__}: {err}")
-        log(f"validation failed at step {state.step}: {type(err).__name__}: {err}")
+        post_failure(facts.rank, f"{type(err).__name__}: {err}")
+        facts.log(f"validation failed at step {state.step}: {type(err).__name__}: {err}")
     return done
 
 
@@ -74,8 +73,8 @@ def evaluate(built: BuiltPhase, step: int) -> dict[str, Any]:
     return {"step": step, "metrics": evaluation.metrics, "files": evaluation.files}
 
 
-def keep_best(evaluated: dict[str, Any], state: TrainerState, built: BuiltPhase, writer: Board, *, main: bool,
-              export: Callable[[], None], peaks: list[dict[str, Any]], log: Callable[[str], None]) -> bool:
+def keep_best(evaluated: dict[str, Any], state: TrainerState, built: BuiltPhase, writer: Board, facts: SessionFacts, *,
+              export: Callable[[], None], peaks: list[dict[str, Any]]) -> bool:
     """Record a validation (best and patience), export a new best (main process), say it; whether patience ran out."""
     metrics = evaluated["metrics"]
     for key, value in metrics.items():
@@ -83,9 +82,9 @@ def keep_best(evaluated: dict[str, Any], state: TrainerState, built: BuiltPhase,
     improved, stop = validation.record(
         state, metrics, monitor=built.monitor, mode=built.monitor_mode, min_delta=built.cfg.min_delta, patience=built.cfg.patience,
     )
-    if improved and main:
+    if improved and facts.main:
         export()
-    log(
+    facts.log(
         f"step {state.step}: "
         + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
         + (f" (best {state.best_value:.4g} at step {state.best_step})" if state.best_value is not None else "")
@@ -94,13 +93,13 @@ def keep_best(evaluated: dict[str, Any], state: TrainerState, built: BuiltPhase,
     return stop
 
 
-def export(built: BuiltPhase, state: TrainerState, exports: BackgroundExport, *, root: Path, warn: Callable[[str], None]) -> None:
+def export(built: BuiltPhase, state: TrainerState, exports: BackgroundExport, facts: SessionFacts) -> None:
     """Replace ``model/`` with the task's export, and start its slow part in the background; a disk too full for it
     keeps the previous one, and says so."""
-    final = root / MODEL_DIR
+    final = facts.store.root / MODEL_DIR
     err = replace_export(final, lambda folder: built.task.export(built.models, folder))
     if err is not None:
-        warn(f"could not export {final} at step {state.step} ({err}); it holds the previous export")
+        facts.warn(f"could not export {final} at step {state.step} ({err}); it holds the previous export")
         return
     export_later(built, state, exports)
 
@@ -122,12 +121,13 @@ def poll_exports(exports: BackgroundExport, state: TrainerState, clock: SessionC
         state.durable_seconds = list(clock.measured)
 
 
-def settle_exports(reason: StopReason, state: TrainerState, exports: BackgroundExport | None, *, main: bool, clock: SessionClock,
-                   stop: StopRequest, durable: float | None, log: Callable[[str], None]) -> None:
+def settle_exports(reason: StopReason, state: TrainerState, exports: BackgroundExport | None, facts: SessionFacts, *,
+                   durable: float | None) -> None:
     """Before the final save, the main process finishes the newest background export (so the final push carries it)
     while the others wait off the device. It gives up when only the final save's own time is left, or on a signal
     (a stop asked for by a signal, or one while it waits): the export is then the next session's to make."""
-    if main:
+    clock, stop = facts.clock, facts.stop
+    if facts.main:
         closing = clock.closing_time()
         need = durable or clock.initial_reserve / 2
         deadline = time.time() if reason in (StopReason.SIGINT, StopReason.SIGTERM) else (
@@ -136,7 +136,7 @@ def settle_exports(reason: StopReason, state: TrainerState, exports: BackgroundE
         seconds = exports.settle(deadline, interrupted=lambda: stop.received > seen)
         state.export_pending = exports.pending()  # what the final checkpoint tells the next session
         if seconds:
-            log(f"waited {seconds:.1f} s for the export of {MODEL_DIR}/ to finish")
+            facts.log(f"waited {seconds:.1f} s for the export of {MODEL_DIR}/ to finish")
         announce("exports")
     else:
         await_main("exports", clock.end)

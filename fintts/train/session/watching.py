@@ -9,11 +9,14 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from accelerate.utils import InitProcessGroupKwargs
 
-from fintts.train.machine.clock import SessionClock, StopRequest
 from fintts.train.session.watchdog import CollectiveBound, SessionWatchdog
+
+if TYPE_CHECKING:  # the facts are built with this module's process group settings
+    from fintts.train.session.facts import SessionFacts
 
 
 def process_group_settings(bound: CollectiveBound) -> list[InitProcessGroupKwargs]:
@@ -23,11 +26,10 @@ def process_group_settings(bound: CollectiveBound) -> list[InitProcessGroupKwarg
     return [InitProcessGroupKwargs(timeout=datetime.timedelta(seconds=seconds))] if seconds else []
 
 
-def watch_the_end(world: int, clock: SessionClock, stop: StopRequest, overrun: Callable[[BaseException], None],
-                  where: Callable[[], str], log: Callable[[str], None]) -> SessionWatchdog | None:
+def watch_the_end(facts: SessionFacts, overrun: Callable[[BaseException], None], where: Callable[[], str]) -> SessionWatchdog | None:
     """With several processes, the main one's clock watched from a thread (started here); ``None`` with one, or no limit."""
-    if world > 1 and clock.end is not None:
-        watchdog = SessionWatchdog(clock, stop, overrun, where, log)
+    if facts.world > 1 and facts.clock.end is not None:
+        watchdog = SessionWatchdog(facts.clock, facts.stop, overrun, where, facts.log)
         watchdog.start()
         return watchdog
     return None

@@ -1,0 +1,100 @@
+"""The facts of one session: what it runs on and with, built once at its start, taken explicitly by every part.
+
+Why one value: the session's accelerator, device, rank and world, precision, clock, store, record and
+log were attributes the trainer set on itself one by one while it set up, and every helper took the
+ones it needed as a keyword list of its own (a resume took fifteen), so which facts a part reads, and
+whether they were set yet, depended on who called it and when. :meth:`SessionFacts.begin` builds them
+once, in the order the session needs (the process group before the device, the store's deadline
+before anything talks to it), and a part that needs them takes ``facts`` and reads what it needs.
+
+Nothing in it is rebound while the session runs. The objects it holds change inside (the clock
+learns how long a save takes, the record gathers warnings and times, the store pushes), and a
+phase switch changes the settings training uses (``BuiltPhase.cfg``), never ``config``: the run's
+config as the session began.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections.abc import Callable
+
+import torch
+from accelerate import Accelerator
+
+from fintts.train.config import RunConfig
+from fintts.train.machine.clock import SessionClock, StopRequest, session_clock
+from fintts.train.machine.platform import device_label, host_name
+from fintts.train.run.state import SessionRecord
+from fintts.train.session.watchdog import CollectiveBound
+from fintts.train.session.watching import process_group_settings
+from fintts.train.step import memory
+from fintts.train.step.precision import resolve_precision
+from fintts.train.stores import Store
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionFacts:
+    """What one session runs on and with (see the module): built by :meth:`begin`, never rebound."""
+
+    #: the run's config as the session began (a phase's own settings are ``BuiltPhase.cfg``)
+    config: RunConfig
+    store: Store
+    #: the signals received during the session, and the phase that says how they are handled
+    stop: StopRequest
+    clock: SessionClock
+    #: where the clock's start came from (for the summary)
+    clock_origin: str
+    #: the process group's timeout, following the measured stretches between votes
+    bound: CollectiveBound
+    accelerator: Accelerator
+    #: this process's device (``cpu``, never accelerate's ``cpu:0``, which torch.load and safetensors refuse)
+    device: torch.device
+    world: int
+    rank: int
+    #: the process that writes, pushes and speaks for the session
+    main: bool
+    precision: str
+    #: this session's entry in the run's sessions log (its warnings, times and end fill in as it goes)
+    record: SessionRecord
+    #: the caller's log, in every process (:meth:`log` speaks in the main one only)
+    sink: Callable[[str], None] = print
+
+    @classmethod
+    def begin(cls, config: RunConfig, store: Store, stop: StopRequest, log: Callable[[str], None]) -> SessionFacts:
+        """The session's facts, at its start: its clock, the process group bounded by it, the device, the store's deadline,
+        its record, and the device's peak memory counted from here (also when one process trains several sessions)."""
+        cfg = config.train
+        clock, clock_origin = session_clock(cfg)
+        bound = CollectiveBound(cfg.collective_timeout, clock.limit)
+        accelerator = Accelerator(kwargs_handlers=process_group_settings(bound))
+        device = torch.device("cpu") if accelerator.device.type == "cpu" else accelerator.device
+        world = accelerator.num_processes
+        precision = resolve_precision(cfg.precision, device)
+        store.set_deadline(clock.end)
+        record = SessionRecord(
+            id=uuid.uuid4().hex[:12], host=host_name(), devices=device_label(device, world), precision=precision, started=time.time(),
+        )
+        record.phases["before"] = max(0.0, record.started - clock.start)
+        memory.reset_peaks(device)
+        return cls(
+            config=config, store=store, stop=stop, clock=clock, clock_origin=clock_origin, bound=bound, accelerator=accelerator,
+            device=device, world=world, rank=accelerator.process_index, main=accelerator.is_main_process, precision=precision,
+            record=record, sink=log,
+        )
+
+    def log(self, message: str) -> None:
+        """Say ``message`` once for the session: in the main process."""
+        if self.main:
+            self.sink(message)
+
+    def warn(self, message: str) -> None:
+        """Something a person must know, that does not stop training: logged, and kept in the session's warnings."""
+        if message not in self.record.warnings:
+            self.record.warnings.append(message)
+            self.log(f"warning: {message}")
+
+    def spent(self, phase: str, since: float) -> None:
+        """Add the time since ``since`` to this session's ``phase`` (see :data:`fintts.train.run.state.PHASES`)."""
+        self.record.phases[phase] = self.record.phases.get(phase, 0.0) + time.time() - since
