@@ -6,6 +6,7 @@ onnxruntime, which must not meet ours. The voices are tiny random VITS models sa
 
 from __future__ import annotations
 
+import fcntl
 import json
 import random
 import subprocess
@@ -65,16 +66,18 @@ def piper_python(request) -> Path:
     cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider: a venv for this run only
     venv = Path(cache.mkdir("piper-tts-1.8.0")) if cache else request.getfixturevalue("tmp_path_factory").mktemp("piper-venv")
     python, done = venv / "bin" / "python", venv / "installed"
-    if not done.is_file():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", PIPER],
-                             capture_output=True, text=True)
-        if pip.returncode != 0:
-            reachable = "Could not find a version" not in pip.stderr and "NewConnectionError" not in pip.stderr
-            if reachable:
-                pytest.fail(f"pip install {PIPER} failed:\n{pip.stderr[-3000:]}")
-            pytest.skip(f"pip cannot reach the package registry to install {PIPER}: {pip.stderr.strip().splitlines()[-1]}")
-        done.write_text(PIPER)
+    with open(venv.with_name(venv.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # under pytest -n the workers share the cache: one makes the venv, the others wait
+        if not done.is_file():
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+            pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", PIPER],
+                                 capture_output=True, text=True)
+            if pip.returncode != 0:
+                reachable = "Could not find a version" not in pip.stderr and "NewConnectionError" not in pip.stderr
+                if reachable:
+                    pytest.fail(f"pip install {PIPER} failed:\n{pip.stderr[-3000:]}")
+                pytest.skip(f"pip cannot reach the package registry to install {PIPER}: {pip.stderr.strip().splitlines()[-1]}")
+            done.write_text(PIPER)
     return python
 
 
