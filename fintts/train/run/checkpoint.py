@@ -31,6 +31,8 @@ MANIFEST = "MANIFEST.json"
 LATEST = "latest"
 CHECKPOINTS = "checkpoints"
 _NAME = re.compile(r"^step-(\d{8,})$")
+#: the errnos of a disk that has no room left: full, or the user's quota spent
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class CheckpointError(Exception):
@@ -213,13 +215,13 @@ def point_latest(root: Path, name: str) -> None:
     try:
         write_atomic(root / LATEST, data)
     except OSError as err:
-        if err.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if err.errno not in DISK_FULL:
             raise
         (root / LATEST).unlink(missing_ok=True)
         try:
             write_atomic(root / LATEST, data)
         except OSError as again:
-            if again.errno not in (errno.ENOSPC, errno.EDQUOT):
+            if again.errno not in DISK_FULL:
                 raise
             raise LatestNotWritten(name, root, again) from again
 

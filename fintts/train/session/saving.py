@@ -14,6 +14,7 @@ import yaml
 from safetensors.torch import save_model
 
 from fintts.train.report.summary import loss_plot_png
+from fintts.train.run import checkpoint
 from fintts.train.run.state import TrainerState
 from fintts.train.step.building import BuiltPhase
 
@@ -21,7 +22,7 @@ from fintts.train.step.building import BuiltPhase
 def is_disk_full(err: BaseException | None) -> bool:
     """ENOSPC or EDQUOT, also when a library reports it as its own error (safetensors: "No space left on device")."""
     while err is not None:
-        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+        if isinstance(err, OSError) and err.errno in checkpoint.DISK_FULL:
             return True
         if any(text in str(err) for text in (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))):
             return True
