@@ -1,5 +1,4 @@
-import sys
-
 from fintts.cli import main
+from fintts.process_exit import exit_process
 
-sys.exit(main())
+exit_process(main())

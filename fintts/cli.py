@@ -491,5 +491,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
+def run() -> None:
+    """The ``fintts`` command: :func:`main`, then the process ends at once (:mod:`fintts.process_exit` says why)."""
+    from fintts.process_exit import exit_process  # imports nothing but the standard library
+
+    exit_process(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

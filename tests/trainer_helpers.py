@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -60,6 +63,43 @@ def cli(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProc
     return subprocess.run(
         [sys.executable, "-m", "fintts", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=_env()
     )
+
+
+def in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``fintts ARGS`` through :func:`fintts.cli.main` in this process, answered as :func:`cli` answers.
+
+    For the quick commands (``check``, ``status``, ``plan``, ``speakers``, ``env``) where no signal, kill,
+    exit of the interpreter or import is under test: a process of their own costs ~2-4 s of imports each
+    (on a 2-core runner, process starts are most of the suite's time). What they print and log is captured as a process's
+    standard output and error would be; ``SystemExit`` (argparse) is its exit code.
+    """
+    from fintts.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _without_kaggle():
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+    finally:
+        root.removeHandler(handler)
+    return subprocess.CompletedProcess(["fintts", *args], code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _without_kaggle():
+    """As :func:`_env` for a process: this machine is not a Kaggle kernel."""
+    kept = os.environ.pop("KAGGLE_KERNEL_RUN_TYPE", None)
+    try:
+        yield
+    finally:
+        if kept is not None:
+            os.environ["KAGGLE_KERNEL_RUN_TYPE"] = kept
 
 
 def start_cli(*args: str, cwd: Path) -> subprocess.Popen:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from fintts.train.run import checkpoint
-from trainer_helpers import assert_bit_identical, cli, final_weights, start_cli, stop, wait_for_step, write_config
+from trainer_helpers import assert_bit_identical, cli, final_weights, in_process, start_cli, stop, wait_for_step, write_config
 
 SLOW_STEPS = {"step_delay": 0.03, "checkpoint_every_steps": 4, "max_steps": 40}
 
@@ -70,7 +70,7 @@ def test_signals_while_a_checkpoint_is_being_written_never_leave_a_broken_latest
             assert process.returncode == 0, out
         pointed = checkpoint.read_latest(store)
         checkpoint.verify(store / "checkpoints" / pointed)  # raises if latest names anything incomplete
-    result = cli("status", "--store", str(store), "--json", cwd=tmp_path)
+    result = in_process("status", "--store", str(store), "--json", cwd=tmp_path)
     assert result.returncode == 0 and json.loads(result.stdout)["step"] > 0
 
 
@@ -87,7 +87,7 @@ def test_drift_and_bad_settings_exit_with_their_codes(tmp_path):
                                    ("--max-steps", "many", "max_steps: expected int")]:
         refused = cli("train", str(config), "--store", store, option, value, cwd=tmp_path)  # refused before any training
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
-    missing = cli("status", "--store", str(tmp_path / "nothing"), cwd=tmp_path)
+    missing = in_process("status", "--store", str(tmp_path / "nothing"), cwd=tmp_path)
     assert missing.returncode == 4 and "nothing has been trained" in missing.stderr
 
 
@@ -101,12 +101,27 @@ def test_a_60_second_budget_exits_in_time_and_the_next_session_continues(tmp_pat
     assert first.returncode == 0, first.stderr
     assert elapsed < 60, f"session took {elapsed:.1f}s"
     assert "time budget is used up" in first.stdout
-    status = json.loads(cli("status", "--store", str(store), "--json", cwd=tmp_path).stdout)
+    status = json.loads(in_process("status", "--store", str(store), "--json", cwd=tmp_path).stdout)
     assert status["state"] == "paused" and status["step"] > 100
     assert {"state", "step", "epoch", "latest_checkpoint", "sessions"} <= set(status)
     checkpoint.verify(store / "checkpoints" / checkpoint.read_latest(store))
     second = cli("train", str(config), "--store", str(store), "--budget", "20s", "--no-progress", cwd=tmp_path, timeout=60)
     assert second.returncode == 0, second.stderr
     assert f"from step-{status['step']:08d}" in second.stdout
-    after = json.loads(cli("status", "--store", str(store), "--json", cwd=tmp_path).stdout)
+    after = json.loads(in_process("status", "--store", str(store), "--json", cwd=tmp_path).stdout)
     assert after["step"] > status["step"] and len(after["sessions"]) == 2
+
+
+def test_a_session_is_gone_at_once_after_its_last_line(tmp_path):
+    """The summary's last line is the end the session planned: Python's module-by-module exit after it took 1.3 s (2.9-3.7 s
+    under load), past a 60 s budget (fintts.process_exit). The exit handlers still run: the files are whole."""
+    config = write_config(tmp_path, max_steps=3)
+    process = start_cli("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", cwd=tmp_path)
+    last = time.time()
+    for _ in process.stdout:
+        last = time.time()
+    process.wait(timeout=60)
+    gone = time.time() - last
+    assert process.returncode == 0
+    assert gone < 1.0, f"the process ended {gone:.2f} s after its last line"
+    checkpoint.verify(tmp_path / "store" / "checkpoints" / checkpoint.read_latest(tmp_path / "store"))

@@ -153,12 +153,9 @@ def test_import_fintts_and_an_onnx_voice_never_import_torch(voices, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("[]") and (tmp_path / "api.wav").stat().st_size > 1000
     command = blocker + textwrap.dedent("""
-        import runpy
-        try:
-            runpy.run_module("fintts", run_name="__main__")
-        except SystemExit as stop:
-            print("leaked:", leaked(), file=sys.stderr)
-            raise
+        import atexit, runpy
+        atexit.register(lambda: print("leaked:", leaked(), file=sys.stderr))  # run by any exit of the command
+        runpy.run_module("fintts", run_name="__main__")
     """)
     result = subprocess.run([sys.executable, "-c", command, "say", TEXT, "--voice", str(voices["single"]), "-o", "cli.wav"],
                             capture_output=True, text=True, cwd=tmp_path)

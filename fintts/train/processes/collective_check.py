@@ -26,6 +26,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from fintts.process_exit import exit_process
+
 #: Seconds the whole check may take: process start, torch's import, the group, the collectives.
 DEADLINE = 60.0
 HANG_RANK = "FINTTS_COLLECTIVE_CHECK_HANG_RANK"
@@ -128,3 +130,4 @@ def _join(rank: int, world: int, backend: str, rendezvous: str, timeout: float) 
 
 if __name__ == "__main__":
     _join(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], float(sys.argv[5]))
+    exit_process(0)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fintts.process_exit import exit_process
 from fintts.train.session.saving import replace_export
 
 #: Seconds between looks at a signal or the deadline while the final save waits for an export.
@@ -282,4 +283,4 @@ def _child(spec_text: str, folder: Path, parent: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])))
+    exit_process(_child(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])))
