@@ -37,7 +37,7 @@ sys.path.insert(0, str(BENCH))
 import mas as mas_bench  # noqa: E402
 import step_share as share_bench  # noqa: E402
 import vits_step  # noqa: E402
-from stand_ins import make_corpus, make_init  # noqa: E402
+from stand_ins import SMALL_DISCRIMINATOR, SMALL_VOICE, make_corpus, make_init  # noqa: E402
 
 MMS_CONFIG = ROOT / "configs" / "mms-fin.yaml"
 #: sizes of the check on a GPU (the MMS-sized voice, configs/mms-fin.yaml) and of the dry run (a toy voice, on the CPU).
@@ -49,19 +49,10 @@ SIZES = {
                 audio=[1.0, 1.5], segment_frames=16, mas_batches=[1, 2], mas_repeats=1, budget=35, resume_more=3,
                 eval_at=3, share_steps=2, share_validations=2, bench_steps=1),
 }
-#: the dry run's voice: VitsConfig fields of a generator built in milliseconds, and its discriminator.
-TOY_MODEL = {
-    "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "ffn_dim": 32, "flow_size": 8,
-    "spectrogram_bins": 65, "upsample_initial_channel": 32, "upsample_rates": [4, 4, 4], "upsample_kernel_sizes": [8, 8, 8],
-    "resblock_kernel_sizes": [3], "resblock_dilation_sizes": [[1, 3]], "prior_encoder_num_flows": 2,
-    "prior_encoder_num_wavenet_layers": 1, "posterior_encoder_num_wavenet_layers": 2, "duration_predictor_num_flows": 2,
-    "duration_predictor_filter_channels": 16, "depth_separable_num_layers": 2,
-}
-TOY_DISCRIMINATOR = {"periods": [2, 3], "scale_channels": [8, 16, 16], "scale_groups": [1, 2, 1], "period_channels": [8, 16]}
 #: the dry run's settings over configs/mms-fin.yaml: one micro-batch of 4, no loader workers, short validations.
 TOY_SETTINGS = {
     "batch_size": 4, "micro_batch_size": 4, "num_workers": 0, "persistent_workers": False, "segment_frames": 16,
-    "discriminator_config": TOY_DISCRIMINATOR, "mcd_items": 2, "eval_speakers": 1, "eval_sentences": ["Kello on 7.30."],
+    "discriminator_config": SMALL_DISCRIMINATOR, "mcd_items": 2, "eval_speakers": 1, "eval_sentences": ["Kello on 7.30."],
     "warmup_steps": 0,
 }
 #: the fp16 targets of benchmarks/README.md.
@@ -190,7 +181,7 @@ def part_stand_ins(p: Part) -> None:
     s = p.sizes
     shutil.rmtree(p.stand_ins, ignore_errors=True)
     make_corpus(p.stand_ins / "corpus", s["clips"], s["clip_seconds"], s["rate"])
-    make_init(p.stand_ins / "mms-sized", **(TOY_MODEL if p.dry_run else {}))
+    make_init(p.stand_ins / "mms-sized", **(SMALL_VOICE if p.dry_run else {}))
     if p.dry_run:
         config = yaml.safe_load(MMS_CONFIG.read_text()) | TOY_SETTINGS
         (p.stand_ins / "toy.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
@@ -225,7 +216,7 @@ def part_fp16_step(p: Part) -> None:
     s = p.sizes
     torch.manual_seed(0)
     generator = VitsModel.from_pretrained(p.stand_ins / "mms-sized", layerdrop=0.0).to(p.device).train()
-    sizes = {k: tuple(v) for k, v in TOY_DISCRIMINATOR.items()} if p.dry_run else {}
+    sizes = {k: tuple(v) for k, v in SMALL_DISCRIMINATOR.items()} if p.dry_run else {}
     discriminator = VitsDiscriminator(DiscriminatorConfig(**sizes)).to(p.device).train()
     start = [{k: v.detach().clone() for k, v in m.state_dict().items()} for m in (generator, discriminator)]
     rows = p.figures.setdefault("rows", [])
@@ -561,7 +552,7 @@ def _sdpa() -> str:
     from transformers import VitsConfig, VitsModel
 
     try:
-        VitsModel._from_config(VitsConfig(**{k: v for k, v in TOY_MODEL.items()}), attn_implementation="sdpa")
+        VitsModel._from_config(VitsConfig(**{k: v for k, v in SMALL_VOICE.items()}), attn_implementation="sdpa")
     except (ValueError, ImportError) as err:
         return f"not applicable: transformers refuses it for VitsModel ({str(err).split('.')[0]})"
     return "accepted by transformers: worth a switch of its own (see the text encoder's share in fp16_step)"

@@ -33,6 +33,17 @@ WORDS = [
     for line in SENTENCES.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")
     for word in line.split()
 ]
+#: VitsConfig fields of a voice built in milliseconds, with the MMS architecture's every part (the GPU check's dry
+#: run, and the tests that run configs/mms-fin.yaml as shipped on a CPU, where an MMS-sized step takes ~10 s).
+SMALL_VOICE = {
+    "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "ffn_dim": 32, "flow_size": 8,
+    "spectrogram_bins": 65, "upsample_initial_channel": 32, "upsample_rates": [4, 4, 4], "upsample_kernel_sizes": [8, 8, 8],
+    "resblock_kernel_sizes": [3], "resblock_dilation_sizes": [[1, 3]], "prior_encoder_num_flows": 2,
+    "prior_encoder_num_wavenet_layers": 1, "posterior_encoder_num_wavenet_layers": 2, "duration_predictor_num_flows": 2,
+    "duration_predictor_filter_channels": 16, "depth_separable_num_layers": 2,
+}
+#: the discriminator beside :data:`SMALL_VOICE` (a config's ``discriminator_config``).
+SMALL_DISCRIMINATOR = {"periods": [2, 3], "scale_channels": [8, 16, 16], "scale_groups": [1, 2, 1], "period_channels": [8, 16]}
 
 
 def make_corpus(folder: Path, clips: int, seconds: float, rate: int) -> Path:
@@ -57,8 +68,8 @@ def make_corpus(folder: Path, clips: int, seconds: float, rate: int) -> Path:
 def make_init(folder: Path, **sizes) -> Path:
     """An MMS-sized voice with random weights, saved as a downloaded checkpoint would be.
 
-    ``sizes`` (``VitsConfig`` fields) make a smaller one, for a check that only needs the code paths
-    (``benchmarks/gpu_check.py --dry-run``).
+    ``sizes`` (``VitsConfig`` fields, such as :data:`SMALL_VOICE`) make a smaller one, for a check that only needs
+    the code paths (``benchmarks/gpu_check.py --dry-run``, the tests of the shipped configs).
     """
     text = FinnishText.default()
     torch.manual_seed(0)

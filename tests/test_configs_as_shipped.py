@@ -1,12 +1,15 @@
 """Each config in ``configs/`` run as shipped, through the command line a person types.
 
 Only what a person sets from outside is set here: ``data`` and ``init`` where the config names a
-corpus or a voice this machine does not have (``mms-fin.yaml``: a small synthetic corpus and an
-MMS-sized voice with random weights, ``benchmarks/stand_ins.py``), and the session's budget or
-steps. Nothing is switched off: the ONNX export, the loss plot and the model card run as they do
-for the person. The sessions end before their first validation (a first short Kaggle session,
-``fintts plan``'s bench), at their budget, on resume, and across one and two processes; each must
-end with the documented exit code, its summary, and no process or thread of ours left behind.
+corpus or a voice this machine does not have (``mms-fin.yaml``: a small synthetic corpus and a voice
+of the MMS architecture with random weights, ``benchmarks/stand_ins.py``), and the session's budget
+or steps. That voice and its discriminator are shrunk (``SMALL_VOICE``, ``SMALL_DISCRIMINATOR``): an
+MMS-sized step takes ~10 s on a 2-core CPU, and how a session ends does not depend on the size
+(benchmarks/step_share.py and the GPU check run the MMS-sized voice). Nothing is switched off: the
+ONNX export, the loss plot and the model card run as they do for the person. The sessions end before
+their first validation (a first short Kaggle session, ``fintts plan``'s bench), at their budget, on
+resume, and across one and two processes; each must end with the documented exit code, its summary,
+and no process or thread of ours left behind.
 """
 
 from __future__ import annotations
@@ -23,11 +26,9 @@ from fintts.train.run import checkpoint
 from trainer_helpers import ROOT, cli
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from stand_ins import make_corpus, make_init  # noqa: E402
+from stand_ins import SMALL_DISCRIMINATOR, SMALL_VOICE, make_corpus, make_init  # noqa: E402
 
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
-#: an MMS-sized step takes about 10 s on a 2-core CPU: its sessions get time for a few
-BUDGETS = {"mms-fin.yaml": "45s"}
 ABORT = "terminate called"
 
 pytestmark = pytest.mark.slow
@@ -36,19 +37,17 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def stand_ins(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("stand-ins")
-    return {"corpus": make_corpus(folder / "corpus", clips=24, seconds=2.0, rate=16000), "init": make_init(folder / "mms-sized")}
+    return {"corpus": make_corpus(folder / "corpus", clips=24, seconds=2.0, rate=16000),
+            "init": make_init(folder / "mms-shaped", **SMALL_VOICE)}
 
 
 def outside(config: Path, stand_ins: dict[str, Path]) -> list[str]:
-    """What a person sets on the command line for ``config`` on this machine: its corpus and base voice, if not shipped."""
+    """What a person sets on the command line for ``config`` on this machine: its corpus and base voice, if not shipped
+    (and, for the small stand-in voice, a discriminator of its size)."""
     if config.name == "mms-fin.yaml":
-        return ["--data", str(stand_ins["corpus"]), f"init={stand_ins['init']}"]
+        return ["--data", str(stand_ins["corpus"]), f"init={stand_ins['init']}",
+                f"discriminator_config={json.dumps(SMALL_DISCRIMINATOR)}"]
     return []
-
-
-def ends(config: Path) -> list[str]:
-    """A session shorter than the config's first validation."""
-    return ["--budget", BUDGETS[config.name]] if config.name in BUDGETS else ["--max-steps", "2"]
 
 
 def export_processes(store: Path) -> list[str]:
@@ -84,22 +83,22 @@ def assert_ended_whole(result, store: Path) -> dict:
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
 def test_a_session_that_ends_before_its_first_validation_ends_whole_and_the_next_resumes_it(config, stand_ins, tmp_path):
     store = tmp_path / "store"
-    first = cli("train", str(config), *outside(config, stand_ins), *ends(config), "--store", str(store), "--no-progress",
-                cwd=tmp_path, timeout=400)
+    first = cli("train", str(config), *outside(config, stand_ins), "--max-steps", "2", "--store", str(store),
+                "--no-progress", cwd=tmp_path, timeout=400)
     status = assert_ended_whole(first, store)
     assert status["evals"] == [] and status["state"] in ("paused", "finished")
 
-    again = ["--budget", BUDGETS[config.name]] if config.name in BUDGETS else ["--max-steps", str(status["step"] + 2)]
-    resumed = cli("train", "--config", str(config), *outside(config, stand_ins), *again, "--store", str(store),
-                  "--no-progress", cwd=tmp_path, timeout=400)
+    resumed = cli("train", "--config", str(config), *outside(config, stand_ins), "--max-steps", str(status["step"] + 2),
+                  "--store", str(store), "--no-progress", cwd=tmp_path, timeout=400)
     after = assert_ended_whole(resumed, store)
     assert after["sessions"][-1]["start_step"] == status["step"] < after["step"]
 
 
-@pytest.mark.parametrize("config", [c for c in CONFIGS if c.name not in BUDGETS], ids=lambda p: p.name)
-def test_a_session_ends_at_its_budget_whole(config, tmp_path):
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
+def test_a_session_ends_at_its_budget_whole(config, stand_ins, tmp_path):
     store = tmp_path / "store"
-    result = cli("train", str(config), "--budget", "25s", "--store", str(store), "--no-progress", cwd=tmp_path, timeout=200)
+    result = cli("train", str(config), *outside(config, stand_ins), "--budget", "25s", "--store", str(store), "--no-progress",
+                 cwd=tmp_path, timeout=200)
     status = assert_ended_whole(result, store)
     assert status["state"] == "paused" and status["sessions"][-1]["reason"] == "deadline"
 

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from trainer_helpers import FAULTY, cli, start_cli, stop, wait_for_step, write_config
+from trainer_helpers import FAULTY, cli, in_process, start_cli, stop, wait_for_step, write_config
 from vits_helpers import tiny_config
 
 
@@ -30,7 +30,7 @@ def test_bench_compare_times_each_switch_and_plan_uses_the_kept_bench(tmp_path):
     assert first["phases"]["validation"] > 0 and first["phases"]["final"] > 0 and first["checkpoint_bytes"] > 0
     assert (tmp_path / "runs" / "toy" / "bench.json").is_file()
 
-    plan = cli("plan", config, "--samples", "2000", "--json", cwd=tmp_path)
+    plan = in_process("plan", config, "--samples", "2000", "--json", cwd=tmp_path)
     assert plan.returncode == 0, plan.stderr
     planned = json.loads(plan.stdout)
     assert "no bench" not in plan.stderr  # the kept one was used, not a new one
@@ -39,12 +39,12 @@ def test_bench_compare_times_each_switch_and_plan_uses_the_kept_bench(tmp_path):
     assert planned["sessions"] == 1 and planned["weeks"] > 0
 
     (tmp_path / "elsewhere.json").write_text(result.stdout)  # a bench made on another machine, brought here
-    from_file = cli("plan", config, "--samples", "2000", "--json", "--bench", "elsewhere.json", cwd=tmp_path)
+    from_file = in_process("plan", config, "--samples", "2000", "--json", "--bench", "elsewhere.json", cwd=tmp_path)
     assert from_file.returncode == 0 and json.loads(from_file.stdout)["costs"]["step"] == planned["costs"]["step"]
-    other = cli("plan", config, "--samples", "2000", "--device", "T4", cwd=tmp_path)
+    other = in_process("plan", config, "--samples", "2000", "--device", "T4", cwd=tmp_path)
     assert other.returncode == 2 and "no bench of this config on a device named like 'T4'" in other.stderr
     (tmp_path / "broken.json").write_text("{")
-    broken = cli("plan", config, "--samples", "2000", "--bench", "broken.json", cwd=tmp_path)
+    broken = in_process("plan", config, "--samples", "2000", "--bench", "broken.json", cwd=tmp_path)
     assert broken.returncode == 2 and "--bench broken.json: not the JSON of fintts bench --json" in broken.stderr
 
 
@@ -74,7 +74,7 @@ def test_a_config_that_runs_out_of_memory_is_benched_kept_and_refused_by_plan(tm
     assert re.search(r"^config +— .*out of memory at step 1", result.stdout, re.MULTILINE)
     assert "largest micro-batch that fits in one device's memory: 8" in result.stdout
     assert (tmp_path / "runs" / "toy" / "bench.json").is_file()
-    plan = cli("plan", config, "--samples", "2000", cwd=tmp_path)
+    plan = in_process("plan", config, "--samples", "2000", cwd=tmp_path)
     assert plan.returncode == 2 and "has no step time (out of memory" in plan.stderr and "lower micro_batch_size" in plan.stderr
 
 def test_status_estimates_what_is_left_of_a_run_at_its_own_pace(tmp_path):
@@ -82,11 +82,11 @@ def test_status_estimates_what_is_left_of_a_run_at_its_own_pace(tmp_path):
     process = start_cli("train", config, "--store", "store", "--budget", "2h", "--no-progress", cwd=tmp_path)
     wait_for_step(tmp_path / "store", 8, process)
     assert "asked to stop (SIGTERM)" in stop(process, signal.SIGTERM)
-    status = json.loads(cli("status", "--store", "store", "--json", cwd=tmp_path).stdout)
+    status = json.loads(in_process("status", "--store", "store", "--json", cwd=tmp_path).stdout)
     left, estimate = 400 - status["step"], status["estimate"]
     assert estimate["steps"] == left and estimate["sessions"] == 1 and status["clock"]["limit"] == 7200
     assert estimate["work_hours"] > left * 0.05 / 3600  # each step sleeps 50 ms
-    text = cli("status", "--store", "store", cwd=tmp_path).stdout
+    text = in_process("status", "--store", "store", cwd=tmp_path).stdout
     assert f"estimate    {left} steps left: 1 more session(s) of 2 h" in text
     assert re.search(r"\d+\.\d%  SIGTERM$", text, re.MULTILINE)  # the session's share of time in steps
 

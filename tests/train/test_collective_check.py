@@ -6,19 +6,19 @@ import json
 import time
 
 from fintts.train.processes.collective_check import HANG_RANK, check_collectives
-from trainer_helpers import cli, write_config
+from trainer_helpers import cli, in_process, write_config
 
 WAYS_OUT = ("NCCL_P2P_DISABLE=1", "NCCL_IB_DISABLE=1", "NCCL_DEBUG=INFO", "--num-processes 1")
 
 
 def test_env_gpus_checks_two_gloo_processes_on_a_cpu(tmp_path):
     started = time.time()
-    result = cli("env", "--gpus", "--no-hub", "--json", cwd=tmp_path)
+    result = in_process("env", "--gpus", "--no-hub", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     check = json.loads(result.stdout)["collectives"]
     assert check["ok"] and check["backend"] == "gloo" and check["processes"] == 2
     assert check["seconds"] < 60 and time.time() - started < 60
-    text = cli("env", "--gpus", "--no-hub", cwd=tmp_path).stdout
+    text = in_process("env", "--gpus", "--no-hub", cwd=tmp_path).stdout
     assert "collective gloo across 2 processes (one all-reduce and a barrier): passed in" in text
 
 
@@ -45,7 +45,7 @@ def test_the_launcher_starts_no_training_process_when_the_backend_fails(tmp_path
 
 def test_env_gpus_fails_with_the_ways_out_when_the_transport_does_not_open(tmp_path, monkeypatch):
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "no-such-interface0")
-    result = cli("env", "--gpus", "--no-hub", cwd=tmp_path)
+    result = in_process("env", "--gpus", "--no-hub", cwd=tmp_path)
     assert result.returncode == 1
     assert "collective the check of gloo across 2 processes (one all-reduce and a barrier) failed" in result.stdout
     assert all(way in result.stdout for way in WAYS_OUT)

@@ -18,7 +18,7 @@ import torch
 from fintts.train import train
 from fintts.train.run import checkpoint
 from fintts.train.run.checkpoint import CheckpointError
-from trainer_helpers import FAULTY, QUIET, _env, cli, final_weights, start_cli, stop, wait_for_step, write_config
+from trainer_helpers import FAULTY, QUIET, _env, cli, final_weights, in_process, start_cli, stop, wait_for_step, write_config
 
 
 def status_of(store) -> dict:
@@ -204,7 +204,7 @@ def test_a_full_disk_stops_the_session_with_the_previous_checkpoint_intact(tmp_p
     status = status_of(after)
     assert status["state"] == "failed" and status["reason"] == "disk_full"
     assert any("is full" in w for w in status["warnings"])
-    shown = cli("status", "--store", str(after), cwd=tmp_path)
+    shown = in_process("status", "--store", str(after), cwd=tmp_path)
     assert shown.returncode == 0 and "warning     the disk under" in shown.stdout, shown.stdout
     third = (tmp_path / "third.txt").read_text()
     assert (tmp_path / "third.rc").read_text().strip() == "0", third

@@ -10,7 +10,7 @@ import pytest
 from fintts.train import ConfigDrift, Trainer, train
 from fintts.train.config import ConfigError, load_config
 from fintts.train.run import checkpoint
-from trainer_helpers import QUIET, assert_bit_identical, cli, final_weights, write_config
+from trainer_helpers import QUIET, assert_bit_identical, final_weights, in_process, write_config
 
 #: 20 steps with a critic, then a quieter learner without one: the models themselves change at the switch.
 PHASES = [
@@ -93,7 +93,7 @@ def test_an_epoch_limit_ends_a_phase(tmp_path):
 
 def test_status_cli_shows_the_phase(reference, tmp_path):
     _, store, _ = reference
-    result = cli("status", "--store", str(store), cwd=tmp_path)
+    result = in_process("status", "--store", str(store), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "phase       2 of 2: fine since step 20" in result.stdout
     assert "warm: steps 0 → 20 (steps, best" in result.stdout

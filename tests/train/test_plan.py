@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from trainer_helpers import cli, write_config
+from trainer_helpers import in_process, write_config
 from vits_helpers import tiny_config
 
 
 def plan_json(*args: str, cwd) -> dict:
-    result = cli("plan", *args, "--json", cwd=cwd)
+    result = in_process("plan", *args, "--json", cwd=cwd)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -40,7 +40,7 @@ def test_plan_counts_the_corpus_items_when_given_data(tmp_path):
 
 def test_plan_without_items_or_with_too_few_says_what_to_do(tmp_path):
     config = str(write_config(tmp_path))
-    result = cli("plan", config, "--samples", "3", "--step-seconds", "1", cwd=tmp_path)
+    result = in_process("plan", config, "--samples", "3", "--step-seconds", "1", cwd=tmp_path)
     assert result.returncode == 2 and "3 items are fewer than batch_size=16" in result.stderr
-    result = cli("plan", str(tiny_config(tmp_path)), "data=/no/such/corpus", "--step-seconds", "1", cwd=tmp_path)
+    result = in_process("plan", str(tiny_config(tmp_path)), "data=/no/such/corpus", "--step-seconds", "1", cwd=tmp_path)
     assert result.returncode == 2 and "/no/such/corpus" in result.stderr

@@ -16,7 +16,7 @@ import pytest
 import corpus_sources as sources
 from fintts.tts.corpus import CorpusError, check_corpus, read_corpus
 from hub_helpers import TOKEN
-from trainer_helpers import cli
+from trainer_helpers import cli, in_process
 from vits_helpers import tiny_config
 
 DATASET = "fintts-tester/fi-speech"
@@ -45,7 +45,9 @@ def hub_dataset(hub_env, tmp_path) -> sources.Expected:
 
 
 def _check_json(data: str, tmp_path: Path, *options: str) -> dict:
-    result = cli("check", data, "--json", "--no-progress", "--cache", str(tmp_path / "cache"), *options, cwd=tmp_path)
+    # a Hub dataset in a process of its own: huggingface_hub reads HF_ENDPOINT (the local Hub's) once, at import
+    run = cli if data == HUB_DATA else in_process
+    result = run("check", data, "--json", "--no-progress", "--cache", str(tmp_path / "cache"), *options, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout)
 
@@ -68,9 +70,9 @@ def test_check_and_speakers_read_each_source_as_published(folders, layout, tmp_p
     report = _check_json(str(root), tmp_path)
     _assert_read_as_published(report, expected, layout)
     assert report["looked_for"].startswith(f"detected {layout}:")
-    text = cli("check", str(root), "--no-progress", cwd=tmp_path)
+    text = in_process("check", str(root), "--no-progress", cwd=tmp_path)
     assert text.stdout.splitlines()[0].startswith(f"Format: {layout} — detected {layout}:"), text.stdout
-    speakers = cli("speakers", str(root), "--json", "--no-progress", cwd=tmp_path)
+    speakers = in_process("speakers", str(root), "--json", "--no-progress", cwd=tmp_path)
     assert speakers.returncode == 0, speakers.stderr
     listed = json.loads(speakers.stdout)
     assert {s["name"]: s["clips"] for s in listed["speakers"]} == {s["name"]: s["clips"] for s in report["speakers"]}
@@ -98,7 +100,7 @@ def test_common_voice_reads_validated_by_default_other_splits_on_request_never_i
     assert quoted.text == 'Hän sanoi "juna lähtee" ja lähti.'  # the sentence as given, quotes and all
     train = _check_json(str(root), tmp_path, "--split", "train")
     assert train["clips"] == 2 and "read train.tsv" in train["looked_for"]
-    refused = cli("check", str(root), "--split", "invalidated", "--no-progress", cwd=tmp_path)
+    refused = in_process("check", str(root), "--split", "invalidated", "--no-progress", cwd=tmp_path)
     assert refused.returncode == 2 and "rejected" in refused.stderr
     # two client_ids sharing their first 8 digits are shown longer, so speakers stay apart
     assert len({i.speaker for i in corpus.items}) == 3 and all(len(i.speaker) == 16 for i in corpus.items)
@@ -172,15 +174,15 @@ def test_a_forced_format_that_does_not_fit_says_what_it_needs(folders, tmp_path)
     for layout, needs in (("kaldi", "wav.scp"), ("commonvoice", "validated.tsv"), ("audiofolder", "file_name")):
         with pytest.raises(CorpusError, match=needs):
             read_corpus(root, layout)
-    forced = cli("check", str(root), "--format", "css10", "--json", "--no-progress", cwd=tmp_path)
+    forced = in_process("check", str(root), "--format", "css10", "--json", "--no-progress", cwd=tmp_path)
     assert json.loads(forced.stdout)["looked_for"].startswith("format css10 as given")
-    unknown = cli("check", str(root), "--format", "csv", "--no-progress", cwd=tmp_path)
+    unknown = in_process("check", str(root), "--format", "csv", "--no-progress", cwd=tmp_path)
     assert unknown.returncode == 2 and "css10" in unknown.stderr and "kaldi" in unknown.stderr
 
 
 def test_a_release_unpacked_one_folder_up_is_pointed_to_its_corpus(folders, tmp_path):
     root, _ = folders["commonvoice"]  # cv-corpus/fi, as Common Voice's archives unpack
-    result = cli("check", str(root.parent), "--no-progress", cwd=tmp_path)
+    result = in_process("check", str(root.parent), "--no-progress", cwd=tmp_path)
     assert result.returncode == 2 and f"{root} looks like commonvoice: pass that folder" in result.stderr
 
 

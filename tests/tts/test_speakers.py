@@ -13,7 +13,7 @@ from fintts.train import train
 from fintts.tts.corpus import check_corpus
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts.tts.speakers import analyse_speakers
-from trainer_helpers import QUIET, cli
+from trainer_helpers import QUIET, cli, in_process
 from vits_helpers import tiny_config
 
 
@@ -34,7 +34,7 @@ def test_speakers_cli_counts_usable_material_and_marks_the_best(tmp_path):
     corpus = tmp_path / "corpus"
     _speaker(corpus, "anna", {"a1": 1.0, "a2": 2.0, "short": 0.2})          # 3 s usable, one clip too short
     _speaker(corpus, "pekka", {"p1": 2.0, "p2": 2.5}, rate=22050, extra_lines=("lost|Ei ääntä",))  # no lost.wav
-    result = cli("speakers", str(corpus), "--json", "--no-progress", cwd=tmp_path)
+    result = in_process("speakers", str(corpus), "--json", "--no-progress", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["best"] == "pekka" and report["other_problems"] == 1
@@ -42,12 +42,12 @@ def test_speakers_cli_counts_usable_material_and_marks_the_best(tmp_path):
     assert (anna["name"], anna["clips"], anna["bad"], anna["minutes"], anna["mean_seconds"]) == ("anna", 2, 1, 0.05, 1.5)
     assert anna["sample_rates"] == {"16000": 2}
     assert (pekka["clips"], pekka["bad"], pekka["minutes"], pekka["sample_rates"]) == (2, 0, 0.075, {"22050": 2})
-    text = cli("speakers", str(corpus), "--no-progress", cwd=tmp_path).stdout
+    text = in_process("speakers", str(corpus), "--no-progress", cwd=tmp_path).stdout
     assert "best: pekka" in text and "* pekka" in text and "  anna" in text and "1 other problem(s)" in text
 
 
 def test_speakers_of_the_embedded_demo_corpus_by_its_name(tmp_path):
-    report = json.loads(cli("speakers", "demo", "--json", "--no-progress", cwd=tmp_path).stdout)
+    report = json.loads(in_process("speakers", "demo", "--json", "--no-progress", cwd=tmp_path).stdout)
     assert [s["name"] for s in report["speakers"]] == ["espeak_f2", "espeak_f5", "espeak_klatt3", "espeak_m3"]
     assert report["best"] in {s["name"] for s in report["speakers"]} and all(s["minutes"] > 1 for s in report["speakers"])
 
@@ -80,7 +80,7 @@ def test_speaker_best_trains_one_voice_and_keeps_it_when_the_corpus_grows(tmp_pa
 
     lines = (DEMO_CORPUS / "espeak_m3" / "metadata.csv").read_text(encoding="utf-8").splitlines()
     (corpus / "espeak_m3" / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")  # 52 clips now
-    assert json.loads(cli("speakers", str(corpus), "--json", "--no-progress", cwd=tmp_path).stdout)["best"] == "espeak_m3"
+    assert json.loads(in_process("speakers", str(corpus), "--json", "--no-progress", cwd=tmp_path).stdout)["best"] == "espeak_m3"
     messages: list[str] = []
     train(config, store=tmp_path / "store", max_steps=4, progress=False, log=messages.append)
     status = json.loads((tmp_path / "store" / "status.json").read_text())

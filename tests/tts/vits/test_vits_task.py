@@ -20,7 +20,7 @@ from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.task import VitsTask, VitsTaskConfig
 from fintts.tts.voice import load_voice
-from trainer_helpers import QUIET, assert_bit_identical, cli, final_weights
+from trainer_helpers import QUIET, assert_bit_identical, cli, final_weights, in_process
 from vits_helpers import tiny_config
 
 
@@ -145,7 +145,7 @@ def test_bad_clips_are_reported_and_skipped_not_fatal(tmp_path):
     shutil.copy(corpus / "wavs" / "c0.flac", corpus / "wavs" / "silent_text.flac")
     lines += ["broken|Tämä tiedosto on rikki.", "silent_text|"]
     (corpus / "metadata.csv").write_text("\n".join(lines) + "\n")
-    report = cli("check", str(corpus), "--no-progress", cwd=tmp_path)
+    report = in_process("check", str(corpus), "--no-progress", cwd=tmp_path)
     assert report.returncode == 0 and "broken.wav" in report.stdout
     assert "silent_text.flac: empty transcript" in report.stdout
     messages: list[str] = []
