@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 # One thread for torch (OpenMP, MKL) in the tests and in every process they start, set before anything imports torch:
-# the suite runs on 2 shared cores, two tests at a time (pytest -n), and a thread pool wider than the free cores
+# the suite runs on 2 shared cores, three tests at a time (pytest -n 3), and a thread pool wider than the free cores
 # spin-waits. One test's 40 tiny VITS steps took 141 s with torch's default 2 threads beside another busy process,
 # 10 s with 1 (tests/tts/vits/test_vits_training.py -k overfitting, 2026-11-26). What a session does with its
 # threads (the launcher gives each process its share) is unchanged: a test that sets OMP_NUM_THREADS still wins.
