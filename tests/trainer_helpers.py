@@ -68,10 +68,12 @@ def cli(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProc
 def in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """``fintts ARGS`` through :func:`fintts.cli.main` in this process, answered as :func:`cli` answers.
 
-    For the quick commands (``check``, ``status``, ``plan``, ``speakers``, ``env``) where no signal, kill,
-    exit of the interpreter or import is under test: a process of their own costs ~2-4 s of imports each
-    (on a 2-core runner, process starts are most of the suite's time). What they print and log is captured as a process's
-    standard output and error would be; ``SystemExit`` (argparse) is its exit code.
+    For the quick commands (``check``, ``status``, ``plan``, ``speakers``) where no signal, kill, exit of the
+    interpreter or import is under test: a process of their own costs ~2-4 s of imports each (on a 2-core
+    runner, process starts are most of the suite's time). Not for a command that reads the Hub from the
+    environment (``env``, ``status --hub-repo``, a Hub dataset): huggingface_hub reads ``HF_ENDPOINT`` once,
+    at import. What they print and log is captured as a process's standard output and error would be;
+    ``SystemExit`` (argparse) is its exit code.
     """
     from fintts.cli import main
 
