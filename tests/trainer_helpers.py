@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import torch
 import yaml
@@ -23,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 QUIET = {"progress": False, "log": lambda message: None}
 #: the toy task with faults on demand (tests/stand_ins/fintts_stand_ins/faulty.py), a registered task
 FAULTY = "faulty-toy"
+#: set in a Kaggle kernel (fintts reads the platform from it): never in the commands the tests run
+KAGGLE_MARK = "KAGGLE_KERNEL_RUN_TYPE"
 
 TOY = {
     "task": "toy",
@@ -83,7 +86,8 @@ def in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     root = logging.getLogger()
     root.addHandler(handler)
     try:
-        with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _without_kaggle():
+        with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), mock.patch.dict(os.environ):
+            os.environ.pop(KAGGLE_MARK, None)  # as _env for a process
             try:
                 code = main(list(args))
             except SystemExit as exit_:
@@ -91,17 +95,6 @@ def in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     finally:
         root.removeHandler(handler)
     return subprocess.CompletedProcess(["fintts", *args], code, out.getvalue(), err.getvalue())
-
-
-@contextlib.contextmanager
-def _without_kaggle():
-    """As :func:`_env` for a process: this machine is not a Kaggle kernel."""
-    kept = os.environ.pop("KAGGLE_KERNEL_RUN_TYPE", None)
-    try:
-        yield
-    finally:
-        if kept is not None:
-            os.environ["KAGGLE_KERNEL_RUN_TYPE"] = kept
 
 
 def start_cli(*args: str, cwd: Path) -> subprocess.Popen:
@@ -112,7 +105,7 @@ def start_cli(*args: str, cwd: Path) -> subprocess.Popen:
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env.pop("KAGGLE_KERNEL_RUN_TYPE", None)
+    env.pop(KAGGLE_MARK, None)
     env["PYTHONUNBUFFERED"] = "1"
     # the checkout under test and its stand-ins first, then the tests' helpers; sys.path[0] is not inherited
     paths = [str(ROOT), str(ROOT / "tests" / "stand_ins"), str(ROOT / "tests"), env.get("PYTHONPATH")]
