@@ -12,12 +12,17 @@ error are flushed, and then :func:`os._exit` skips only the freeing of memory th
 anyway. Where another non-daemon thread still runs, Python's own exit (which waits for it) is
 used instead. Code that calls fintts inside another program (a notebook, ``fintts.cli.main`` in
 a test) never comes here.
+
+A process fintts starts to work for another (a training process of a launch, the background
+export) also ends with the process that started it (:func:`end_with_parent`): a notebook's
+kernel restarted, or a session killed, leaves nothing of its own running on the devices.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import threading
 from typing import NoReturn
@@ -36,3 +41,20 @@ def exit_process(code: int | None) -> NoReturn:
         except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said
             pass
     os._exit(code)
+
+
+def end_with_parent(parent: int) -> bool:
+    """Have the kernel kill this process (SIGKILL) when its parent, ``parent``, ends; ``False``: it already has.
+
+    Linux only (``PR_SET_PDEATHSIG``; elsewhere nothing is set up and only the check is made). The
+    check covers a parent that ended before the call: a fresh process spends seconds importing
+    torch before it gets here.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes  # lazy: only a started process needs it
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    return os.getppid() == parent

@@ -97,9 +97,13 @@ def in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(["fintts", *args], code, out.getvalue(), err.getvalue())
 
 
-def start_cli(*args: str, cwd: Path) -> subprocess.Popen:
+def start_cli(*args: str, cwd: Path, sigint_ignored: bool = False) -> subprocess.Popen:
+    """``fintts ARGS`` started as a process; ``sigint_ignored``: as a shell starts a background job (``fintts train … &``),
+    with SIGINT ignored, which Python then leaves ignored unless the program handles it itself."""
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
     return subprocess.Popen(
-        [sys.executable, "-m", "fintts", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env()
+        [sys.executable, "-m", "fintts", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(),
+        preexec_fn=ignore,
     )
 
 
@@ -127,9 +131,36 @@ def wait_for_step(store: Path, step: int, process: subprocess.Popen, timeout: fl
 
 
 def stop(process: subprocess.Popen, sig: signal.Signals) -> str:
+    """Send ``sig`` and wait for the process's end; one that does not end is killed (its training processes with it)."""
     process.send_signal(sig)
-    out, _ = process.communicate(timeout=120)
+    try:
+        out, _ = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired as err:
+        process.kill()
+        out, _ = process.communicate()
+        raise AssertionError(f"{sig.name} did not end the session in 120 s: {out}") from err
     return out
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def running(pid: int) -> bool:
+    """Is ``pid`` a process that has not ended (a zombie has)?"""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 #: A checkpoint push's commit is larger than this; the lease's and the heartbeats' are smaller.

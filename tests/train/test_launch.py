@@ -115,7 +115,9 @@ def test_an_error_in_the_second_process_only_ends_the_run_at_once_as_failed(tmp_
 def test_ctrl_c_reaches_both_processes_which_stop_together_with_a_checkpoint(tmp_path):
     config = write_config(tmp_path, max_steps=100_000, step_delay=0.02, eval_every=0, checkpoint_every_steps=5)
     store = tmp_path / "store"
-    process = start_cli("train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress", cwd=tmp_path)
+    # started as a background job is (SIGINT ignored, inherited): the launcher answers SIGINT itself, as one process does
+    process = start_cli("train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress", cwd=tmp_path,
+                        sigint_ignored=True)
     wait_for_step(store, 10, process)
     out = stop(process, signal.SIGINT)
     assert process.returncode == 0, out

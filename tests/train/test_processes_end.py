@@ -4,6 +4,8 @@ still ends in its time, the first process is not killed while it pushes, and the
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,7 +14,8 @@ import pytest
 
 from fintts.train.run import checkpoint
 from hub_helpers import REPO, latest_on_hub
-from trainer_helpers import BIG_COMMIT, FAULTY, TEARDOWN, _env, status_of, train_cli, write_config
+from trainer_helpers import (BIG_COMMIT, FAULTY, TEARDOWN, _env, children, running, start_cli, status_of, train_cli,
+                             wait_for_step, write_config)
 
 
 @pytest.mark.slow
@@ -78,3 +81,24 @@ def test_a_teardown_that_hangs_in_the_first_process_still_ends_the_session(tmp_p
     assert "fintts session summary" in result.stdout
     assert "leaving the process group took more than 10 s; this process ends without it" in result.stdout
     assert status_of(store)["state"] == "finished"
+
+
+@pytest.mark.slow
+def test_a_killed_launcher_leaves_no_training_process_behind(tmp_path):
+    # a notebook's kernel restarted or killed while two processes train: they must not go on holding the devices
+    config = write_config(tmp_path, max_steps=100_000, step_delay=0.02, eval_every=0, checkpoint_every_steps=5)
+    store = tmp_path / "store"
+    launcher = start_cli("train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress", cwd=tmp_path)
+    wait_for_step(store, 5, launcher)
+    ranks = children(launcher.pid)
+    assert len(ranks) == 2, ranks
+    launcher.kill()
+    launcher.communicate()
+    deadline = time.monotonic() + 10
+    while any(running(pid) for pid in ranks) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in ranks if running(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"training processes {left} outlived their launcher by 10 s"
+    assert checkpoint.latest_complete(store, log=lambda _: None) is not None  # the next session resumes from it

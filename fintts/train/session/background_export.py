@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fintts.process_exit import exit_process
+from fintts.process_exit import end_with_parent, exit_process
 from fintts.train.session.saving import replace_export
 
 #: Seconds between looks at a signal or the deadline while the final save waits for an export.
@@ -244,22 +244,9 @@ def _link_or_copy(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
-def _die_with_parent() -> None:
-    """Linux: the kernel kills this process when its parent dies (a SIGKILLed session leaves no export running)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes  # lazy: only the child needs it
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-
-
 def _child(spec_text: str, folder: Path, parent: int) -> int:
     """The child's whole life: make the slow part in ``folder`` and say how it went beside it."""
-    _die_with_parent()
-    if os.getppid() != parent:  # the session died before the line above took effect (this module's imports take seconds)
+    if not end_with_parent(parent):  # the session died while this module was imported (seconds)
         return 1
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the session decides what Ctrl-C means, and ends this process itself
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -23,7 +23,15 @@ What this process does while they train:
 - **Stops reach every process.** The processes run in their own sessions, so a terminal's
   or Jupyter's interrupt reaches this process alone; it passes each SIGINT and SIGTERM on
   to all of them once. The trainer's collective vote then stops them at the same step: a
-  first signal stops cleanly with a checkpoint, a second aborts (as with one process).
+  first signal stops cleanly with a checkpoint, a second aborts (as with one process). As
+  one process does, this one handles both signals itself, whatever it inherited: a
+  ``fintts train … &`` started by a shell ignores SIGINT until then, and would otherwise
+  drop a ``kill -INT`` while its processes trained on.
+- **They end with it.** Each training process has the kernel kill it when this process
+  ends (``PR_SET_PDEATHSIG`` on Linux, :func:`fintts.process_exit.end_with_parent`): a
+  notebook kernel restarted or killed mid-session leaves no process training on, holding
+  the GPUs and writing checkpoints beside the next session. What they saved stays; the
+  next session resumes from the newest complete checkpoint, as after any kill.
 - **One clock.** The processes get this process's session start (``FINTTS_SESSION_START``),
   so they and the launcher agree on the session's end.
 - **No process outlives the session, and the first one is never cut short.** A failing
@@ -61,6 +69,7 @@ import torch
 import torch.distributed as dist
 import yaml
 
+from fintts.process_exit import end_with_parent
 from fintts.train.config import ConfigError, RunConfig, as_run_config
 from fintts.train.machine.clock import session_clock
 from fintts.train.machine.platform import ORIGIN_VARIABLE, START_VARIABLE
@@ -79,6 +88,8 @@ TEARDOWN = 10.0
 #: Lines of a failed process's log quoted in the error.
 LOG_TAIL = 25
 LOGS = "logs"
+#: The launching process's id, given to each training process so that it ends with it.
+PARENT_VARIABLE = "FINTTS_LAUNCHER_PID"
 
 
 class LaunchFailed(RuntimeError):
@@ -128,6 +139,10 @@ def launch(
     """
     config = as_run_config(config, overrides, settings)
     if in_launched_process():
+        parent = os.environ.get(PARENT_VARIABLE)
+        if parent is not None and not end_with_parent(int(parent)):
+            raise LaunchFailed("the process that launched this one has ended (a kernel restarted, say); it does not train "
+                               "without it", 1)
         try:
             summary = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
         except BaseException:
@@ -178,8 +193,9 @@ class _Processes:
             config_file.write_text(yaml.safe_dump(self.config.to_dict(), sort_keys=False, allow_unicode=True))
             summary_file = Path(tmp) / "summary.json"
             try:
-                self._start(config_file, summary_file)
-                codes = self._supervise(summary_file)
+                with _forwarding_signals(self._signal_all):
+                    self._start(config_file, summary_file)
+                    codes = self._supervise(summary_file)
             finally:
                 for log in self.log_files:
                     log.close()
@@ -199,7 +215,7 @@ class _Processes:
                 **os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(self.count),
                 "RANK": str(rank), "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(self.count),
                 "OMP_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1",
-                START_VARIABLE: repr(self.clock.start), ORIGIN_VARIABLE: self.origin,
+                START_VARIABLE: repr(self.clock.start), ORIGIN_VARIABLE: self.origin, PARENT_VARIABLE: str(os.getpid()),
             }
             if self.cpu:  # as `accelerate launch --cpu`: without it accelerate ignores WORLD_SIZE on a machine without GPUs
                 env["ACCELERATE_USE_CPU"] = "true"
@@ -213,37 +229,34 @@ class _Processes:
             ))
 
     def _supervise(self, summary_file: Path) -> list[int]:
-        """Relay the first process's output, pass signals on, and end what outlives its part (see the module)."""
+        """Relay the first process's output and end what outlives its part (see the module); signals are passed on
+        meanwhile (:func:`_forwarding_signals`)."""
         relayed = self.processes[0].stdout
         failed_at: float | None = None
         finished_at: float | None = None
-        with _forwarding_sigterm(self._signal_all):
-            while True:
-                try:
-                    if relayed is None:
-                        time.sleep(0.2)
-                    elif select.select([relayed], [], [], 0.2)[0]:
-                        relayed = self._relay(relayed)
-                    codes = [p.poll() for p in self.processes]
-                    if relayed is None and None not in codes:
-                        return codes
-                    now = time.time()
-                    if finished_at is None and (codes[0] is not None or summary_file.is_file()
-                                                or _ended_marker(summary_file).is_file()):
-                        finished_at = now
-                    if failed_at is None and any(code not in (None, 0) for code in codes):
-                        failed_at = now
-                    if finished_at is not None and now - finished_at > self.exit_grace:
-                        self._end_stragglers(range(self.count), f"{self.exit_grace:g} s after the first process ended the session")
-                    if failed_at is not None and now - failed_at > PEER_GRACE:
-                        self._end_stragglers(range(1, self.count), f"{PEER_GRACE:g} s after a process failed")
-                    end = self.clock.end
-                    if end is not None and now > end + self.exit_grace:
-                        self._end_stragglers(range(self.count), f"{self.exit_grace:g} s after the session's end")
-                    elif end is None and failed_at is not None and now - failed_at > MAIN_GRACE:
-                        self._end_stragglers(range(self.count), f"{MAIN_GRACE:g} s after a process failed")
-                except KeyboardInterrupt:
-                    self._signal_all(signal.SIGINT)
+        while True:
+            if relayed is None:
+                time.sleep(0.2)
+            elif select.select([relayed], [], [], 0.2)[0]:
+                relayed = self._relay(relayed)
+            codes = [p.poll() for p in self.processes]
+            if relayed is None and None not in codes:
+                return codes
+            now = time.time()
+            if finished_at is None and (codes[0] is not None or summary_file.is_file()
+                                        or _ended_marker(summary_file).is_file()):
+                finished_at = now
+            if failed_at is None and any(code not in (None, 0) for code in codes):
+                failed_at = now
+            if finished_at is not None and now - finished_at > self.exit_grace:
+                self._end_stragglers(range(self.count), f"{self.exit_grace:g} s after the first process ended the session")
+            if failed_at is not None and now - failed_at > PEER_GRACE:
+                self._end_stragglers(range(1, self.count), f"{PEER_GRACE:g} s after a process failed")
+            end = self.clock.end
+            if end is not None and now > end + self.exit_grace:
+                self._end_stragglers(range(self.count), f"{self.exit_grace:g} s after the session's end")
+            elif end is None and failed_at is not None and now - failed_at > MAIN_GRACE:
+                self._end_stragglers(range(self.count), f"{MAIN_GRACE:g} s after a process failed")
 
     def _end_stragglers(self, ranks: Iterator[int] | range, why: str) -> None:
         for rank in ranks:
@@ -283,16 +296,18 @@ class _Processes:
 
 
 @contextlib.contextmanager
-def _forwarding_sigterm(forward: Callable[[int], None]) -> Iterator[None]:
-    """While the processes train, a SIGTERM to this process goes to all of them (main thread only)."""
+def _forwarding_signals(forward: Callable[[int], None]) -> Iterator[None]:
+    """While the processes start and train, a SIGINT or SIGTERM to this process goes to all of them (a handler can only
+    be set in the main thread: a launch from another thread passes none on)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: forward(signum))
+    previous = {sig: signal.signal(sig, lambda signum, frame: forward(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _leave_process_group() -> None:
