@@ -6,7 +6,7 @@ import json
 import time
 
 from fintts.train.processes.collective_check import HANG_RANK, check_collectives
-from trainer_helpers import cli, in_process, write_config
+from trainer_helpers import in_process, write_config
 
 WAYS_OUT = ("NCCL_P2P_DISABLE=1", "NCCL_IB_DISABLE=1", "NCCL_DEBUG=INFO", "--num-processes 1")
 
@@ -35,7 +35,7 @@ def test_the_launcher_starts_no_training_process_when_the_backend_fails(tmp_path
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "no-such-interface0")  # gloo cannot open its transport
     config = write_config(tmp_path, max_steps=4)
     started = time.time()
-    result = cli("train", str(config), "--store", "store", "--num-processes", "2", "--no-progress", cwd=tmp_path)
+    result = in_process("train", str(config), "--store", "store", "--num-processes", "2", "--no-progress", cwd=tmp_path)
     assert result.returncode == 1 and time.time() - started < 60
     assert "the check of gloo across 2 processes (one all-reduce and a barrier) failed" in result.stderr
     assert "Unable to find address for: no-such-interface0" in result.stderr

@@ -10,7 +10,7 @@ from fintts.train.config import ConfigError
 from fintts.train.step.memory import is_out_of_memory
 from fintts.train.step.precision import precision_for, resolve_precision
 from fintts.tts.vits.task import VitsBatch
-from trainer_helpers import cli
+from trainer_helpers import in_process
 from vits_helpers import tiny_config
 
 
@@ -47,7 +47,7 @@ def test_other_cuda_errors_are_not_out_of_memory():
 
 def test_layerdrop_is_refused_when_the_config_loads(tmp_path):
     config = tiny_config(tmp_path)
-    result = cli("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", "model.layerdrop=0.1", cwd=tmp_path)
+    result = in_process("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", "model.layerdrop=0.1", cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert "model.layerdrop: 0.1 is refused" in result.stderr and "DDP" in result.stderr
     assert not (tmp_path / "store" / "checkpoints").exists()

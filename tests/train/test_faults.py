@@ -18,7 +18,7 @@ import torch
 from fintts.train import train
 from fintts.train.run import checkpoint
 from fintts.train.run.checkpoint import CheckpointError
-from trainer_helpers import FAULTY, QUIET, _env, cli, final_weights, in_process, start_cli, stop, wait_for_step, write_config
+from trainer_helpers import FAULTY, QUIET, _env, final_weights, in_process, start_cli, stop, wait_for_step, write_config
 
 
 def status_of(store) -> dict:
@@ -75,7 +75,7 @@ def test_out_of_memory_saves_the_step_and_says_how_to_fit(tmp_path):
         tmp_path, task=FAULTY, adversarial=False, max_steps=20, checkpoint_every_steps=0, eval_every=0, fault="oom", fault_at=7,
     )
     store = tmp_path / "store"
-    result = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    result = in_process("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     assert "out of memory at step 7" in result.stdout and "micro_batch_size=8" in result.stdout
     assert checkpoint.read_latest(store) == "step-00000006"
@@ -246,7 +246,7 @@ def test_a_disk_that_fills_at_latest_keeps_the_whole_checkpoint_and_the_next_ses
     status = status_of(store)
     assert status["state"] == "failed" and status["reason"] == "disk_full"
     assert status["latest_checkpoint"].endswith("step-00000008")
-    resumed = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    resumed = in_process("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "from step-00000008" in resumed.stdout + resumed.stderr  # not from step-00000004, which the old latest named
     assert checkpoint.read_latest(store) == "step-00000012" and status_of(store)["state"] == "finished"
@@ -357,11 +357,11 @@ def test_a_running_trainer_keeps_its_store_even_from_force(tmp_path):
     first = start_cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
     try:
         wait_for_step(store, 4, first)
-        forced = cli("train", str(config), "--store", str(store), "--force", "--no-progress", cwd=tmp_path)
+        forced = in_process("train", str(config), "--store", str(store), "--force", "--no-progress", cwd=tmp_path)
         assert forced.returncode == 4, forced.stdout
         assert f"being trained by process {first.pid}" in forced.stderr
     finally:
         out = stop(first, signal.SIGTERM)
     assert first.returncode == 0, out
-    after = cli("train", str(config), "--store", str(store), "--max-steps", "2", "--no-progress", cwd=tmp_path)
+    after = in_process("train", str(config), "--store", str(store), "--max-steps", "2", "--no-progress", cwd=tmp_path)
     assert after.returncode == 0, after.stderr  # the lock went with its process: no --force needed

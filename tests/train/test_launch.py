@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from fintts.train.run import checkpoint
-from trainer_helpers import FAULTY, cli, final_weights, start_cli, stop, wait_for_step, write_config
+from trainer_helpers import FAULTY, cli, final_weights, in_process, start_cli, stop, wait_for_step, write_config
 
 #: Same data, same effective batch, same math: two processes differ from one only in the order
 #: float32 sums are taken (two half-batch means averaged instead of one mean). Measured: after the
@@ -19,9 +19,11 @@ TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
 EXACT_MATH = {"dropout": 0.0, "max_steps": 12, "eval_every": 4, "checkpoint_every_steps": 0}
 
 
-def train_cli(config, store, *extra, processes=2, timeout=180):
-    return cli("train", str(config), "--store", str(store), "--num-processes", str(processes), "--no-progress", *extra,
-               cwd=store.parent, timeout=timeout)
+def train_cli(config, store, *extra, processes=2):
+    """``fintts train`` with the launcher in this process, as a notebook runs it (the command's own process is under
+    test where a signal reaches it: the Ctrl-C test here, tests/test_configs_as_shipped.py)."""
+    return in_process("train", str(config), "--store", str(store), "--num-processes", str(processes), "--no-progress", *extra,
+                      cwd=store.parent)
 
 
 def status_of(store):
@@ -66,7 +68,9 @@ def test_a_budget_stops_both_processes_at_one_step_with_one_complete_checkpoint(
     config = write_config(tmp_path, max_steps=100_000, step_delay=0.02, eval_every=20, checkpoint_every_steps=0)
     store = tmp_path / "store"
     started = time.time()
-    result = train_cli(config, store, "--budget", "25s")
+    # a process of its own: a session's clock starts with its process (in this one it would have started long ago)
+    result = cli("train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress", "--budget", "25s",
+                 cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert time.time() - started < 30  # the parent starts a moment before the processes whose clock it is
     status = status_of(store)
@@ -102,7 +106,7 @@ def test_a_run_moves_between_one_and_two_processes_and_says_how_accumulation_cha
 def test_an_error_in_the_second_process_only_ends_the_run_at_once_as_failed(tmp_path):
     config = write_config(tmp_path, max_steps=100_000, fail_at_batch=5, fail_on_process=1)
     store = tmp_path / "store"
-    result = train_cli(config, store, timeout=100)
+    result = train_cli(config, store)
     assert result.returncode == 1
     status = status_of(store)
     assert status["state"] == "failed"

@@ -14,8 +14,19 @@ import pytest
 
 from fintts.train.run import checkpoint
 from hub_helpers import REPO, latest_on_hub
-from trainer_helpers import (BIG_COMMIT, FAULTY, TEARDOWN, _env, children, running, start_cli, status_of, train_cli,
-                             wait_for_step, write_config)
+from trainer_helpers import (
+    BIG_COMMIT,
+    FAULTY,
+    TEARDOWN,
+    _env,
+    children,
+    running,
+    start_cli,
+    status_of,
+    train_cli,
+    wait_for_step,
+    write_config,
+)
 
 
 @pytest.mark.slow

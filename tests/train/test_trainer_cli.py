@@ -18,7 +18,7 @@ SLOW_STEPS = {"step_delay": 0.03, "checkpoint_every_steps": 4, "max_steps": 40}
 def reference(tmp_path_factory):
     folder = tmp_path_factory.mktemp("cli-reference")
     config = write_config(folder, **SLOW_STEPS)
-    result = cli("train", str(config), "--store", str(folder / "store"), "--no-progress", cwd=folder)
+    result = in_process("train", str(config), "--store", str(folder / "store"), "--no-progress", cwd=folder)
     assert result.returncode == 0, result.stderr
     return config, final_weights(folder / "store")
 
@@ -36,7 +36,7 @@ def test_signal_stops_at_the_end_of_a_step_and_resume_is_exact(reference, tmp_pa
     status = json.loads((store / "status.json").read_text())
     assert status["state"] == "paused" and status["step"] >= after_step
     assert checkpoint.read_latest(store) == checkpoint.name_for_step(status["step"])
-    result = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    result = in_process("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert_bit_identical(final_weights(store), expected)
 
@@ -50,7 +50,7 @@ def test_sigkill_then_restart_from_the_last_checkpoint_is_exact(reference, tmp_p
     time.sleep(0.05)
     stop(process, signal.SIGKILL)
     assert process.returncode == -signal.SIGKILL
-    result = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    result = in_process("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "resuming run" in result.stdout
     assert_bit_identical(final_weights(store), expected)
@@ -77,7 +77,7 @@ def test_signals_while_a_checkpoint_is_being_written_never_leave_a_broken_latest
 def test_drift_and_bad_settings_exit_with_their_codes(tmp_path):
     config = write_config(tmp_path, max_steps=3)
     store = str(tmp_path / "store")
-    assert cli("train", str(config), "--store", store, "--no-progress", cwd=tmp_path).returncode == 0
+    assert in_process("train", str(config), "--store", store, "--no-progress", cwd=tmp_path).returncode == 0
     drift = cli("train", str(config), "seed=99", "--store", store, cwd=tmp_path)
     assert drift.returncode == 3 and "seed: 11 -> 99" in drift.stderr and "--allow-config-change" in drift.stderr
     typo = cli("train", str(config), "--store", store, "sead=99", cwd=tmp_path)

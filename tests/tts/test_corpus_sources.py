@@ -192,7 +192,7 @@ def test_training_runs_a_few_steps_on_each_source(folders, layout, tmp_path):
     root, _ = folders[layout]
     config = tiny_config(tmp_path, data=str(root), speakers=[], max_steps=2, eval_every=2, heldout_per_speaker=1,
                          batch_size=2)
-    result = cli("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", cwd=tmp_path, timeout=400)
+    result = in_process("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (tmp_path / "store" / "model" / "config.json").is_file()
 

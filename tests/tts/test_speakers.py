@@ -13,7 +13,7 @@ from fintts.train import train
 from fintts.tts.corpus import check_corpus
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts.tts.speakers import analyse_speakers
-from trainer_helpers import QUIET, cli, in_process
+from trainer_helpers import QUIET, in_process
 from vits_helpers import tiny_config
 
 
@@ -88,7 +88,7 @@ def test_speaker_best_trains_one_voice_and_keeps_it_when_the_corpus_grows(tmp_pa
 
 
 def test_an_unknown_speaker_is_refused_with_the_model_speakers(tmp_path):
-    result = cli("train", str(tiny_config(tmp_path)), "--store", str(tmp_path / "store"), "--no-progress",
-                 "speaker=nobody", cwd=tmp_path)
+    result = in_process("train", str(tiny_config(tmp_path)), "--store", str(tmp_path / "store"), "--no-progress",
+                        "speaker=nobody", cwd=tmp_path)
     assert result.returncode == 2
     assert "speaker: 'nobody' is not one of the model's speakers" in result.stderr and "espeak_f2, espeak_m3" in result.stderr

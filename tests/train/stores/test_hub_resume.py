@@ -10,7 +10,7 @@ import time
 from fintts.train.run import checkpoint
 from fintts_stand_ins import HubServer
 from hub_helpers import TOKEN
-from trainer_helpers import assert_bit_identical, cli, final_weights, start_cli, stop, write_config
+from trainer_helpers import assert_bit_identical, cli, final_weights, in_process, start_cli, stop, write_config
 
 REPO = "alice/finnish-voice"
 RUN = {"step_delay": 0.05, "checkpoint_every_steps": 4, "max_steps": 40, "keep_last": 2}
@@ -27,7 +27,7 @@ def hub_latest_step(hub: HubServer) -> int:
 def test_killed_run_resumes_from_the_hub_on_an_empty_disk_to_the_same_weights(tmp_path, hub_env):
     hub = hub_env
     config = write_config(tmp_path, **RUN)
-    unbroken = cli("train", str(config), "--store", str(tmp_path / "unbroken"), "--no-progress", cwd=tmp_path)
+    unbroken = in_process("train", str(config), "--store", str(tmp_path / "unbroken"), "--no-progress", cwd=tmp_path)
     assert unbroken.returncode == 0, unbroken.stderr
     expected = final_weights(tmp_path / "unbroken")
 

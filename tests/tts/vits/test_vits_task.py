@@ -130,7 +130,7 @@ def test_punctuation_tokens_reach_the_exported_voice(tmp_path):
 def test_punctuation_tokens_a_pretrained_vocabulary_lacks_are_refused(trained, tmp_path):
     folder, _, _ = trained
     config = tiny_config(tmp_path, init=str(folder / "store" / "model"), model={}, punctuation_tokens="!", max_steps=1)
-    result = cli("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", cwd=tmp_path)
+    result = in_process("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", cwd=tmp_path)
     assert result.returncode == 2 and "punctuation_tokens" in result.stderr and "!" in result.stderr
 
 
