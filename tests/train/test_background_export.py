@@ -14,7 +14,7 @@ import pytest
 
 from fintts.train.run import checkpoint
 from hub_helpers import REPO
-from trainer_helpers import FAULTY, cli, start_cli, stop, write_config
+from trainer_helpers import FAULTY, cli, in_process, start_cli, stop, write_config
 
 SLOW = dict(task=FAULTY, adversarial=False, fault="slow-export", eval_every=4, checkpoint_every_steps=4, step_delay=0.02)
 
@@ -55,7 +55,7 @@ def session(store) -> dict:
 def test_training_goes_on_while_the_export_is_made_and_the_final_voice_has_it(tmp_path):
     config = write_config(tmp_path, **SLOW, max_steps=32, fault_seconds=2.0)
     store = tmp_path / "store"
-    result = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    result = in_process("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     bests = [line for line in result.stdout.splitlines() if "(best" in line]
     assert len(bests) >= 4  # eight validations, each (at least at first) a new best whose export takes 2 s
@@ -110,7 +110,7 @@ def test_a_session_killed_mid_export_leaves_a_consistent_model_and_the_next_one_
 
     killed_at = checkpoint.step_of(checkpoint.read_latest(store))
     config = write_config(tmp_path, **{**SLOW, "eval_every": 0}, max_steps=killed_at + 8, fault_seconds=0.5)  # no new best
-    resumed = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    resumed = in_process("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert not list(store.glob(".model-*")), list(store.glob(".model-*"))  # the killed session's copy is gone
     assert consistent(local_model(store))
@@ -120,8 +120,7 @@ def test_a_session_killed_mid_export_leaves_a_consistent_model_and_the_next_one_
 def test_two_processes_agree_while_the_main_one_finishes_the_export_before_its_final_save(tmp_path):
     config = write_config(tmp_path, **SLOW, max_steps=16, fault_seconds=3.0, fault_rank=0)
     store = tmp_path / "store"
-    result = cli("train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress", cwd=tmp_path,
-                 timeout=180)
+    result = in_process("train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads((store / "status.json").read_text())["state"] == "finished"
     assert consistent(local_model(store))
@@ -143,7 +142,7 @@ def test_an_export_too_slow_for_the_budget_is_left_for_the_next_session_and_the_
     assert "model.safetensors" in model and "derived.json" not in model
 
     config = write_config(tmp_path, **{**SLOW, "eval_every": 0}, max_steps=status["step"] + 4, fault_seconds=0.2)
-    resumed = cli("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
+    resumed = in_process("train", str(config), "--store", str(store), "--no-progress", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert consistent(local_model(store))
 
