@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 import torch
-from scipy.signal import resample_poly
 from torch.nn import functional as F
 
 from fintts.errors import UsageError
@@ -105,6 +104,8 @@ def load_audio(path: Path, sample_rate: int, span: Span | None = None) -> torch.
     """
     mono, rate = read_audio(path, span)
     if rate != sample_rate:
+        from scipy.signal import resample_poly  # lazy: 0.7 s of imports that a corpus at the model's rate never needs
+
         divisor = math.gcd(rate, sample_rate)
         mono = resample_poly(mono, sample_rate // divisor, rate // divisor).astype(np.float32)
     return torch.from_numpy(np.ascontiguousarray(np.clip(mono, -1.0, 1.0), dtype=np.float32))
