@@ -4,8 +4,10 @@ has them. The stand-in task's ``slow-export`` fault makes that part slow and rec
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
 import signal
 import time
 from pathlib import Path
@@ -13,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from fintts.train.run import checkpoint
+from fintts.train.session.background_export import BackgroundExport
+from fintts_stand_ins.faulty import _derive_slowly
 from hub_helpers import REPO
 from trainer_helpers import FAULTY, cli, in_process, start_cli, stop, write_config
 
@@ -166,3 +170,27 @@ def test_a_signal_ends_the_session_without_waiting_for_the_export(tmp_path):
     assert "model.safetensors" in model and "derived.json" not in model
     saved = json.loads((checkpoint.latest_complete(store, log=lambda _: None) / "state.json").read_text())
     assert saved["export_pending"] is True and saved["step"] == json.loads((store / "status.json").read_text())["step"]
+
+
+def test_a_newer_best_ends_the_export_of_the_older_one_at_once_and_its_own_is_kept(tmp_path):
+    final = tmp_path / "model"
+    final.mkdir()
+    (final / "model.safetensors").write_bytes(b"weights of step 4")
+    warnings: list[str] = []
+    exports = BackgroundExport(final, warnings.append)
+    try:
+        exports.exported(functools.partial(_derive_slowly, 60.0), step=4)
+        older = str(tmp_path / ".model-later-1")
+        assert export_processes(older, wait=0), "the export of step 4 should be running"
+        # a newer best: its quick part replaces the weights (as a new file: the running copy holds hard links), then
+        # its slow part is handed over
+        fresh = final / ".new"
+        fresh.write_bytes(b"weights of step 8")
+        os.replace(fresh, final / "model.safetensors")
+        exports.exported(functools.partial(_derive_slowly, 0.2), step=8)
+        assert export_processes(older, wait=3.0) == []  # not left to finish a stale export
+        assert exports.settle(deadline=time.time() + 60) is not None
+    finally:
+        exports.close()
+    assert consistent(local_model(tmp_path)) and warnings == []
+    assert json.loads((final / "derived.json").read_text())["model.safetensors"] == hashlib.sha256(b"weights of step 8").hexdigest()

@@ -4,7 +4,9 @@ At a new best the main process replaces ``model/`` with the task's quick export 
 weights) as before, then hands the slow part (:meth:`Task.export_later`) to a child process,
 which makes it in a hard-linked copy of that folder. Only the main process swaps the finished
 copy in, and only while ``model/`` still holds the export the copy was made from: a newer
-best meanwhile makes the copy stale (dropped; the newest one is made next). So ``model/``
+best meanwhile makes the copy stale, so its process is ended at once and the newest one is made
+instead (finishing it would spend the CPU that feeds the devices on files nobody keeps, and make
+the newest wait). So ``model/``
 never holds files derived from other weights than its own whenever a push snapshots it, and a
 session killed mid-way leaves ``model/`` as the quick export wrote it (the copy is removed at
 the next start). The main process waits for the newest one before its final save
@@ -137,6 +139,9 @@ class BackgroundExport:
     def exported(self, derive: Callable[[Path], None] | None, step: int) -> None:
         """``final`` was just replaced by the export of ``step``; ``derive`` (``None``: nothing) is its slow part."""
         self.generation += 1
+        if self._job is not None:  # made from weights model/ no longer holds
+            self._job.end()
+            self._job = None
         self._wanted, self._step, self._stopped = derive, step, False
         self.poll()
 
