@@ -32,7 +32,7 @@ from fintts.tts.vits.inference import VitsSynthesizer
 from fintts.tts.vits.init import tiny_vits_config, vits_initialisation
 from fintts.tts.voice import PAUSES, VoiceError, load_voice
 from hub_helpers import TOKEN
-from trainer_helpers import cli
+from trainer_helpers import cli, in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = "Hyvää huomenta! Kello on 7.30. Ei."
@@ -169,8 +169,8 @@ def test_import_fintts_and_an_onnx_voice_never_import_torch(voices, tmp_path):
 def test_fintts_say_from_an_argument_a_file_and_stdin(voices, tmp_path):
     (tmp_path / "text.txt").write_text("Tiedostosta luettu lause. Ja toinen.\n", encoding="utf-8")
     runs = {
-        "argument": cli("say", TEXT, "--voice", str(voices["multi"]), "--speaker", "ben", "-o", "a.wav", cwd=tmp_path),
-        "file": cli("say", "-f", "text.txt", "--voice", str(voices["single"]), "-o", "f.wav", "--seed", "1", "--fp32", cwd=tmp_path),
+        "argument": in_process("say", TEXT, "--voice", str(voices["multi"]), "--speaker", "ben", "-o", "a.wav", cwd=tmp_path),
+        "file": in_process("say", "-f", "text.txt", "--voice", str(voices["single"]), "-o", "f.wav", "--seed", "1", "--fp32", cwd=tmp_path),
         "stdin": subprocess.run([sys.executable, "-m", "fintts", "say", "--voice", str(voices["single"]), "-o", "s.wav", "--seed", "1",
                                  "--backend", "torch"], input="Tiedostosta luettu lause. Ja toinen.\n", capture_output=True,
                                 text=True, cwd=tmp_path),
@@ -181,9 +181,9 @@ def test_fintts_say_from_an_argument_a_file_and_stdin(voices, tmp_path):
     file_said, _ = sf.read(tmp_path / "f.wav", dtype="int16")
     stdin_said, _ = sf.read(tmp_path / "s.wav", dtype="int16")
     assert np.abs(file_said.astype(int) - stdin_said).max() <= 4  # the same seed, ONNX float32 and torch: the same speech
-    unknown = cli("say", "Pöö ж! Ж taas.", "--voice", str(voices["single"]), "-o", "u.wav", cwd=tmp_path)
+    unknown = in_process("say", "Pöö ж! Ж taas.", "--voice", str(voices["single"]), "-o", "u.wav", cwd=tmp_path)
     assert unknown.returncode == 0 and unknown.stderr.count("cannot say") == 1 and "'ж'" in unknown.stderr
-    missing = cli("say", TEXT, "--voice", str(tmp_path / "nowhere"), "-o", "x.wav", cwd=tmp_path)
+    missing = in_process("say", TEXT, "--voice", str(tmp_path / "nowhere"), "-o", "x.wav", cwd=tmp_path)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
 
 
@@ -248,12 +248,12 @@ def test_pull_takes_no_pickled_weights_from_the_hub(tmp_path, hub_env, monkeypat
 
 def test_export_onnx_writes_the_graphs_into_a_voice_folder(tmp_path):
     plain = tiny_voice(tmp_path / "plain", SPEAKERS, onnx=False)
-    result = cli("export", "--onnx", "--voice", str(plain), cwd=tmp_path)
+    result = in_process("export", "--onnx", "--voice", str(plain), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (plain / "model.onnx").is_file() and (plain / "model.int8.onnx").is_file()
     said = [load_voice(plain, "cai", backend=b, int8=False, seed=5).synthesize(TEXT)[0] for b in ("onnx", "torch")]
     np.testing.assert_allclose(*said, atol=PARITY_ATOL, rtol=0)
-    refused = cli("export", "--voice", str(plain), cwd=tmp_path)
+    refused = in_process("export", "--voice", str(plain), cwd=tmp_path)
     assert refused.returncode == 2 and "--onnx" in refused.stderr
 
 

@@ -18,7 +18,7 @@ from fintts.tts.vits.inference import VitsSynthesizer
 from fintts.tts.vits.init import tiny_vits_config
 from fintts.tts.vits.lora import LoraSettings, add_adapter, base_weights
 from fintts.tts.voice import load_voice
-from trainer_helpers import QUIET, assert_bit_identical, cli, final_weights
+from trainer_helpers import QUIET, assert_bit_identical, cli, final_weights, in_process
 from vits_helpers import tiny_config
 
 #: two full steps on both speakers, then two steps of an adapter on the best one: a high rate, so that the adapter
@@ -90,7 +90,7 @@ def test_the_adapter_phase_trains_the_adapter_and_the_discriminator_only(adapted
 def test_merge_folds_the_adapter_in_and_speaks_as_the_adapter_does(adapted, tmp_path):
     _, store = adapted
     speaker = json.loads((store / "status.json").read_text())["about"]["speaker"]
-    result = cli("merge", str(store), "--out", str(tmp_path / "merged"), "--no-onnx", cwd=tmp_path)
+    result = in_process("merge", str(store), "--out", str(tmp_path / "merged"), "--no-onnx", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert f"{speaker}'s adapter" in result.stdout
     plain = VitsModel.from_pretrained(tmp_path / "merged")  # plain transformers loads it: no peft, no fintts
@@ -124,7 +124,7 @@ def test_an_adapter_is_one_speakers_and_ends_the_run(adapted, tmp_path):
     with pytest.raises(ValueError, match=r"an adapter is one speaker's voice; set speaker: NAME or best .*espeak_f2, espeak_m3"):
         train(tiny_config(tmp_path, lora={"r": 4}), store=tmp_path / "store", **QUIET)
     _, store = adapted
-    result = cli("merge", str(store), "--speaker", "nobody", "--out", str(tmp_path / "merged"), cwd=tmp_path)
+    result = in_process("merge", str(store), "--speaker", "nobody", "--out", str(tmp_path / "merged"), cwd=tmp_path)
     assert result.returncode == 2 and "has no adapter for 'nobody' (it has: espeak_" in result.stderr
 
 
@@ -159,7 +159,7 @@ def test_an_adapter_config_naming_its_targets_by_a_pattern_is_refused_not_matche
     assert isinstance(settings["target_modules"], list) and "decoder.conv_pre" in settings["target_modules"]
     # the same modules, as a regular expression (what peft would match a string against)
     saved.write_text(json.dumps({**settings, "target_modules": "|".join(f"(?:{t})" for t in DEFAULT_TARGETS)}))
-    result = cli("say", SENTENCE, "--voice", str(voice), "--speaker", speaker, "--backend", "torch", "-o", "x.wav", cwd=tmp_path)
+    result = in_process("say", SENTENCE, "--voice", str(voice), "--speaker", speaker, "--backend", "torch", "-o", "x.wav", cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert f"{saved}: target_modules must be a list of module names, not str" in result.stderr
     assert not (tmp_path / "x.wav").exists()

@@ -161,7 +161,7 @@ def test_init_from_a_save_pretrained_folder_and_eval_cli(trained, tmp_path):
     shutil.copytree(folder / "store" / "model", base)
     config = tiny_config(tmp_path, init=str(base), model={}, max_steps=2, eval_every=2)
     train(config, store=tmp_path / "store", **QUIET)
-    result = cli("eval", "--store", str(tmp_path / "store"), "--json", cwd=tmp_path)
+    result = in_process("eval", "--store", str(tmp_path / "store"), "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)
     assert scores["mcd_mean_db"] > 0 and {c["speaker"] for c in scores["clips"]} == {"espeak_f2", "espeak_m3"}
