@@ -23,7 +23,7 @@ import pytest
 import soundfile as sf
 
 from fintts.train.run import checkpoint
-from trainer_helpers import ROOT, cli
+from trainer_helpers import ROOT, cli, export_processes
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from stand_ins import SMALL_DISCRIMINATOR, SMALL_VOICE, make_corpus, make_init  # noqa: E402
@@ -48,20 +48,6 @@ def outside(config: Path, stand_ins: dict[str, Path]) -> list[str]:
         return ["--data", str(stand_ins["corpus"]), f"init={stand_ins['init']}",
                 f"discriminator_config={json.dumps(SMALL_DISCRIMINATOR)}"]
     return []
-
-
-def export_processes(store: Path) -> list[str]:
-    """Live processes of ours still exporting into ``store``."""
-    found = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if "background_export" in line and str(store) in line and state != "Z":
-            found.append(line)
-    return found
 
 
 def assert_ended_whole(result, store: Path) -> dict:

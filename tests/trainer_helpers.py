@@ -163,6 +163,24 @@ def running(pid: int) -> bool:
         return False
 
 
+def export_processes(store: Path | str, wait: float = 0.0) -> list[str]:
+    """Command lines of live background-export processes working in ``store`` (a run's folder, or one export's copy),
+    after up to ``wait`` seconds for them to go."""
+    deadline = time.time() + wait
+    while True:
+        found = []
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "background_export" in line and str(store) in line and running(int(proc.name)):
+                found.append(line)
+        if not found or time.time() > deadline:
+            return found
+        time.sleep(0.1)
+
+
 #: A checkpoint push's commit is larger than this; the lease's and the heartbeats' are smaller.
 BIG_COMMIT = 30_000
 #: Seconds an interpreter may take to tear down after its last Python line (torch's finalisers, a loaded machine).

@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,7 @@ from fintts.train.run import checkpoint
 from fintts.train.session.background_export import BackgroundExport
 from fintts_stand_ins.faulty import _derive_slowly
 from hub_helpers import REPO
-from trainer_helpers import FAULTY, cli, in_process, start_cli, stop, write_config
+from trainer_helpers import FAULTY, cli, export_processes, in_process, start_cli, stop, write_config
 
 SLOW = dict(task=FAULTY, adversarial=False, fault="slow-export", eval_every=4, checkpoint_every_steps=4, step_delay=0.02)
 
@@ -32,24 +31,6 @@ def consistent(files: dict[str, bytes]) -> bool:
 
 def local_model(store) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in (store / "model").iterdir()}
-
-
-def export_processes(store, wait: float = 5.0) -> list[str]:
-    """Command lines of live processes still exporting into ``store`` (after ``wait`` seconds for them to go)."""
-    deadline = time.time() + wait
-    while True:
-        found = []
-        for proc in Path("/proc").glob("[0-9]*"):
-            try:
-                line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                state = (proc / "stat").read_text().split(")")[-1].split()[0]
-            except OSError:
-                continue
-            if "background_export" in line and str(store) in line and state != "Z":
-                found.append(line)
-        if not found or time.time() > deadline:
-            return found
-        time.sleep(0.1)
 
 
 def session(store) -> dict:
@@ -108,7 +89,7 @@ def test_a_session_killed_mid_export_leaves_a_consistent_model_and_the_next_one_
         time.sleep(0.05)
     time.sleep(0.5)  # training goes on, the export does not end
     stop(process, signal.SIGKILL)
-    assert export_processes(store) == []  # the export's own process died with its session
+    assert export_processes(store, wait=5.0) == []  # the export's own process died with its session
     model = local_model(store)
     assert "model.safetensors" in model and "derived.json" not in model  # the quick part, nothing half-made
 
@@ -181,7 +162,10 @@ def test_a_newer_best_ends_the_export_of_the_older_one_at_once_and_its_own_is_ke
     try:
         exports.exported(functools.partial(_derive_slowly, 60.0), step=4)
         older = str(tmp_path / ".model-later-1")
-        assert export_processes(older, wait=0), "the export of step 4 should be running"
+        started = time.time() + 10  # a process just started may not show its command line yet (it is mid-exec)
+        while not export_processes(older) and time.time() < started:
+            time.sleep(0.05)
+        assert export_processes(older), "the export of step 4 should be running"
         # a newer best: its quick part replaces the weights (as a new file: the running copy holds hard links), then
         # its slow part is handed over
         fresh = final / ".new"
