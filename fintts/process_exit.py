@@ -46,7 +46,9 @@ def exit_process(code: int | None) -> NoReturn:
 def end_with_parent(parent: int) -> bool:
     """Have the kernel kill this process (SIGKILL) when its parent, ``parent``, ends; ``False``: it already has.
 
-    Linux only (``PR_SET_PDEATHSIG``; elsewhere nothing is set up and only the check is made). The
+    Linux only (``PR_SET_PDEATHSIG``; elsewhere nothing is set up and only the check is made). Linux
+    counts the end of the parent's *thread* that started this process: the launcher and the
+    session wait for their processes in that thread, so it lives as long as they are wanted. The
     check covers a parent that ended before the call: a fresh process spends seconds importing
     torch before it gets here.
     """
