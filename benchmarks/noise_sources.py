@@ -40,7 +40,7 @@ import torch
 import yaml
 
 from fintts.train.config import load_config
-from fintts.train.run.state import isolated_rng
+from fintts.train.run.rng import isolated_rng
 from fintts.train.task import TaskContext
 from fintts.tts.audio import load_audio
 from fintts.tts.eval import noise_floor_db

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 from transformers import VitsConfig, VitsModel
 
-from fintts.tts.audio import Spectrogram, SpectrogramConfig
+from fintts.tts.spectrogram import Spectrogram, SpectrogramConfig
 from fintts.tts.vits.alignment import monotonic_alignment_search
 from fintts.tts.vits.discriminator import VitsDiscriminator
 from fintts.tts.vits.generator import CHECKPOINTABLE_BLOCKS, discriminator_loss_terms, generator_loss_terms, train_forward

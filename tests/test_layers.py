@@ -24,6 +24,11 @@ TRAINER = PACKAGE / "train"
 TRAINING_STACK = {"torch", "transformers", "accelerate", "peft", "safetensors", "onnx", "scipy", "matplotlib", "tensorboard", "kaggle"}
 #: The laptop's entry points: `import fintts`, `fintts.load_voice`, `fintts say`, `fintts pull`.
 LAPTOP = ("fintts", "fintts.tts.voice", "fintts.tts.say", "fintts.tts.hub_voice")
+#: What the commands that read a run, a corpus or Kaggle load (`fintts status`, `check`, `speakers`, `plan --samples`,
+#: `push`, every `fintts kaggle` command): a laptop runs them often, and torch with transformers costs seconds to import.
+LIGHT_COMMANDS = ("fintts.train.report.summary", "fintts.train.stores", "fintts.train.stores.hub", "fintts.train.tools.plan",
+                  "fintts.tts.corpus", "fintts.tts.speakers", "fintts.kaggle.kernel", "fintts.kaggle.sessions",
+                  "fintts.kaggle.corpus", "fintts.kaggle.wheels", "fintts.kaggle.quota", "fintts.kaggle.secret")
 #: The command line imports the library inside each command (fintts.cli's docstring says why), so that
 #: `fintts say` loads neither torch nor the trainer; its imports need no reason line by line. The
 #: Kaggle commands are part of it, in a module of their own.
@@ -205,6 +210,12 @@ def test_the_laptop_voice_loads_without_torch_or_the_trainer():
     chains = reachable(LAPTOP, import_graph(), loading_only=True)
     leaks = [" -> ".join(chain) for name, chain in chains.items() if name in TRAINING_STACK or name.startswith("fintts.train")]
     assert not leaks, "loading the laptop voice imports:\n" + "\n".join(leaks)
+
+
+def test_the_commands_that_read_a_run_a_corpus_or_kaggle_load_without_torch():
+    chains = reachable(LIGHT_COMMANDS, import_graph(), loading_only=True)
+    leaks = [" -> ".join(chain) for name, chain in chains.items() if name in ("torch", "transformers")]
+    assert not leaks, "loading these commands imports:\n" + "\n".join(leaks)
 
 
 def test_every_import_inside_a_function_says_why():

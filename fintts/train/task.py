@@ -26,13 +26,14 @@ import abc
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
-from torch import nn
+if TYPE_CHECKING:  # torch only in annotations: the Card and the interface's names are read where torch is not
+    import torch  # (the Hub client, `fintts kaggle`, the laptop), and importing torch costs a second there
+    from torch import nn
 
 #: Weights by model name (``Task.build_models``'s keys), each a module's ``state_dict()``.
-Weights = Mapping[str, Mapping[str, torch.Tensor]]
+Weights = Mapping[str, Mapping[str, "torch.Tensor"]]
 
 
 @dataclasses.dataclass
@@ -265,6 +266,8 @@ class Task(abc.ABC):
 
 def unwrap(module: nn.Module) -> nn.Module:
     """The module inside a DistributedDataParallel (or similar) wrapper."""
+    from torch import nn  # a task's process has torch imported already
+
     while hasattr(module, "module") and isinstance(module.module, nn.Module):
         module = module.module
     return module

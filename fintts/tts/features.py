@@ -4,7 +4,7 @@ Decoding, resampling and STFT of every clip costs more than a training step on a
 corpus, and a Kaggle session is short, so the features are computed once and kept in a
 folder that can be copied between machines and sessions. An entry is named by the
 SHA-256 of the audio file's bytes inside a folder named by a hash of the
-:class:`~fintts.tts.audio.SpectrogramConfig`: an edited clip gets a new entry, and
+:class:`~fintts.tts.spectrogram.SpectrogramConfig`: an edited clip gets a new entry, and
 features made with other STFT settings are never mistaken for these. Paths play no part
 in the key, so a corpus may move.
 
@@ -37,7 +37,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from fintts.train.run.checkpoint import sha256_file
-from fintts.tts.audio import Span, Spectrogram, SpectrogramConfig, load_audio
+from fintts.tts.audio import Span, load_audio
+from fintts.tts.spectrogram import Spectrogram, SpectrogramConfig
 
 #: Bumped when what is stored changes meaning, so old caches are not reused.
 _FORMAT_VERSION = 1

@@ -257,7 +257,7 @@ FEATURES_ON_A_FULL_DISK = textwrap.dedent(
     import sys, warnings
     from pathlib import Path
     import numpy as np, soundfile as sf, torch
-    from fintts.tts.audio import SpectrogramConfig
+    from fintts.tts.spectrogram import SpectrogramConfig
     from fintts.tts.features import FeatureCache
 
     clips = []

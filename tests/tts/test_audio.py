@@ -10,17 +10,9 @@ import soundfile as sf
 import torch
 from transformers import VitsConfig
 
-from fintts.tts.audio import (
-    AudioError,
-    Spectrogram,
-    SpectrogramConfig,
-    linear_spectrogram,
-    load_audio,
-    mel_spectrogram,
-    resampled_length,
-    spec_to_mel,
-)
+from fintts.tts.audio import AudioError, load_audio, resampled_length
 from fintts.tts.features import FeatureCache
+from fintts.tts.spectrogram import Spectrogram, SpectrogramConfig, linear_spectrogram, mel_spectrogram, spec_to_mel
 from fintts.tts.wav import save_wav, wav_bytes
 
 MMS = SpectrogramConfig(sample_rate=16000, n_fft=1024, hop_length=256, win_length=1024, n_mels=80)

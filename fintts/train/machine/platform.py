@@ -19,8 +19,10 @@ import os
 import platform as _platform
 import socket
 import time
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # the Hub store names its host from here where no torch is imported (`fintts kaggle`, `fintts pull`)
+    import torch
 
 
 def detect_platform() -> str:
@@ -96,6 +98,8 @@ def device_label(device: torch.device, world: int) -> str:
     Benchmarks are kept under this name, so a CPU says which one: CPUs differ far more than
     the word ``cpu`` suggests.
     """
+    import torch  # imported already: the caller holds a device
+
     if device.type == "cuda":
         return f"{world}×{torch.cuda.get_device_name(device)}"
     return f"{world}×{device.type} ({_cpu_model()}, {torch.get_num_threads()} threads)"

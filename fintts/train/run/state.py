@@ -1,22 +1,16 @@
 """Everything besides tensors that a resumed run needs to continue exactly.
 
 Saved as ``state.json`` in each checkpoint: readable by a person, loadable without
-unpickling. RNG states (Python, NumPy, torch CPU and CUDA) are kept per process, base64
-where they are bytes, so dropout noise and random slices continue as if never stopped.
+unpickling. The random generators' states are kept per process (:mod:`fintts.train.run.rng`),
+so dropout noise and random slices continue as if never stopped. No torch here: ``fintts
+status`` and the run's card read this on a laptop.
 """
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
-import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
-
-import numpy as np
-import torch
 
 #: Where a session's time goes. ``before``: from the session's start (the container's on
 #: Kaggle, the process's elsewhere) until training began: installs, imports, copying data.
@@ -106,52 +100,3 @@ class TrainerState:
     @property
     def seconds_trained(self) -> float:
         return sum(s.seconds for s in self.sessions)
-
-
-def _b64(tensor: torch.Tensor) -> str:
-    return base64.b64encode(tensor.numpy().tobytes()).decode()
-
-
-def _unb64(text: str) -> torch.Tensor:
-    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8).clone()
-
-
-def capture_rng() -> dict[str, Any]:
-    version, internal, gauss = random.getstate()
-    np_state = np.random.get_state()
-    state: dict[str, Any] = {
-        "python": [version, list(internal), gauss],
-        "numpy": [np_state[0], np_state[1].tolist(), int(np_state[2]), int(np_state[3]), float(np_state[4])],
-        "torch": _b64(torch.get_rng_state()),
-    }
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        state["cuda"] = [_b64(s) for s in torch.cuda.get_rng_state_all()]
-    return state
-
-
-def restore_rng(state: dict[str, Any]) -> None:
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    name, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
-    torch.set_rng_state(_unb64(state["torch"]))
-    if "cuda" in state and torch.cuda.is_available():
-        states = [_unb64(s) for s in state["cuda"]]
-        if len(states) == torch.cuda.device_count():
-            torch.cuda.set_rng_state_all(states)
-
-
-@contextmanager
-def isolated_rng(seed: int) -> Iterator[None]:
-    """Run a block (validation, sample synthesis) with a fixed seed without disturbing training's RNG."""
-    saved = capture_rng()
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-    try:
-        yield
-    finally:
-        restore_rng(saved)
-        if cuda is not None:
-            torch.cuda.set_rng_state_all(cuda)

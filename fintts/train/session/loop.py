@@ -40,7 +40,8 @@ from fintts.train.report.metrics import Board, LossWindow
 from fintts.train.report.progress import SessionBar
 from fintts.train.report.summary import SessionSummary
 from fintts.train.run import checkpoint
-from fintts.train.run.state import TrainerState, capture_rng
+from fintts.train.run.rng import capture_rng
+from fintts.train.run.state import TrainerState
 from fintts.train.session import ending, resume, stopping, validating, watching
 from fintts.train.session.background_export import BackgroundExport
 from fintts.train.session.facts import SessionFacts

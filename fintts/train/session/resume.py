@@ -23,7 +23,8 @@ from fintts.train.machine.platform import library_versions
 from fintts.train.processes.collective import announce, await_main
 from fintts.train.report import status
 from fintts.train.run import checkpoint, data_drift
-from fintts.train.run.state import TrainerState, isolated_rng, restore_rng
+from fintts.train.run.rng import isolated_rng, restore_rng
+from fintts.train.run.state import TrainerState
 from fintts.train.session.facts import SessionFacts
 from fintts.train.step.building import BuiltPhase
 from fintts.train.step.guard import StepGuard

@@ -21,7 +21,8 @@ from fintts.train.machine.clock import SessionClock
 from fintts.train.processes.collective import announce, await_main, post_failure
 from fintts.train.report.metrics import Board
 from fintts.train.run import checkpoint, validation
-from fintts.train.run.state import TrainerState, isolated_rng
+from fintts.train.run.rng import isolated_rng
+from fintts.train.run.state import TrainerState
 from fintts.train.session.background_export import BackgroundExport
 from fintts.train.session.facts import SessionFacts
 from fintts.train.session.saving import replace_export

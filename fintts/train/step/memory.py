@@ -11,6 +11,9 @@ measure each configuration it tries in one process.
 
 :func:`is_out_of_memory` tells a step that needed more memory than the device has from other
 failures, in every spelling the CUDA libraries use for it.
+
+torch is imported where a device is measured, not at the top: :func:`describe` is the
+summary's and ``fintts status``'s, which read a run on a laptop without torch's second of imports.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 GIB = 2**30
 #: how the CUDA libraries say they could not allocate: cuBLAS (its handle or workspace), cuDNN, cuFFT (the STFT).
@@ -46,6 +50,8 @@ def _peak_rss_bytes() -> int | None:
 def peak_memory(device: torch.device) -> dict[str, Any]:
     """This process's peak memory on ``device``: ``{"device", "allocated_gib", "reserved_gib"}`` on
     CUDA, ``{"device", "rss_gib"}`` on the CPU (``None`` where the system does not say)."""
+    import torch  # imported already where a device is measured (see the module docstring)
+
     if device.type == "cuda":
         return {
             "device": f"cuda:{device.index if device.index is not None else torch.cuda.current_device()}",
@@ -58,6 +64,8 @@ def peak_memory(device: torch.device) -> dict[str, Any]:
 
 def reset_peaks(device: torch.device) -> None:
     """Start the peaks afresh (Linux resets ``VmHWM`` when ``5`` is written to ``clear_refs``)."""
+    import torch  # imported already where a device is measured (see the module docstring)
+
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
         return
@@ -81,6 +89,8 @@ def describe(peaks: Sequence[dict[str, Any]]) -> str:
 def is_out_of_memory(err: BaseException) -> bool:
     """CUDA's out-of-memory error, the generic "out of memory" RuntimeError of other backends and older
     torch, or a CUDA library's allocation failure (a ``RuntimeError`` or ``torch.AcceleratorError``)."""
+    import torch  # imported already where a device is measured (see the module docstring)
+
     if isinstance(err, torch.OutOfMemoryError):
         return True
     return isinstance(err, RuntimeError) and any(text in str(err) for text in ALLOCATION_FAILURES)

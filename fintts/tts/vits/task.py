@@ -41,10 +41,11 @@ from fintts.train.report.card import render_model
 from fintts.train.run import checkpoint
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
-from fintts.tts.audio import Span, Spectrogram, SpectrogramConfig, resampled_length
+from fintts.tts.audio import Span, resampled_length
 from fintts.tts.corpus import Item
 from fintts.tts.features import FeatureCache
 from fintts.tts.speakers import BEST
+from fintts.tts.spectrogram import Spectrogram, SpectrogramConfig
 from fintts.tts.text import FALLBACK_VOCAB, FinnishText
 from fintts.tts.vits.card import run_card, voice_license
 from fintts.tts.vits.discriminator import DiscriminatorConfig
