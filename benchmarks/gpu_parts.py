@@ -46,7 +46,7 @@ SIZES = {
                 audio=[5.0, 8.0], segment_frames=32, mas_batches=[1, 8, 16], mas_repeats=5, budget=30, resume_more=4,
                 eval_at=12, share_steps=60, share_validations=2, bench_steps=2),
     "dry": dict(clips=24, clip_seconds=1.5, rate=16000, step_batches=[4], step_steps=11, step_warmup=1, tokens=20,
-                audio=[1.0, 1.5], segment_frames=16, mas_batches=[1, 2], mas_repeats=1, budget=35, resume_more=3,
+                audio=[1.0, 1.5], segment_frames=16, mas_batches=[1, 2], mas_repeats=1, budget=25, resume_more=3,
                 eval_at=3, share_steps=2, share_validations=2, bench_steps=1),
 }
 #: the dry run's settings over configs/mms-fin.yaml: one micro-batch of 4, no loader workers, short validations.

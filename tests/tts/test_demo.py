@@ -18,7 +18,7 @@ from vits_helpers import tiny_config
 def test_demo_trains_pauses_resumes_and_speaks(tmp_path):
     config = tiny_config(tmp_path, max_steps=100_000, eval_every=20, batch_size=4, patience=0)  # as configs/demo.yaml
     result = cli(
-        "demo", "--config", str(config), "--budget", "35s", "--store", str(tmp_path / "demo"),
+        "demo", "--config", str(config), "--budget", "25s", "--store", str(tmp_path / "demo"),
         "--out", str(tmp_path / "demo.wav"), "--no-progress", cwd=tmp_path, timeout=240,
     )
     assert result.returncode == 0, result.stderr[-3000:]
