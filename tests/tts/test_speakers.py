@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 import soundfile as sf
 
 from fintts.train import train
@@ -64,6 +65,7 @@ def test_the_best_speaker_is_the_same_whatever_the_order_ties_broken_by_clips_th
     assert analyse_speakers(report).best == "bea"
 
 
+@pytest.mark.slow
 def test_speaker_best_trains_one_voice_and_keeps_it_when_the_corpus_grows(tmp_path):
     corpus = tmp_path / "corpus"
     for name, keep in (("espeak_f5", 24), ("espeak_m3", 16)):

@@ -210,6 +210,7 @@ def upload_voice(hub, folder: Path, repo: str = "alice/voice") -> None:
     api.upload_folder(folder_path=str(folder), path_in_repo="model", repo_id=repo)
 
 
+@pytest.mark.slow
 def test_pull_brings_a_voice_with_onnx_and_say_works_from_the_hub_offline(tmp_path, hub_env, monkeypatch):
     upload_voice(hub_env, tiny_voice(tmp_path / "plain", ["solo"], onnx=False))  # exported without ONNX (an older fintts)
     assert not is_public("alice/voice", endpoint=hub_env.endpoint)

@@ -55,6 +55,7 @@ def test_a_failing_session_pushes_its_newest_checkpoint(hub_env, tmp_path, fault
     assert status["step"] > 8 and "newest checkpoint on the Hub is step-00000008" in status["saved"]["note"]
 
 
+@pytest.mark.slow
 def test_a_second_ctrl_c_still_pushes_the_newest_checkpoint(hub_env, tmp_path):
     hub = hub_env
     config = write_config(tmp_path, max_steps=1000, step_delay=1.0, eval_every=0, checkpoint_every_steps=4)

@@ -239,6 +239,7 @@ def test_a_push_slower_than_the_lease_does_not_let_another_session_take_it(hub, 
 # ---------------------------------------------------------------- signals
 
 
+@pytest.mark.slow
 def test_sigterm_while_a_session_downloads_its_checkpoint_gives_the_lease_back(hub_env, tmp_path):
     hub = hub_env
     config = write_config(tmp_path, max_steps=8, eval_every=0, checkpoint_every_steps=4)

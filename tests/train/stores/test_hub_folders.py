@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import signal
 
+import pytest
+
 from hub_helpers import REPO, latest_on_hub
 from trainer_helpers import cli, start_cli, stop, wait_for_step, write_config
 
 
+@pytest.mark.slow
 def test_two_voices_from_one_config_never_share_a_folder(hub_env, tmp_path):
     hub = hub_env
     config = write_config(tmp_path, max_steps=8, eval_every=0, checkpoint_every_steps=4)

@@ -7,6 +7,8 @@ import shutil
 import signal
 import time
 
+import pytest
+
 from fintts.train.run import checkpoint
 from fintts_stand_ins import HubServer
 from hub_helpers import TOKEN
@@ -24,6 +26,7 @@ def hub_latest_step(hub: HubServer) -> int:
     return checkpoint.step_of(name) if name else -1
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_from_the_hub_on_an_empty_disk_to_the_same_weights(tmp_path, hub_env):
     hub = hub_env
     config = write_config(tmp_path, **RUN)

@@ -128,6 +128,7 @@ def test_an_adapter_is_one_speakers_and_ends_the_run(adapted, tmp_path):
     assert result.returncode == 2 and "has no adapter for 'nobody' (it has: espeak_" in result.stderr
 
 
+@pytest.mark.slow
 def test_the_adapter_goes_to_the_hub_with_the_run_and_speaks_after_a_pull(adapted, tmp_path, hub_env):
     config, local = adapted
     repo = "alice/finnish-voices"

@@ -49,6 +49,7 @@ def status_of(store):
     return json.loads((store / "status.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_published_voice_speaks_through_transformers_pipeline_and_fintts(run, tmp_path, hub_env, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     result = cli("publish", "--store", str(run), "--hub-repo", VOICE, cwd=tmp_path)

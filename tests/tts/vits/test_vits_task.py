@@ -32,6 +32,7 @@ def trained(tmp_path_factory):
     return folder, config, summary
 
 
+@pytest.mark.slow
 def test_vits_training_resumes_bit_identically(trained, tmp_path):
     folder, config, _ = trained
     train(config, store=tmp_path / "store", max_steps=2, **QUIET)
@@ -47,6 +48,7 @@ def test_features_are_computed_as_training_first_reads_each_clip(trained):
     assert summary.end_step == 6 and len(entries) == 6 * 4  # the clips of 6 steps at batch 4, not all 102
 
 
+@pytest.mark.slow
 def test_the_gan_starts_at_its_step_and_resumes_across_it_bit_identically(tmp_path):
     config = tiny_config(tmp_path, gan_start_step=3, max_steps=5, eval_every=0, log_every=1)
     train(config, store=tmp_path / "straight", **QUIET)
@@ -220,6 +222,7 @@ def test_a_fine_tune_of_mms_names_its_base_model_and_licence(tmp_path):
     assert "fintts say \"Hyvää huomenta! Kello on 7.30.\" --voice my-model" in page  # the folder pull wrote
 
 
+@pytest.mark.slow
 def test_the_corpus_is_compared_by_its_clips_not_its_path(tmp_path):
     """Moved: the same run. Clips added: a warning. A new speaker: refused by name, not by a strict-load error."""
     corpus = tmp_path / "mounted-here"
