@@ -33,17 +33,3 @@ def hub_env(hub, monkeypatch):
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     return hub
 
-
-def pytest_collection_modifyitems(items):
-    """Whole sessions (``slow``) first, the quick tests after them, each group in its own order.
-
-    Three tests share two cores (``-n 3``), and the run ends when its last test does. By default
-    pytest-xdist hands each worker a run of consecutive tests at the start and more runs as it frees
-    up; a run is that worker's to finish. On a clean clone the 60 s budget test came in the last run
-    of one worker and held the suite 3 minutes past the other two (824 s against 643 and 619 s of
-    tests, 2026-11-26); with the sessions first and no more than that, one worker got all 58 of them
-    (688 s against 380 s). So pyproject.toml's ``--maxschedchunk 1`` hands out one or two tests at a
-    time, and the long ones, first in line, start early and overlap while the quick ones fill the gaps
-    at the end (the longest-first rule of thumb for scheduling jobs on several machines).
-    """
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
