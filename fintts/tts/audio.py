@@ -121,3 +121,16 @@ def resampled_length(path: Path, sample_rate: int, span: Span | None = None) -> 
         start, stop = _span_frames(path, span, info.samplerate, info.frames)
         frames = stop - start
     return -(-frames * sample_rate // info.samplerate)
+
+
+#: Names that lived here until 2026-11-26 and are :mod:`fintts.tts.spectrogram`'s now.
+_MOVED = ("SpectrogramConfig", "Spectrogram", "linear_spectrogram", "mel_spectrogram", "spec_to_mel")
+
+
+def __getattr__(name: str):
+    """``from fintts.tts.audio import SpectrogramConfig`` (the old path) still works, importing torch only then."""
+    if name in _MOVED:
+        from fintts.tts import spectrogram  # imports torch: only code that still uses the old path pays for it
+
+        return getattr(spectrogram, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

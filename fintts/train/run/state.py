@@ -100,3 +100,16 @@ class TrainerState:
     @property
     def seconds_trained(self) -> float:
         return sum(s.seconds for s in self.sessions)
+
+
+#: Names that lived here until 2026-11-26 and are :mod:`fintts.train.run.rng`'s now.
+_MOVED = ("capture_rng", "restore_rng", "isolated_rng")
+
+
+def __getattr__(name: str):
+    """``from fintts.train.run.state import isolated_rng`` (the old path) still works, importing torch only then."""
+    if name in _MOVED:
+        from fintts.train.run import rng  # imports torch: only code that still uses the old path pays for it
+
+        return getattr(rng, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
