@@ -16,6 +16,7 @@ import numpy as np
 import soundfile as sf
 
 from fintts.errors import UsageError
+from fintts.moved import moved_to
 
 if TYPE_CHECKING:
     import torch
@@ -123,14 +124,6 @@ def resampled_length(path: Path, sample_rate: int, span: Span | None = None) -> 
     return -(-frames * sample_rate // info.samplerate)
 
 
-#: Names that lived here until 2026-11-26 and are :mod:`fintts.tts.spectrogram`'s now.
-_MOVED = ("SpectrogramConfig", "Spectrogram", "linear_spectrogram", "mel_spectrogram", "spec_to_mel")
-
-
-def __getattr__(name: str):
-    """``from fintts.tts.audio import SpectrogramConfig`` (the old path) still works, importing torch only then."""
-    if name in _MOVED:
-        from fintts.tts import spectrogram  # imports torch: only code that still uses the old path pays for it
-
-        return getattr(spectrogram, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: Names that lived here until 2026-11-26: ``from fintts.tts.audio import SpectrogramConfig`` still works (and imports torch only then).
+__getattr__ = moved_to("fintts.tts.spectrogram",
+                       ("SpectrogramConfig", "Spectrogram", "linear_spectrogram", "mel_spectrogram", "spec_to_mel"), __name__)

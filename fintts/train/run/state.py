@@ -12,6 +12,8 @@ import dataclasses
 import json
 from typing import Any
 
+from fintts.moved import moved_to
+
 #: Where a session's time goes. ``before``: from the session's start (the container's on
 #: Kaggle, the process's elsewhere) until training began: installs, imports, copying data.
 #: ``models`` and ``data``: building the task's models and optimizers, and its training data.
@@ -102,14 +104,5 @@ class TrainerState:
         return sum(s.seconds for s in self.sessions)
 
 
-#: Names that lived here until 2026-11-26 and are :mod:`fintts.train.run.rng`'s now.
-_MOVED = ("capture_rng", "restore_rng", "isolated_rng")
-
-
-def __getattr__(name: str):
-    """``from fintts.train.run.state import isolated_rng`` (the old path) still works, importing torch only then."""
-    if name in _MOVED:
-        from fintts.train.run import rng  # imports torch: only code that still uses the old path pays for it
-
-        return getattr(rng, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: Names that lived here until 2026-11-26: ``from fintts.train.run.state import isolated_rng`` still works (and imports torch only then).
+__getattr__ = moved_to("fintts.train.run.rng", ("capture_rng", "restore_rng", "isolated_rng"), __name__)
