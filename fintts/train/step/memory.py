@@ -89,7 +89,7 @@ def describe(peaks: Sequence[dict[str, Any]]) -> str:
 def is_out_of_memory(err: BaseException) -> bool:
     """CUDA's out-of-memory error, the generic "out of memory" RuntimeError of other backends and older
     torch, or a CUDA library's allocation failure (a ``RuntimeError`` or ``torch.AcceleratorError``)."""
-    import torch  # imported already where a device is measured (see the module docstring)
+    import torch  # imported already: the error came from a step (see the module docstring)
 
     if isinstance(err, torch.OutOfMemoryError):
         return True
