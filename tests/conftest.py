@@ -32,4 +32,3 @@ def hub_env(hub, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     return hub
-
