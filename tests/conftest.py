@@ -32,3 +32,26 @@ def hub_env(hub, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     return hub
+
+
+def pytest_collection_modifyitems(items):
+    """Deal the tests out one file at a time, taking the files in turn from each folder, instead of file after file.
+
+    The suite is CPU-bound on two cores except where its tests wait (a stalled Hub, a hung peer, a lease running out,
+    backoffs). Those are in a few files (``train/stores``, ``train/test_processes_*``): run file after file, three of
+    them waited side by side and left the cores idle for a minute and more of each run. Dealt out, a waiting test
+    runs beside tests that compute. The expensive fixtures are session-scoped, so a module's tests running apart do not
+    build them again."""
+    by_file: dict[str, list] = {}
+    for item in items:
+        by_file.setdefault(item.location[0], []).append(item)
+    folders: dict[str, list[str]] = {}
+    for path in by_file:
+        folders.setdefault(os.path.dirname(path), []).append(path)
+    files = [path for turn in _in_turn(list(folders.values())) for path in turn]
+    items[:] = [item for turn in _in_turn([by_file[path] for path in files]) for item in turn]
+
+
+def _in_turn(lists: list[list]) -> list[list]:
+    """The first of each list, then the second of each, and so on: ``[[a1, b1], [a2, b2], [a3]]``."""
+    return [[entries[i] for entries in lists if i < len(entries)] for i in range(max(map(len, lists), default=0))]

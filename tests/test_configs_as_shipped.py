@@ -38,7 +38,7 @@ ABORT = "terminate called"
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def stand_ins(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("stand-ins")
     return {"corpus": make_corpus(folder / "corpus", clips=24, seconds=2.0, rate=16000),

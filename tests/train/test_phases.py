@@ -19,7 +19,7 @@ PHASES = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def reference(tmp_path_factory):
     """The two-phase run without a break: what every interrupted run must reproduce bit for bit."""
     folder = tmp_path_factory.mktemp("phases")

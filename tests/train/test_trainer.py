@@ -17,7 +17,7 @@ from fintts.train.step.sampler import EpochPlan, MicroBatchSampler
 from trainer_helpers import QUIET, assert_bit_identical, final_weights, write_config
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def reference(tmp_path_factory):
     """The toy run trained without a break: the weights every resumed run must reproduce."""
     folder = tmp_path_factory.mktemp("reference")

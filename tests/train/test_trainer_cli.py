@@ -14,7 +14,7 @@ from trainer_helpers import assert_bit_identical, cli, final_weights, in_process
 SLOW_STEPS = {"step_delay": 0.03, "checkpoint_every_steps": 4, "max_steps": 40}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def reference(tmp_path_factory):
     folder = tmp_path_factory.mktemp("cli-reference")
     config = write_config(folder, **SLOW_STEPS)

@@ -23,9 +23,9 @@ DATASET = "fintts-tester/fi-speech"
 HUB_DATA = f"hf://datasets/{DATASET}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def folders(tmp_path_factory) -> dict[str, tuple[Path, sources.Expected]]:
-    """The four folder layouts, built once for the module."""
+    """The four folder layouts, built once for the session."""
     base = tmp_path_factory.mktemp("sources")
     kaldi_data, kaldi_expected = sources.kaldi(base / "kaldi-recipe")
     return {

@@ -15,7 +15,7 @@ from fintts.tts.eval import dtw_path, mel_cepstral_distortion, nearest_reference
 SR = 16_000
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def clip() -> np.ndarray:
     wav = next(iter(sorted((make_corpus.DEFAULT_OUT / "espeak_m3" / "wavs").glob("*.flac"))))
     audio, rate = sf.read(wav, dtype="float64")

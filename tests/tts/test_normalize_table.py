@@ -34,7 +34,7 @@ def test_the_table_is_large_and_has_no_repeats() -> None:
     assert len(set(written)) == len(written), [w for w in written if written.count(w) > 1]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def text() -> FinnishText:
     return FinnishText.default()
 

@@ -53,7 +53,7 @@ def tiny_voice(folder: Path, speakers: list[str], *, onnx: bool = True, **config
     return folder
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def voices(tmp_path_factory):
     root = tmp_path_factory.mktemp("voices")
     return {"single": tiny_voice(root / "single", ["solo"]), "multi": tiny_voice(root / "multi", SPEAKERS),
