@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
@@ -39,6 +42,28 @@ TOY = {
     "adversarial": True,
     "dropout": 0.2,
 }
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], object]) -> Path:
+    """The folder ``name``, which ``build(folder)`` fills once for the whole test run: by the first of pytest-xdist's
+    workers to ask for it, under a lock, while the others wait for it and then use it as it is.
+
+    For the expensive fixtures whose tests only read what they built (a trained run): each worker building its own took
+    a third of a CPU-minute more per run. What ``build`` returns is not kept; the tests read what it wrote."""
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # one folder per run, shared by its workers
+    folder = run / "built-once" / name
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.with_name(name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed, or when a worker dies
+        done = folder.with_name(name + ".built")
+        if not done.is_file():
+            if folder.exists():  # a worker that died half-way through building it
+                shutil.rmtree(folder)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
 
 
 def write_config(folder: Path, **settings) -> Path:

@@ -18,7 +18,7 @@ from fintts.tts.vits.inference import VitsSynthesizer
 from fintts.tts.vits.init import tiny_vits_config
 from fintts.tts.vits.lora import LoraSettings, add_adapter, base_weights
 from fintts.tts.voice import load_voice
-from trainer_helpers import QUIET, assert_bit_identical, cli, final_weights, in_process
+from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights, in_process
 from vits_helpers import tiny_config
 
 #: two full steps on both speakers, then two steps of an adapter on the best one: a high rate, so that the adapter
@@ -30,12 +30,13 @@ PHASES = [
 SENTENCE = "Hyvää huomenta, Suomi."
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def adapted(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lora")
-    config = tiny_config(folder, phases=PHASES, max_steps=4, eval_every=2)
-    train(config, store=folder / "store", **QUIET)
-    return config, folder / "store"
+    def build(folder):
+        train(tiny_config(folder, phases=PHASES, max_steps=4, eval_every=2), store=folder / "store", **QUIET)
+
+    folder = built_once(tmp_path_factory, "lora", build)
+    return folder / "tiny.yaml", folder / "store"
 
 
 def _synthesize(vits: VitsModel, speaker: int | None = None) -> torch.Tensor:

@@ -25,7 +25,7 @@ from fintts.tts.hub_voice import download_voice
 from fintts.tts.vits.publish import publish
 from fintts.tts.voice import load_voice
 from hub_helpers import TOKEN
-from trainer_helpers import QUIET, cli
+from trainer_helpers import QUIET, built_once, cli
 from vits_helpers import tiny_config
 
 VOICE = "fintts-tester/my-voice"
@@ -35,14 +35,15 @@ VOICE_FILES = {"config.json", "model.safetensors", "vocab.json", "tokenizer_conf
                "model.onnx", "model.int8.onnx", "fi_FI-fintts.onnx", "fi_FI-fintts.onnx.json", "README.md", ".gitattributes"}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def run(tmp_path_factory):
     """A finished tiny run: checkpoints at steps 1 and 2, each validated; model/ is the better one's voice, with its graphs
     and Piper voice as the trainer writes them."""
-    folder = tmp_path_factory.mktemp("publish")
-    config = tiny_config(folder, max_steps=2, eval_every=1, checkpoint_every_steps=1)
-    train(config, store=folder / "store", **QUIET)
-    return folder / "store"
+
+    def build(folder):
+        train(tiny_config(folder, max_steps=2, eval_every=1, checkpoint_every_steps=1), store=folder / "store", **QUIET)
+
+    return built_once(tmp_path_factory, "publish", build) / "store"
 
 
 def status_of(store):

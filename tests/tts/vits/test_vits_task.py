@@ -20,16 +20,21 @@ from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.task import VitsTask, VitsTaskConfig
 from fintts.tts.voice import load_voice
-from trainer_helpers import QUIET, assert_bit_identical, cli, final_weights, in_process
+from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights, in_process
 from vits_helpers import tiny_config
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def trained(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("vits")
-    config = tiny_config(folder, export_onnx=True)  # the resumed runs export ONNX too: it must not touch the RNG
-    summary = train(config, store=folder / "store", **QUIET)
-    return folder, config, summary
+    """A tiny run trained 6 steps, validated at 3 and 6; its folder, config and last step (its tests only read it)."""
+
+    def build(folder):
+        # the resumed runs export ONNX too: it must not touch the RNG
+        train(tiny_config(folder, export_onnx=True), store=folder / "store", **QUIET)
+
+    folder = built_once(tmp_path_factory, "vits", build)
+    step = json.loads((folder / "store" / "status.json").read_text())["step"]
+    return folder, folder / "tiny.yaml", step
 
 
 @pytest.mark.slow
@@ -43,9 +48,9 @@ def test_vits_training_resumes_bit_identically(trained, tmp_path):
 
 
 def test_features_are_computed_as_training_first_reads_each_clip(trained):
-    folder, _, summary = trained
+    folder, _, step = trained
     entries = list((folder / "store" / "cache" / "features").glob("stft-*/*.safetensors"))
-    assert summary.end_step == 6 and len(entries) == 6 * 4  # the clips of 6 steps at batch 4, not all 102
+    assert step == 6 and len(entries) == 6 * 4  # the clips of 6 steps at batch 4, not all 102
 
 
 @pytest.mark.slow
@@ -64,7 +69,7 @@ def test_the_gan_starts_at_its_step_and_resumes_across_it_bit_identically(tmp_pa
 
 
 def test_validation_scores_mcd_and_keeps_samples_and_a_plot(trained):
-    folder, _, summary = trained
+    folder, _, _ = trained
     status = json.loads((folder / "store" / "status.json").read_text())
     assert [e["step"] for e in status["evals"]] == [3, 6]
     assert all(np.isfinite(e["val/mcd"]) and e["val/mcd"] > 0 for e in status["evals"])
@@ -198,11 +203,11 @@ def test_init_from_the_hub_without_network_says_what_to_do(tmp_path, monkeypatch
 
 
 def test_the_runs_page_describes_the_finnish_voice_and_the_run(trained):
-    folder, _, summary = trained
+    folder, _, step = trained
     page = (folder / "store" / "README.md").read_text()
     assert "language:\n- fi" in page and "pipeline_tag: text-to-speech" in page and "license: apache-2.0" in page
     assert "# tiny: a Finnish text-to-speech voice" in page  # the run's name: its config file's stem
-    assert f"at step {summary.end_step} of 6" in page and "**Base model:** scratch" in page
+    assert f"at step {step} of 6" in page and "**Base model:** scratch" in page
     assert "MCD, dB, lower is better):** " in page and "**Speakers:** 2" in page
     assert "![training curves](loss.png)" in page and (folder / "store" / "loss.png").is_file()
     assert "| 1 | " in page and "max_steps |" in page  # the sessions table
