@@ -32,7 +32,7 @@ from fintts.tts.vits.inference import VitsSynthesizer
 from fintts.tts.vits.init import tiny_vits_config, vits_initialisation
 from fintts.tts.voice import PAUSES, VoiceError, load_voice
 from hub_helpers import TOKEN
-from trainer_helpers import cli, in_process
+from trainer_helpers import built_once, cli, in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = "Hyvää huomenta! Kello on 7.30. Ei."
@@ -55,10 +55,14 @@ def tiny_voice(folder: Path, speakers: list[str], *, onnx: bool = True, **config
 
 @pytest.fixture(scope="session")
 def voices(tmp_path_factory):
-    root = tmp_path_factory.mktemp("voices")
-    return {"single": tiny_voice(root / "single", ["solo"]), "multi": tiny_voice(root / "multi", SPEAKERS),
-            # deterministic durations: a graph with no duration_noise input, int8 calibration included
-            "fixed": tiny_voice(root / "fixed", ["solo"], use_stochastic_duration_prediction=False)}
+    def build(root):
+        tiny_voice(root / "single", ["solo"])
+        tiny_voice(root / "multi", SPEAKERS)
+        # deterministic durations: a graph with no duration_noise input, int8 calibration included
+        tiny_voice(root / "fixed", ["solo"], use_stochastic_duration_prediction=False)
+
+    root = built_once(tmp_path_factory, "voices", build)
+    return {kind: root / kind for kind in ("single", "multi", "fixed")}
 
 
 def test_synthesizer_matches_transformers_given_the_same_noise():
