@@ -512,8 +512,8 @@ def part_bench(p: Part) -> None:
 
     report = bench.bench(config, compare=True, steps=p.sizes["bench_steps"], warmup=1, log=keep)
     base = report.base
-    rows = [{"label": row.label, "seconds_per_step": row.seconds_per_step,
-             "speed": base.seconds_per_step / row.seconds_per_step if base.ok and row.ok else None,
+    rows = [{"label": row.label, "seconds_per_step": row.seconds_per_step, "batch_size": row.batch_size,
+             "speed": report.speed(row),  # samples/s against the config's: a search row trains another batch
              "peak": _peak(row.memory), "out_of_memory": row.out_of_memory, "error": row.error, "note": row.note}
             for row in report.rows]
     p.figures |= {"rows": rows, "largest_micro_batch": report.largest_micro_batch, "search_note": report.search_note,
@@ -524,8 +524,9 @@ def part_bench(p: Part) -> None:
             not failed, cuda_only=True)
     for row in rows[1:]:
         if row["speed"] is not None:
-            p.check(f"{row['label']}: speed against the config (pick the defaults from it)", f"{row['speed']:.2f}× "
-                    f"({row['seconds_per_step']:.3f} s/step, {row['peak']})", None, why="a choice, not a target")
+            p.check(f"{row['label']}: samples/s against the config's (pick the defaults from it)", f"{row['speed']:.2f}× "
+                    f"({row['seconds_per_step']:.3f} s/step of {row['batch_size']} samples, {row['peak']})", None,
+                    why="a choice, not a target")
     largest = report.largest_micro_batch
     p.check(f"micro_batch_size 8 fits a T4 with room (the largest that fits under {p.cap_gib:g} GiB ≥ {ROOM_MICRO_BATCH})",
             f"largest {largest}" if largest is not None else (report.search_note or "not searched (CUDA only)"),

@@ -50,8 +50,11 @@ def test_bench_compare_times_each_switch_and_plan_uses_the_kept_bench(tmp_path):
 
 
 def test_micro_batch_search_takes_out_of_memory_as_too_big_and_the_bench_is_kept(tmp_path):
-    """A device with room for 20 items: the search doubles from the config's 16, bisects, and keeps every row."""
-    config = str(write_config(tmp_path, task=FAULTY, oom_above=20))
+    """A device with room for 20 items: the search doubles from the config's 16, bisects, and keeps every row.
+
+    Each micro-batch sleeps 0.1 s whatever its size, so a step of 20 samples takes what one of 16 takes: 1.25× the
+    samples per second, which is the speed the table gives it (an H200's search printed steps' ratio: 2026-11-26)."""
+    config = str(write_config(tmp_path, task=FAULTY, oom_above=20, step_delay=0.1))
     result = cli("bench", config, "--search", "--steps", "1", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -65,6 +68,11 @@ def test_micro_batch_search_takes_out_of_memory_as_too_big_and_the_bench_is_kept
     assert kept[0]["report"]["largest_micro_batch"] == 20
     out = cli("bench", config, "--search", "--steps", "1", cwd=tmp_path).stdout
     assert "largest micro-batch that fits in one device's memory: 20" in out
+    table = {m["label"]: m for m in re.finditer(
+        r"^(?P<label>config|micro_batch_size=\d+) +(?P<step>[\d.]+) +(?P<speed>[\d.]+)× +(?P<samples>[\d.]+) ", out, re.MULTILINE)}
+    config_row, searched = table["config"], table["micro_batch_size=20"]
+    assert float(searched["speed"]) == pytest.approx(float(searched["samples"]) / float(config_row["samples"]), abs=0.02)
+    assert float(searched["speed"]) > 1.1  # 20 samples in the time of 16, give or take a loaded machine's jitter
 
 
 def test_a_config_that_runs_out_of_memory_is_benched_kept_and_refused_by_plan(tmp_path):
