@@ -33,12 +33,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file
-from transformers import VitsConfig, VitsModel
+from transformers import VitsModel
 
 from fintts.tts.onnx_backend import INPUTS, OUTPUTS
 from fintts.tts.text import FinnishText
-from fintts.tts.vits.inference import VitsSynthesizer, fold_weight_norm
+from fintts.tts.vits.inference import VitsSynthesizer, fold_weight_norm, load_saved
 from fintts.tts.vits.piper import export_piper_folder
 from fintts.tts.voice_format import FRAMES_PER_TOKEN, ONNX_FILE, ONNX_INT8_FILE, SPEAKERS_FILE
 
@@ -168,16 +167,5 @@ def export_folder(folder: Path, *, int8: bool = True) -> list[Path]:
     """``fintts export --onnx``, and the trainer's background part of a new best's export: the ONNX graphs of the voice
     already saved in ``folder`` (weights only from safetensors), made without touching torch's global generators, and its
     Piper voice (:data:`~fintts.tts.voice_format.PIPER_FILE`, :mod:`fintts.tts.vits.piper`)."""
-    graphs = export_onnx(_load_quietly(folder), folder, FinnishText.from_folder(folder), int8=int8, private=True)
+    graphs = export_onnx(load_saved(folder), folder, FinnishText.from_folder(folder), int8=int8, private=True)
     return graphs + export_piper_folder(folder)
-
-
-def _load_quietly(folder: Path) -> VitsModel:
-    """The voice's float32 model from its safetensors, drawing nothing from torch's global generator: built on the meta
-    device and given the weights (``from_pretrained`` initialises with random draws, from a generator that a training
-    in another thread owns: its resumed run would no longer be bit-identical)."""
-    with torch.device("meta"):
-        model = VitsModel(VitsConfig.from_pretrained(folder))
-    weights = load_file(str(folder / "model.safetensors"))
-    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in weights.items()}, assign=True)
-    return model

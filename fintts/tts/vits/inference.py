@@ -21,12 +21,14 @@ shape to export, :func:`_spline_reverse`) and the expansion of the prior to fram
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import torch
+from safetensors.torch import load_file
 from torch import Tensor, nn
 from torch.nn.functional import pad, softmax, softplus
 from torch.nn.utils import parametrize
-from transformers import VitsModel
+from transformers import VitsConfig, VitsModel
 from transformers.models.vits.modeling_vits import VitsConvFlow
 
 # transformers' spline constants (modeling_vits._unconstrained_rational_quadratic_spline)
@@ -171,3 +173,13 @@ def fold_weight_norm(model: nn.Module, names: list[str] | None = None) -> nn.Mod
             parametrize.remove_parametrizations(modules[name], "weight", leave_parametrized=True)
     return model
 
+
+def load_saved(folder: Path) -> VitsModel:
+    """The float32 model of the voice saved in ``folder``, from its safetensors, drawing nothing from torch's global
+    generator: built on the meta device and given the weights. ``from_pretrained`` initialises with random draws, and
+    the exports run beside a training that owns that generator: its resumed run would no longer be bit-identical."""
+    with torch.device("meta"):
+        model = VitsModel(VitsConfig.from_pretrained(folder))
+    weights = load_file(str(folder / "model.safetensors"))
+    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in weights.items()}, assign=True)
+    return model

@@ -51,12 +51,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file
 from torch import Tensor, nn
-from transformers import VitsConfig, VitsModel
+from transformers import VitsModel
 
 from fintts.tts.text import _APOSTROPHES, FinnishText
-from fintts.tts.vits.inference import VitsSynthesizer, fold_weight_norm
+from fintts.tts.vits.inference import VitsSynthesizer, fold_weight_norm, load_saved
 from fintts.tts.voice_format import PIPER_FILE, SPEAKERS_FILE, VoiceError
 
 #: Code-point ranges in the map (see the module docstring): ASCII and Latin-1 to IPA and the spacing modifiers,
@@ -288,15 +287,5 @@ def export_piper_folder(folder: Path, out: Path | None = None) -> list[Path]:
     speakers_file = folder / SPEAKERS_FILE
     speakers = json.loads(speakers_file.read_text(encoding="utf-8")) if speakers_file.is_file() else []
     out = out or folder / PIPER_FILE
-    return export_piper(_load_quietly(folder), FinnishText.from_folder(folder), out, speakers=speakers,
+    return export_piper(load_saved(folder), FinnishText.from_folder(folder), out, speakers=speakers,
                         dataset=out.name.removesuffix(".onnx"))
-
-
-def _load_quietly(folder: Path) -> VitsModel:
-    """The voice's float32 model, drawing nothing from torch's global generator (a training in another thread owns it):
-    :func:`fintts.tts.vits.export._load_quietly`'s way, here because that module imports this one."""
-    with torch.device("meta"):
-        model = VitsModel(VitsConfig.from_pretrained(folder))
-    weights = load_file(str(folder / "model.safetensors"))
-    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in weights.items()}, assign=True)
-    return model
