@@ -121,8 +121,10 @@ class _Job:
 class BackgroundExport:
     """The background part of ``final``'s exports; every method is called from the main thread of the main process."""
 
-    def __init__(self, final: Path, warn: Callable[[str], None]):
+    def __init__(self, final: Path, warn: Callable[[str], None], *, enabled: bool = True):
         self.final, self._warn = final, warn
+        #: ``False``: a session that makes no slow part (its store is thrown away: a bench's)
+        self.enabled = enabled
         self._work = final.with_name(f".{final.name}-later")
         for leftover in final.parent.glob(f"{self._work.name}-*"):  # a killed session's unfinished copies
             if leftover.is_dir():

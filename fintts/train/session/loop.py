@@ -117,10 +117,13 @@ class Trainer:
         force: bool = False,
         progress: bool = True,
         log: Callable[[str], None] = print,
+        background_export: bool = True,
     ):
         self.config = config
         self.allow_config_change, self.force = allow_config_change, force
         self.progress, self._log = progress, log
+        #: ``False``: ``model/`` gets the task's quick export only, never its slow part (see :func:`train`)
+        self.background_export = background_export
         self.store = store or store_for(config.train)
         #: the session's facts; ``None`` until the session began
         self.facts: SessionFacts | None = None
@@ -151,7 +154,7 @@ class Trainer:
         try:
             if facts.main:
                 self.store.acquire(facts.record.id, force=self.force)
-                self.exports = BackgroundExport(self.store.root / MODEL_DIR, facts.warn)
+                self.exports = BackgroundExport(self.store.root / MODEL_DIR, facts.warn, enabled=self.background_export)
                 learnt = self.learnt
                 watchdog = watching.watch_the_end(
                     facts, self._overrun, lambda: watching.where(self.state and self.state.step, learnt.step_began, learnt.mean_step),
@@ -420,7 +423,7 @@ class Trainer:
             facts.record.ended = time.time()
             if state.best_step is not None and state.best_checkpoint is None:
                 state.best_checkpoint = name
-            if export and state.best_step is None and self.built.task.export_later() is not None:
+            if export and state.best_step is None and self.exports.enabled and self.built.task.export_later() is not None:
                 state.export_pending = True  # a kill before the export below is made leaves it to the next session
             try:
                 checkpoint.save(
@@ -521,6 +524,7 @@ def train(
     force: bool = False,
     progress: bool = True,
     log: Callable[[str], None] = print,
+    background_export: bool = True,
     **settings: Any,
 ) -> SessionSummary:
     """Train one session of the run a config describes; resume if its store holds a checkpoint.
@@ -528,9 +532,14 @@ def train(
     ``overrides`` (``["max_steps=500", "hub_repo=me/my-run"]``) and ``settings`` (the same as
     keyword arguments: ``max_steps=500, store="runs/x"``) are applied to the config and
     validated as if they were in the file. Returns the session's summary (also printed).
+
+    ``background_export=False`` makes no slow part of ``model/``'s export (a voice's ONNX graphs):
+    for a session whose store is thrown away, as :mod:`fintts.train.tools.bench`'s measurements are.
+    An MMS-sized voice's took ~36 s of an H200 session's end (2026-11-26), once per session.
     """
     config = as_run_config(config, overrides, settings)
-    trainer = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress, log=log)
+    trainer = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress, log=log,
+                      background_export=background_export)
     return trainer.run()
 
 __all__ = ["ConfigDrift", "Trainer", "train"]

@@ -107,7 +107,7 @@ def export(built: BuiltPhase, state: TrainerState, exports: BackgroundExport, fa
 
 def export_later(built: BuiltPhase, state: TrainerState, exports: BackgroundExport) -> None:
     """Start the slow part of the export ``model/`` holds (main process), in the background."""
-    derive = built.task.export_later()
+    derive = built.task.export_later() if exports.enabled else None
     state.export_pending = derive is not None
     exports.exported(derive, state.step)
 

@@ -9,9 +9,12 @@ a copy of the training code could get wrong.
 
 The first session of a process is a fresh session's start-up: it computes the task's caches
 (features) from nothing, builds the models, validates once and saves; its phases are the
-per-session overhead :mod:`fintts.train.tools.plan` uses. Its steps are also the first the process
-runs (lazy initialisation, kernels chosen per new input shape), so the config's step time is
-taken from a second session, like every switch's, on an equal footing.
+per-session overhead :mod:`fintts.train.tools.plan` uses, its end's wait for the slow part of the
+voice's export included. Its steps are also the first the process runs (lazy initialisation,
+kernels chosen per new input shape), so the config's step time is taken from a second session,
+like every switch's, on an equal footing. Those sessions make no slow part of an export: their
+stores are thrown away, and an MMS-sized voice's took ~36 s of a session's end on an H200
+(2026-11-26), each time.
 
 ``compare`` runs the same for each speed switch — the trainer's and the task's
 (:attr:`fintts.train.task.Task.speed_switches`) — one at a time against the config, and
@@ -173,7 +176,8 @@ def measure(
             "checkpoint_every_steps": 0, "session_limit": "none",
         }
         try:
-            summary = train(run.with_overrides(session), progress=False, log=lambda message: None)
+            # the slow part of model/'s export (ONNX graphs) only where it is a cost to measure: the fresh session's end
+            summary = train(run.with_overrides(session), progress=False, log=lambda message: None, background_export=validate)
         finally:
             _release_memory()
         if summary.reason == StopReason.OUT_OF_MEMORY:  # the trainer stopped the session cleanly: nothing timed to read
