@@ -73,6 +73,7 @@ def cmd_train(args) -> int:
             force=args.force,
             progress=not args.no_progress,
             summary_json=args.summary_json,  # written before a launched process leaves its process group
+            own_process=True,  # --budget counts from this process's start: its imports are part of the session
         )
     except LaunchFailed as err:
         print(f"error: {err}", file=sys.stderr)

@@ -93,6 +93,11 @@ def cli(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProc
     )
 
 
+def run_python(program: str, *, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    """``program`` in a Python process of its own, as a person's script or notebook kernel runs it (this checkout)."""
+    return subprocess.run([sys.executable, "-c", program], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=_env())
+
+
 def in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """``fintts ARGS`` through :func:`fintts.cli.main` in this process, answered as :func:`cli` answers.
 

@@ -14,7 +14,7 @@ from fintts.train.config import ConfigError, load_config
 from fintts.train.machine.clock import SessionClock
 from fintts.train.run import checkpoint
 from fintts.train.step.sampler import EpochPlan, MicroBatchSampler
-from trainer_helpers import QUIET, assert_bit_identical, final_weights, write_config
+from trainer_helpers import QUIET, assert_bit_identical, final_weights, run_python, write_config
 
 
 @pytest.fixture(scope="session")
@@ -183,6 +183,26 @@ def test_checkpoint_holds_what_a_person_and_a_resume_need(tmp_path):
     assert not (store / "checkpoints" / "step-00000005" / "loss.png").exists()
     assert (store / "checkpoints" / "step-00000005" / "MANIFEST.json").is_file()
     assert state["sessions"][0]["reason"] == "max_steps"
+
+
+def test_a_session_limit_counts_from_the_call_in_a_program_that_was_running_before(tmp_path):
+    """A notebook's kernel that trains a while after it started still gets its whole ``session_limit`` (counted from the
+    kernel's start, a 5 s limit gave it one step); ``fintts train --budget`` counts from its own process's start."""
+    config = write_config(tmp_path, max_steps=100_000, step_delay=0.05)
+    program = f"""
+import json, time
+from fintts.train import train
+time.sleep(6)  # the kernel ran other cells first
+began = time.time()
+summary = train({str(config)!r}, store="store", session_limit="6s", progress=False, log=lambda message: None)
+print(json.dumps({{"reason": str(summary.reason), "steps": summary.end_step - summary.start_step,
+                  "seconds": time.time() - began}}))
+"""
+    result = run_python(program, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    session = json.loads(result.stdout.strip().splitlines()[-1])
+    # it trains until its reserve for the final save (a quarter of a short session), then saves: about 6 s in all
+    assert session["reason"] == "deadline" and session["steps"] >= 10 and 4.0 <= session["seconds"] <= 8.5, session
 
 
 def test_session_clock_learns_its_reserve():

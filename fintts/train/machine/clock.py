@@ -123,14 +123,14 @@ class SessionClock:
         return left is not None and left < next_step_seconds
 
 
-def session_clock(cfg: Any) -> tuple[SessionClock, str]:
+def session_clock(cfg: Any, *, own_process: bool = False) -> tuple[SessionClock, str]:
     """The clock of a session with the train settings ``cfg``, and where its start came from (for the summary).
 
     The launcher builds the same clock as its processes (and hands them its start), so it knows the
     session's end they keep to, and can end what outlives it.
     """
     platform = detect_platform()
-    start, how = session_start(platform)
+    start, how = session_start(platform, own_process=own_process)
     limit = PLATFORM_LIMITS.get(platform) if cfg.session_limit == "auto" else cfg.session_limit
     clock = SessionClock(
         start=start, limit=limit, margin=cfg.safety_margin or 0.0, reserve_factor=cfg.reserve_factor,

@@ -93,7 +93,7 @@ def hub_check(endpoint: str | None = None) -> dict[str, Any]:
 def describe(store: str | Path = "runs", *, hub: bool = True) -> dict[str, Any]:
     """Everything ``fintts env`` reports, as a dict (``fintts env --json``)."""
     platform = detect_platform()
-    started, how = session_start(platform)
+    started, how = session_start(platform, own_process=True)  # what `fintts train` would count from here
     limit = PLATFORM_LIMITS.get(platform)
     facts: dict[str, Any] = {
         "platform": platform,

@@ -56,8 +56,14 @@ def process_start_time(pid: int | str = "self") -> float | None:
 START_VARIABLE, ORIGIN_VARIABLE = "FINTTS_SESSION_START", "FINTTS_SESSION_ORIGIN"
 
 
-def session_start(platform: str) -> tuple[float, str]:
-    """When this session began, and how that was determined (for the summary)."""
+def session_start(platform: str, *, own_process: bool = False) -> tuple[float, str]:
+    """When this session began, and how that was determined (for the summary).
+
+    On Kaggle and Colab their limit counts from the container's start. Elsewhere a session
+    counts from the start of its process where that process was started for it (``own_process``:
+    the ``fintts train`` command, whose ``--budget`` then covers its imports too), and otherwise
+    from the call: a notebook's kernel may have run for hours before it trains (counted from its
+    start, a 5 s limit gave one step to a kernel 8 s old, 2026-11-26)."""
     shared = os.environ.get(START_VARIABLE)
     if shared:
         return float(shared), os.environ.get(ORIGIN_VARIABLE, "the launcher's start")
@@ -65,10 +71,10 @@ def session_start(platform: str) -> tuple[float, str]:
         started = process_start_time(1)
         if started is not None:
             return started, f"{platform} container start (PID 1)"
-    started = process_start_time("self")
+    started = process_start_time("self") if own_process else None
     if started is not None:
         return started, "process start"
-    return time.time(), "train() call"
+    return time.time(), "the call to train"
 
 
 #: Libraries whose versions change what a step computes or how a checkpoint is read.

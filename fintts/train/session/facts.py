@@ -62,11 +62,13 @@ class SessionFacts:
     sink: Callable[[str], None] = print
 
     @classmethod
-    def begin(cls, config: RunConfig, store: Store, stop: StopRequest, log: Callable[[str], None]) -> SessionFacts:
+    def begin(cls, config: RunConfig, store: Store, stop: StopRequest, log: Callable[[str], None], *,
+              own_process: bool = False) -> SessionFacts:
         """The session's facts, at its start: its clock, the process group bounded by it, the device, the store's deadline,
-        its record, and the device's peak memory counted from here (also when one process trains several sessions)."""
+        its record, and the device's peak memory counted from here (also when one process trains several sessions).
+        ``own_process``: this process was started for this session (see :func:`~fintts.train.machine.platform.session_start`)."""
         cfg = config.train
-        clock, clock_origin = session_clock(cfg)
+        clock, clock_origin = session_clock(cfg, own_process=own_process)
         bound = CollectiveBound(cfg.collective_timeout, clock.limit)
         accelerator = Accelerator(kwargs_handlers=process_group_settings(bound))
         device = torch.device("cpu") if accelerator.device.type == "cpu" else accelerator.device

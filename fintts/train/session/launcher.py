@@ -125,6 +125,7 @@ def launch(
     progress: bool = True,
     out: IO[str] | None = None,
     summary_json: str | Path | None = None,
+    own_process: bool = False,
     **settings: Any,
 ) -> SessionSummary:
     """Train one session of a run on every device: one process per GPU (default), or ``num_processes``.
@@ -135,7 +136,9 @@ def launch(
     session's summary (already printed by the first process) otherwise. ``out``: where the
     first process's output goes (default ``sys.stdout``). ``summary_json``: also write the
     summary there (:func:`write_summary`); in a launched process, before it leaves its process
-    group, so a teardown that hangs cannot keep the session from having ended.
+    group, so a teardown that hangs cannot keep the session from having ended. ``own_process``:
+    this process was started for this session (``fintts train``), so off Kaggle and Colab the
+    session's clock starts with it; otherwise with this call (a notebook's kernel may be hours old).
     """
     config = as_run_config(config, overrides, settings)
     if in_launched_process():
@@ -160,13 +163,14 @@ def launch(
             f"num_processes: {count} is not possible with {gpus} visible GPU(s); use 1 to {max(1, gpus)} (one process per device)"
         )
     if count == 1:
-        summary = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
+        summary = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress,
+                          own_process=own_process).run()
     else:
         flags = [*(["--allow-config-change"] if allow_config_change else []), *(["--force"] if force else []),
                  *([] if progress else ["--no-progress"])]
         if not (check := check_collectives(count, cuda=gpus > 0)).ok:
             raise LaunchFailed(check.message, 1)
-        summary = _Processes(config, count, flags, out or sys.stdout, cpu=gpus == 0).run()
+        summary = _Processes(config, count, flags, out or sys.stdout, cpu=gpus == 0, own_process=own_process).run()
     if summary_json:
         write_summary(summary, summary_json)
     return summary
@@ -175,14 +179,14 @@ def launch(
 class _Processes:
     """The ``count`` training processes of one session, from start to the last exit."""
 
-    def __init__(self, config: RunConfig, count: int, flags: list[str], out: IO[str], *, cpu: bool):
+    def __init__(self, config: RunConfig, count: int, flags: list[str], out: IO[str], *, cpu: bool, own_process: bool):
         self.config, self.count, self.flags, self.out, self.cpu = config, count, flags, out, cpu
         self.logs = config.train.local_dir() / LOGS
         self.processes: list[subprocess.Popen] = []
         self.log_files: list[IO[bytes]] = []
         self.exit_grace = config.train.exit_grace or 0.0
         #: the session's clock, the processes' own (they get its start)
-        self.clock, self.origin = session_clock(config.train)
+        self.clock, self.origin = session_clock(config.train, own_process=own_process)
         #: processes ended because they outlived the first one's ended session (or the session) by ``exit_grace``.
         self.ended_late: set[int] = set()
 

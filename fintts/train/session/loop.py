@@ -118,10 +118,13 @@ class Trainer:
         progress: bool = True,
         log: Callable[[str], None] = print,
         background_export: bool = True,
+        own_process: bool = False,
     ):
         self.config = config
         self.allow_config_change, self.force = allow_config_change, force
         self.progress, self._log = progress, log
+        #: this process was started for this session: off Kaggle/Colab its clock starts with the process (the CLI's)
+        self.own_process = own_process
         #: ``False``: ``model/`` gets the task's quick export only, never its slow part (see :func:`train`)
         self.background_export = background_export
         self.store = store or store_for(config.train)
@@ -148,7 +151,7 @@ class Trainer:
                     self.exports.close()  # whatever ended the session: no export process outlives it
 
     def _session(self, stop: StopRequest) -> SessionSummary:
-        self.facts = facts = SessionFacts.begin(self.config, self.store, stop, self._log)
+        self.facts = facts = SessionFacts.begin(self.config, self.store, stop, self._log, own_process=self.own_process)
         self.learnt = _Learnt()
         watchdog: SessionWatchdog | None = None
         try:
