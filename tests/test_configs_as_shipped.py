@@ -116,6 +116,9 @@ def test_the_demo_with_a_short_budget_ends_both_sessions_whole_and_speaks(tmp_pa
     assert second["start_step"] == first["end_step"] > 0
     audio, rate = sf.read(out)
     assert rate == 16000 and len(audio) > rate // 4
+    # its last lines: the wav and its noise floor, the steps the two sessions reached, and what comes next
+    assert "the demo voice says" in result.stdout and "noise floor of its speech" in result.stdout
+    assert f"== {status['step']:,} steps in 2 session(s)" in result.stdout and "no validation ran yet" in result.stdout
 
 
 def test_train_returns_with_no_thread_or_process_of_ours_left(tmp_path):

@@ -17,6 +17,7 @@ from fintts.train.report.card import render
 from fintts.train.run import checkpoint
 from fintts.tts.audio import load_audio
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
+from fintts.tts.demo.run import progress_report
 from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.task import VitsTask, VitsTaskConfig
 from fintts.tts.voice import load_voice
@@ -82,6 +83,16 @@ def test_validation_scores_mcd_and_keeps_samples_and_a_plot(trained):
     audio, rate = sf.read(sample)
     assert rate == 16000 and len(audio) > 1000
     assert (folder / "store" / "checkpoints" / "step-00000006" / "loss.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_demo_report_reads_a_real_runs_validations(trained):
+    """What ``fintts demo`` prints last, from a run's own status: the voice that speaks (the best held-out MCD's) against
+    each clean-voice target (the demo's two sessions, without a validation in 25 s: tests/test_configs_as_shipped.py)."""
+    folder, _, step = trained
+    report = progress_report(folder / "store")
+    assert report.startswith(f"== {step:,} steps in 1 session(s)")
+    assert "the voice of step" in report and all(label in report for label in ("sentences identified", "held-out MCD", "noise floor"))
+    assert "not a clean voice yet" in report or "a clean voice by all three targets" in report
 
 
 def test_exported_voice_loads_in_plain_transformers_and_fintts(trained):
