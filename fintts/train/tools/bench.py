@@ -131,8 +131,9 @@ class BenchReport:
 
         Samples, not steps: a micro-batch search row trains ``batch_size = micro_batch_size``, so
         its steps hold another number of samples than the config's (an H200's search, 2026-11-26,
-        had micro-batch 8 at 0.31 s/step against 0.69 for the config's step of 16 samples: 2.20× by steps, 1.10×
-        by samples). For every other row the batch is the config's and both ratios are the same."""
+        had micro-batch 8 at 0.31 s/step against 0.69 for the config's step of 16 samples: 2.20×
+        by steps, 1.10× by samples). For every other row the batch is the config's and both ratios
+        are the same."""
         if not (self.base.ok and row.ok and self.base.samples_per_second and row.samples_per_second):
             return None
         return row.samples_per_second / self.base.samples_per_second
