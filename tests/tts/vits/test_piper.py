@@ -70,7 +70,7 @@ def piper_python(request) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)  # under pytest -n the workers share the cache: one makes the venv, the others wait
         if not done.is_file():
             subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-            pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", PIPER],
+            pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", PIPER],
                                  capture_output=True, text=True)
             if pip.returncode != 0:
                 reachable = "Could not find a version" not in pip.stderr and "NewConnectionError" not in pip.stderr
