@@ -426,7 +426,7 @@ class Trainer:
             facts.record.ended = time.time()
             if state.best_step is not None and state.best_checkpoint is None:
                 state.best_checkpoint = name
-            if export and state.best_step is None and self.exports.enabled and self.built.task.export_later() is not None:
+            if export and state.best_step is None and validating.slow_part(self.built, self.exports) is not None:
                 state.export_pending = True  # a kill before the export below is made leaves it to the next session
             try:
                 checkpoint.save(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -105,9 +106,15 @@ def export(built: BuiltPhase, state: TrainerState, exports: BackgroundExport, fa
     export_later(built, state, exports)
 
 
+def slow_part(built: BuiltPhase, exports: BackgroundExport) -> Callable[[Path], None] | None:
+    """The slow part of ``model/``'s export this session makes: ``None`` where the task has none or the session makes
+    none (a bench's)."""
+    return built.task.export_later() if exports.enabled else None
+
+
 def export_later(built: BuiltPhase, state: TrainerState, exports: BackgroundExport) -> None:
     """Start the slow part of the export ``model/`` holds (main process), in the background."""
-    derive = built.task.export_later() if exports.enabled else None
+    derive = slow_part(built, exports)
     state.export_pending = derive is not None
     exports.exported(derive, state.step)
 
