@@ -1,0 +1,53 @@
+"""A tiny random Chatterbox run on the shipped demo corpus, and the release's T3 layout as upstream's code makes it."""
+
+from __future__ import annotations
+
+import yaml
+
+TASK = "fintts.tts.chatterbox.task:ChatterboxTask"  # the import path: a checkout's tests run before `pip install -e` registers the name
+TINY_MODEL = {
+    "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2, "head_dim": 8, "intermediate_size": 32,
+    "text_vocab_size": 256, "speech_vocab_size": 6563, "max_text_tokens": 300, "max_speech_tokens": 400,
+    "perceiver_queries": 4, "perceiver_heads": 2, "speech_cond_prompt_len": 20,
+}
+TINY = {
+    "task": TASK, "data": "demo", "weights": "random", "speakers": ["espeak_f2", "espeak_m3"], "max_steps": 4,
+    "batch_size": 2, "eval_every": 2, "num_workers": 0, "val_items": 2, "model": TINY_MODEL, "lr": 0.001,
+}
+#: a full phase on both speakers, then an adapter on the best one (no validation: model/ is the adapter phase's)
+PHASES = [
+    {"name": "fi", "steps": 2},
+    {"name": "voice", "settings": {"speaker": "best", "eval_every": 0, "lr": 0.01, "lora": {"r": 4, "alpha": 8, "dropout": 0.0}}},
+]
+
+
+def tiny_config(folder, **settings):
+    path = folder / "tiny.yaml"
+    path.write_text(yaml.safe_dump({**TINY, **settings}, allow_unicode=True))
+    return path
+
+
+def release_layout() -> dict[str, tuple[int, ...]]:
+    """``t3_mtl23ls_v2.safetensors``'s names and shapes, written out from upstream's modules (resemble-ai/chatterbox,
+    src/chatterbox/models/t3/): T3Config.multilingual() (text vocabulary 2454, speech 8194, max text 2048, max speech
+    4096, speaker embedding 256), LLAMA_520M_CONFIG_DICT (width 1024, 30 layers, MLP 4096, vocabulary 8), the perceiver's
+    32 queries and one AttentionBlock2, LearnedPositionEmbeddings of max + 2 (text) and max + 4 (speech) rows."""
+    width, mlp = 1024, 4096
+    layout = {"tfmr.embed_tokens.weight": (8, width), "tfmr.norm.weight": (width,)}
+    for n in range(30):
+        prefix = f"tfmr.layers.{n}"
+        layout.update({f"{prefix}.self_attn.{p}_proj.weight": (width, width) for p in "qkvo"})
+        layout.update({f"{prefix}.mlp.gate_proj.weight": (mlp, width), f"{prefix}.mlp.up_proj.weight": (mlp, width),
+                       f"{prefix}.mlp.down_proj.weight": (width, mlp), f"{prefix}.input_layernorm.weight": (width,),
+                       f"{prefix}.post_attention_layernorm.weight": (width,)})
+    layout.update({
+        "cond_enc.spkr_enc.weight": (width, 256), "cond_enc.spkr_enc.bias": (width,), "cond_enc.emotion_adv_fc.weight": (width, 1),
+        "cond_enc.perceiver.pre_attention_query": (1, 32, width),
+        "cond_enc.perceiver.attn.norm.weight": (width,), "cond_enc.perceiver.attn.norm.bias": (width,),
+        **{f"cond_enc.perceiver.attn.{p}.{k}": (width, width) if k == "weight" else (width,)
+           for p in ("to_q", "to_k", "to_v", "proj_out") for k in ("weight", "bias")},
+        "text_emb.weight": (2454, width), "speech_emb.weight": (8194, width),
+        "text_pos_emb.emb.weight": (2048 + 2, width), "speech_pos_emb.emb.weight": (4096 + 4, width),
+        "text_head.weight": (2454, width), "speech_head.weight": (8194, width),
+    })
+    return layout
