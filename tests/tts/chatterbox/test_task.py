@@ -1,0 +1,121 @@
+"""``task: chatterbox`` through the trainer and the CLI: a tiny random T3 on the demo corpus, a full phase then a LoRA."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from chatterbox_helpers import PHASES, TINY_MODEL, tiny_config
+from safetensors.torch import load_file
+
+from fintts.train import train
+from fintts.train.config import ConfigError, load_config
+from fintts.train.run import checkpoint
+from fintts.tts.chatterbox.t3 import T3, T3Settings
+from fintts.tts.chatterbox.task import partners
+from fintts.tts.corpus import Item
+from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights
+
+
+@pytest.fixture(scope="session")
+def phased(tmp_path_factory):
+    """Two steps of the full T3 on both speakers, two of a LoRA on the best one; trained once, only read."""
+
+    def build(folder):
+        train(tiny_config(folder, phases=PHASES, max_steps=4), store=folder / "store", **QUIET)
+
+    folder = built_once(tmp_path_factory, "chatterbox", build)
+    return folder / "tiny.yaml", folder / "store"
+
+
+def _checkpoint(store, step):
+    return store / "checkpoints" / f"step-{step:08d}"
+
+
+def test_the_cli_trains_to_its_budget_and_resumes_bit_identically(tmp_path):
+    config = tiny_config(tmp_path, max_steps=4, eval_every=2)
+    once = cli("train", str(config), "--store", str(tmp_path / "once"), "--no-progress", cwd=tmp_path)
+    assert once.returncode == 0, once.stderr[-3000:]
+    first = cli("train", str(config), "--store", str(tmp_path / "twice"), "--no-progress", "--max-steps", "2", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = cli("train", str(config), "--store", str(tmp_path / "twice"), "--no-progress", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "token cache: making" not in second.stdout + second.stderr  # every clip's tokens were made by the first session
+    assert_bit_identical(final_weights(tmp_path / "twice"), final_weights(tmp_path / "once"))
+    status = json.loads((tmp_path / "once" / "status.json").read_text())
+    assert status["step"] == 4 and [e["step"] for e in status["evals"]] == [2, 4]
+    assert all(0 < e["val/loss"] < 10 for e in status["evals"])
+
+
+def test_the_adapter_phase_resumes_bit_identically(phased, tmp_path):
+    config, store = phased
+    train(config, store=tmp_path / "store", max_steps=3, **QUIET)  # into the adapter phase, then stopped
+    train(config, store=tmp_path / "store", **QUIET)
+    assert_bit_identical(final_weights(tmp_path / "store"), final_weights(store))
+
+
+def test_the_adapter_phase_trains_the_lora_alone_and_the_export_folds_it_in(phased):
+    _, store = phased
+    full = load_file(_checkpoint(store, 2) / "model.safetensors")
+    adapted = load_file(_checkpoint(store, 4) / "model.safetensors")
+    assert any(".lora_A." in key for key in adapted) and not any(".lora_" in key for key in full)
+    base = {key.removeprefix("base_model.model.").replace(".base_layer.", "."): value
+            for key, value in adapted.items() if ".lora_" not in key}
+    assert_bit_identical(base, full)  # the base stayed frozen
+    exported = load_file(store / "model" / "t3_mtl23ls_v2.safetensors")
+    settings = T3Settings.from_overrides(TINY_MODEL)
+    assert exported.keys() == T3(settings).state_dict().keys()  # the release's names, no peft's
+    changed = {key for key in exported if not torch.equal(exported[key], full[key])}
+    assert changed and all(".self_attn." in key or ".mlp." in key for key in changed)
+
+
+def test_the_merged_t3_computes_what_the_adapted_one_did(phased):
+    from fintts.tts.chatterbox.adapter import add_lora
+    from fintts.tts.chatterbox.settings import ChatterboxLora
+
+    _, store = phased
+    settings = T3Settings.from_overrides(TINY_MODEL)
+    lora = ChatterboxLora(**PHASES[1]["settings"]["lora"])
+    adapted = add_lora(T3(settings), lora, json.loads((store / "status.json").read_text())["about"]["speaker"])
+    adapted.load_state_dict(load_file(_checkpoint(store, 4) / "model.safetensors"), strict=True)
+    merged = T3(settings)
+    merged.load_state_dict(load_file(store / "model" / "t3_mtl23ls_v2.safetensors"), strict=True)
+    generator = torch.Generator().manual_seed(0)
+    inputs = dict(speaker=torch.randn(1, 256, generator=generator), prompt=torch.randint(0, 6561, (1, 6), generator=generator),
+                  prompt_mask=None, emotion=torch.tensor([0.5]), text=torch.tensor([[255, 3, 4, 5, 0]]), text_lens=torch.tensor([5]),
+                  speech=torch.randint(0, 6561, (1, 8), generator=generator), speech_lens=torch.tensor([8]))
+    with torch.no_grad():
+        torch.testing.assert_close(merged.eval()(**inputs), adapted.eval()(**inputs), rtol=1e-4, atol=1e-5)
+
+
+def test_the_exported_folder_has_what_from_local_reads(phased):
+    _, store = phased
+    model = store / "model"
+    names = {path.name for path in model.iterdir()}
+    assert {"t3_mtl23ls_v2.safetensors", "grapheme_mtl_merged_expanded_v1.json", "conds.pt", "chatterbox.json", "README.md"} <= names
+    conds = torch.load(model / "conds.pt", weights_only=True)  # as upstream's Conditionals.load reads it
+    assert set(conds) == {"t3", "gen"}
+    assert conds["t3"]["speaker_emb"].shape == (1, 256) and conds["t3"]["emotion_adv"].shape == (1, 1, 1)
+    assert conds["t3"]["cond_prompt_speech_tokens"].shape[1] <= TINY_MODEL["speech_cond_prompt_len"]
+    description = json.loads((model / "chatterbox.json").read_text())
+    assert description["reference_clip"].startswith(json.loads((store / "status.json").read_text())["about"]["speaker"])
+    assert "license: mit" in (model / "README.md").read_text()
+
+
+def test_a_clip_is_conditioned_on_another_clip_of_its_speaker():
+    items = [Item(f"{speaker}/{n}", None, "", speaker) for speaker in ("a", "b") for n in range(3)] + [Item("c/0", None, "", "c")]
+    pairs = partners(items)
+    assert set(pairs) == {i.id for i in items if i.speaker != "c"}  # a speaker with one clip has nothing to condition on
+    assert all(target != cond and target[0] == cond[0] for target, cond in pairs.items())
+
+
+def test_an_adapter_needs_one_speaker_and_ends_the_run(tmp_path):
+    with pytest.raises(ConfigError, match="phases\\[1\\] follows an adapter phase"):
+        load_config(tiny_config(tmp_path, phases=[{"steps": 2, "settings": {"lora": {"r": 4}}}, {}]))
+    with pytest.raises(ConfigError, match="model: sizes are set with weights: random only"):
+        load_config(tiny_config(tmp_path, weights="ResembleAI/chatterbox"))
+    store = tmp_path / "store"
+    result = cli("train", str(tiny_config(tmp_path, lora={"r": 4})), "--store", str(store), "--no-progress", cwd=tmp_path)
+    assert result.returncode == 2 and "set speaker: NAME or best" in result.stderr
+    assert checkpoint.latest_complete(store, log=lambda _: None) is None
