@@ -1,0 +1,58 @@
+"""The token cache: made once per clip, found again by content wherever the corpus lies, apart per frozen weights."""
+
+from __future__ import annotations
+
+import shutil
+
+import torch
+
+from fintts.tts.chatterbox.cache import TokenCache
+from fintts.tts.chatterbox.frozen import TOKENS_PER_SECOND, RandomParts
+from fintts.tts.chatterbox.text import ChatterboxText
+from fintts.tts.corpus import Item
+from fintts.tts.demo import CORPUS
+
+
+def _items(root):
+    wavs = sorted((root / "espeak_f2" / "wavs").glob("*.flac"))[:2]
+    return [Item(f"espeak_f2/{wav.stem}", wav, "Hyvää päivää.", "espeak_f2") for wav in wavs]
+
+
+class _Counting(RandomParts):
+    made = 0
+
+    def speech_tokens(self, wav):
+        type(self).made += 1
+        return super().speech_tokens(wav)
+
+
+def test_tokens_are_made_once_and_found_again_from_another_path(tmp_path):
+    text = ChatterboxText.builtin(256)
+    cache = TokenCache(tmp_path / "cache", RandomParts.fingerprint, _Counting, text)
+    first = cache.tokens(_items(CORPUS), log=lambda _: None)
+    assert _Counting.made == 2
+    assert abs(len(first[0].speech_tokens) - TOKENS_PER_SECOND * 1.0) < 200 and first[0].speaker.shape == (256,)
+    moved = tmp_path / "moved"
+    shutil.copytree(CORPUS / "espeak_f2", moved / "espeak_f2")
+    again = TokenCache(tmp_path / "cache", RandomParts.fingerprint, _Counting, text).tokens(_items(moved), log=lambda _: None)
+    assert _Counting.made == 2  # the same bytes: read, not made
+    assert all(torch.equal(a.speech_tokens, b.speech_tokens) and torch.equal(a.text_ids, b.text_ids) for a, b in zip(first, again))
+
+
+def test_other_frozen_weights_or_another_transcript_make_their_own_entries(tmp_path):
+    text = ChatterboxText.builtin(256)
+    items = _items(CORPUS)
+    cache = TokenCache(tmp_path, RandomParts.fingerprint, RandomParts, text)
+    other = TokenCache(tmp_path, "other-weights", RandomParts, text)
+    assert cache.folder != other.folder
+    edited = Item(items[0].id, items[0].audio, "Toinen teksti.", items[0].speaker)
+    assert cache.entry(edited) != cache.entry(items[0])
+
+
+def test_a_half_written_entry_is_made_again(tmp_path):
+    text = ChatterboxText.builtin(256)
+    cache = TokenCache(tmp_path, RandomParts.fingerprint, RandomParts, text)
+    item = _items(CORPUS)[0]
+    whole = cache.tokens([item], log=lambda _: None)[0]
+    cache.entry(item).write_bytes(cache.entry(item).read_bytes()[:20])  # a session killed while writing
+    assert torch.equal(cache.tokens([item], log=lambda _: None)[0].speech_tokens, whole.speech_tokens)
