@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from fintts.tts.chatterbox.speak import chatterbox_folder, speak_folder
 from fintts.tts.voice import Voice, VoiceError, load_voice
 from fintts.tts.wav import WavWriter, pcm16
 
@@ -149,6 +150,11 @@ def say(text: str | None, *, file: str | None = None, out: str | None = None, vo
         raise VoiceError("say where: -o FILE.wav, --play, or both")
     said = read_text(text, file, stdin)
     started = time.perf_counter()
+    if (location := voice or store) and (folder := chatterbox_folder(location)) is not None:  # another family, spoken by its package
+        if play or out is None:
+            raise VoiceError(f"{folder} is a Chatterbox voice: say it to a file (-o FILE.wav); --play is for VITS voices")
+        seconds, elapsed = speak_folder(folder, said, Path(out))
+        return SpeechReport(Path(out), seconds, 1, 0.0, elapsed, elapsed, "chatterbox")
     spoken = load_voice(voice_location(voice, store, hub_repo), speaker, backend=backend, int8=int8, speed=speed,
                         noise=noise, seed=seed)
     return speak(spoken, said, Path(out) if out else None, play=play, started=started, warn=warn)

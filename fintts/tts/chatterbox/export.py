@@ -29,11 +29,11 @@ from fintts.train.report.card import render_model
 from fintts.train.task import Card
 from fintts.tts.chatterbox.cache import ClipTokens
 from fintts.tts.chatterbox.frozen import FROZEN_FILES
+from fintts.tts.chatterbox.speak import DESCRIPTION_FILE
 from fintts.tts.chatterbox.t3 import T3Settings
 from fintts.tts.chatterbox.text import VOCAB_FILE, ChatterboxText
 
 CONDS_FILE = "conds.pt"
-DESCRIPTION_FILE = "chatterbox.json"
 #: files of the release copied as they are when it has them (Cangjie5_TC.json: upstream's Chinese converter reads it)
 _OPTIONAL_FILES = ("Cangjie5_TC.json",)
 

@@ -42,6 +42,11 @@ _SENTENCE_ENDS = ".!?-,"
 FINNISH_MARKS = "\u0308\u030a"
 
 
+def finnish_normaliser() -> FinnishText:
+    """Our normaliser, keeping what Chatterbox reads: Finnish letters and the sentence punctuation."""
+    return FinnishText({ch: i for i, ch in enumerate(_SPOKEN)}, add_blank=False)
+
+
 class ChatterboxText:
     """Text → Chatterbox text ids (without the start and stop tokens), from a ``tokenizers`` vocabulary file's content."""
 
@@ -51,7 +56,7 @@ class ChatterboxText:
         self.json = tokenizer_json
         self.tokenizer = Tokenizer.from_str(tokenizer_json)
         self.vocab = self.tokenizer.get_vocab(with_added_tokens=True)
-        self.finnish = FinnishText({ch: i for i, ch in enumerate(_SPOKEN)}, add_blank=False)
+        self.finnish = finnish_normaliser()
 
     @classmethod
     def from_folder(cls, folder: Path) -> ChatterboxText:

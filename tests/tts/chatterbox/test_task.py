@@ -119,3 +119,20 @@ def test_an_adapter_needs_one_speaker_and_ends_the_run(tmp_path):
     result = cli("train", str(tiny_config(tmp_path, lora={"r": 4})), "--store", str(store), "--no-progress", cwd=tmp_path)
     assert result.returncode == 2 and "set speaker: NAME or best" in result.stderr
     assert checkpoint.latest_complete(store, log=lambda _: None) is None
+
+
+def test_fintts_say_names_what_speaks_a_chatterbox_voice(phased, tmp_path):
+    """A random-weights export cannot speak (its stand-in tokenizer makes no speech); a release-based one speaks through
+    the chatterbox package, which this environment lacks (torchaudio beside a CPU-only torch): both are said, exit code 2."""
+    _, store = phased
+    result = cli("say", "Hyvää huomenta.", "--voice", str(store / "model"), "-o", str(tmp_path / "out.wav"), cwd=tmp_path)
+    assert result.returncode == 2 and "weights: random" in result.stderr, result.stderr[-2000:]
+    voice = tmp_path / "voice"
+    voice.mkdir()
+    for path in (store / "model").iterdir():
+        (voice / path.name).write_bytes(path.read_bytes())
+    for name in ("ve.pt", "s3gen.pt"):
+        (voice / name).write_bytes(b"")
+    result = cli("say", "Hyvää huomenta.", "--voice", str(voice), "-o", str(tmp_path / "out.wav"), cwd=tmp_path)
+    assert result.returncode == 2 and "pip install chatterbox-light" in result.stderr, result.stderr[-2000:]
+    assert not (tmp_path / "out.wav").exists()

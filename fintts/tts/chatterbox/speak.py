@@ -1,0 +1,55 @@
+"""Speaking an exported Chatterbox folder: through upstream's own classes, where they are installed.
+
+What speaks it today is the ``chatterbox`` package (chatterbox-light or chatterbox-tts):
+``ChatterboxMultilingualTTS.from_local`` reads the folder :mod:`fintts.tts.chatterbox.export`
+writes, and its ``generate`` turns text into 24 kHz audio with T3, S3Gen and the built-in voice
+(``conds.pt``) or a reference clip's. That package needs torch with a matching torchaudio (Kaggle's
+image has the pair; the registry's torchaudio does not load beside a CPU-only torch 2.13), so
+fintts imports it only here, when a person asks for such a voice. There is no ONNX path for this
+family yet: the laptop's light install cannot speak it.
+
+The text goes through our Finnish normaliser first (numbers, dates, units read out); upstream's
+``generate`` then applies its own punctuation clean-up, lower case, NFKD and the ``[fi]`` tag, as
+:class:`fintts.tts.chatterbox.text.ChatterboxText` does in training.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from fintts.tts.chatterbox.text import finnish_normaliser
+from fintts.tts.voice_format import VoiceError
+
+#: what fintts writes beside the release's files (T3's sizes, the reference clip); marks a folder as this family's
+DESCRIPTION_FILE = "chatterbox.json"
+SAMPLE_RATE = 24_000
+
+
+def chatterbox_folder(location: str | Path) -> Path | None:
+    """The exported Chatterbox folder at ``location`` (it or its ``model/``), ``None`` when it is not one."""
+    path = Path(location).expanduser()
+    return next((folder for folder in (path, path / "model") if (folder / DESCRIPTION_FILE).is_file()), None)
+
+
+def speak_folder(folder: Path, text: str, out: Path, *, reference: str | None = None, device: str = "cpu") -> tuple[float, float]:
+    """Write ``text`` spoken by the voice in ``folder`` to ``out``; returns (seconds of speech, seconds it took)."""
+    started = time.perf_counter()
+    description = json.loads((folder / DESCRIPTION_FILE).read_text(encoding="utf-8"))
+    missing = [name for name in ("ve.pt", "s3gen.pt") if not (folder / name).is_file()]
+    if missing:
+        raise VoiceError(f"{folder} has no {', '.join(missing)}: it was trained with weights: random, whose stand-in "
+                         "speech tokenizer makes no speech; train from the release (weights: ResembleAI/chatterbox)")
+    try:  # chatterbox-light and chatterbox-tts install this import name; torchaudio comes with them
+        from chatterbox.mtl_tts import ChatterboxMultilingualTTS
+    except ImportError as err:
+        raise VoiceError(f"{folder} is a Chatterbox voice, which speaks through the chatterbox package ({err}): "
+                         "pip install chatterbox-light where torch and torchaudio match (Kaggle's image does)") from None
+    from fintts.tts.wav import save_wav  # only here: a folder that cannot speak needs none of it
+
+    spoken = finnish_normaliser().normalize(text)
+    tts = ChatterboxMultilingualTTS.from_local(folder, device, t3_model=description["t3_file"])
+    wav = tts.generate(spoken, language_id="fi", audio_prompt_path=reference).squeeze(0).cpu().numpy()
+    save_wav(out, wav, tts.sr)
+    return len(wav) / tts.sr, time.perf_counter() - started
