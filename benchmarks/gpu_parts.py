@@ -563,3 +563,8 @@ PARTS = {
     "stand_ins": part_stand_ins, "fp16_step": part_fp16_step, "mas": part_mas, "resume": part_resume,
     "background_export": part_background_export, "step_share": part_step_share, "bench": part_bench,
 }
+
+# Chatterbox's part lives in a file of its own (it imports this module's judgements, so it is registered last)
+from gpu_chatterbox import part_chatterbox  # noqa: E402
+
+PARTS["chatterbox"] = part_chatterbox
