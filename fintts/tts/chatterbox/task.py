@@ -146,9 +146,17 @@ class ChatterboxTask(Task):
         folder = Path(cfg.weights).expanduser()
         if not folder.is_dir():
             from huggingface_hub import snapshot_download  # only a run that names a Hub repo downloads
+            from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError  # as snapshot_download
 
-            # allow_patterns as upstream's from_pretrained (src/chatterbox/mtl_tts.py), our T3 file in place of its default
-            folder = Path(snapshot_download(cfg.weights, allow_patterns=[*needed, "conds.pt", "Cangjie5_TC.json"]))
+            # allow_patterns as upstream's from_pretrained (src/chatterbox/mtl_tts.py), our T3 file in place of its default.
+            # Offline with nothing cached, snapshot_download raises LocalEntryNotFoundError ("An error happened while trying
+            # to locate the files on the Hub...", huggingface_hub/_snapshot_download.py); an unknown repo HfHubHTTPError.
+            try:
+                folder = Path(snapshot_download(cfg.weights, allow_patterns=[*needed, "conds.pt", "Cangjie5_TC.json"]))
+            except (HfHubHTTPError, LocalEntryNotFoundError, ValueError, OSError) as err:
+                raise ConfigError(f"weights: {cfg.weights} is no folder here and could not be had from the Hub "
+                                  f"({str(err).strip().splitlines()[0][:200]}); give a folder with {', '.join(needed)}, "
+                                  f"or weights: {RANDOM} for a dry run") from None
         missing = [name for name in needed if not (folder / name).is_file()]
         if missing:
             raise ConfigError(f"weights: {cfg.weights} lacks {', '.join(missing)} (a Chatterbox Multilingual release has "
