@@ -15,7 +15,7 @@ from fintts.train.run import checkpoint
 from fintts.tts.chatterbox.t3 import T3, T3Settings
 from fintts.tts.chatterbox.task import partners
 from fintts.tts.corpus import Item
-from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights
+from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights, train_cli
 
 
 @pytest.fixture(scope="session")
@@ -136,3 +136,12 @@ def test_fintts_say_names_what_speaks_a_chatterbox_voice(phased, tmp_path):
     result = cli("say", "Hyvää huomenta.", "--voice", str(voice), "-o", str(tmp_path / "out.wav"), cwd=tmp_path)
     assert result.returncode == 2 and "pip install chatterbox-light" in result.stderr, result.stderr[-2000:]
     assert not (tmp_path / "out.wav").exists()
+
+
+def test_two_processes_train_it(tmp_path):
+    """Data parallel: every trainable parameter gets a gradient (DDP refuses one that does not: the Llama's unused token
+    table and the text head are frozen)."""
+    config = tiny_config(tmp_path, max_steps=2, eval_every=2)
+    result = train_cli(config, tmp_path / "store")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "store" / "status.json").read_text())["step"] == 2
