@@ -196,10 +196,10 @@ class ChatterboxTask(Task):
     def train_data(self) -> TrainData:
         tokens = self._tokens(self.items + self.heldout)
         self._clips = tokens
-        long = [i.id for i in self.items if len(tokens[i.id].speech_tokens) > self.config.max_speech_tokens]
+        long = [i.id for i in self.items if not self._fits(i.id)]
         if long:
-            self.context.log(f"{len(long)} clip(s) over max_speech_tokens {self.config.max_speech_tokens} left out "
-                             f"({', '.join(long[:5])}{'...' if len(long) > 5 else ''})")
+            self.context.log(f"{len(long)} clip(s) over {self._max_speech} speech tokens or {self.settings.max_text_tokens} "
+                             f"text ids left out ({', '.join(long[:5])}{'...' if len(long) > 5 else ''})")
         kept = [i for i in self.items if i.id not in set(long)]
         self.partners = partners(kept)
         if not self.partners:
@@ -210,6 +210,15 @@ class ChatterboxTask(Task):
         seconds = [len(t.speech_tokens) / TOKENS_PER_SECOND for t, _ in pairs]
         self._collate = _Collate(self.settings, self.config.emotion_adv)
         return TrainData(_Pairs(pairs), self._collate, lengths, seconds)
+
+    @property
+    def _max_speech(self) -> int:
+        return min(self.config.max_speech_tokens, self.settings.max_speech_tokens)
+
+    def _fits(self, item_id: str) -> bool:
+        """Whether a clip's tokens fit ``max_speech_tokens`` and T3's position tables."""
+        clip = self._clips[item_id]
+        return len(clip.speech_tokens) <= self._max_speech and len(clip.text_ids) <= self.settings.max_text_tokens
 
     # ------------------------------------------------------------------ training
     def step(self, models, batch: ChatterboxBatch, group: str):
@@ -224,7 +233,7 @@ class ChatterboxTask(Task):
             if item.id in self.partners:
                 by_speaker.setdefault(item.speaker, item.id)
         scored = [(self._clips[i.id], self._clips[by_speaker[i.speaker]])
-                  for i in self.heldout if i.speaker in by_speaker][: self.config.val_items]
+                  for i in self.heldout if i.speaker in by_speaker and self._fits(i.id)][: self.config.val_items]
         if not scored:
             self.context.log("no held-out clips: val/loss cannot be computed (add heldout.csv or more clips per speaker)")
             return Evaluation({})

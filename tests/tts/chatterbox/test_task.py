@@ -145,3 +145,12 @@ def test_two_processes_train_it(tmp_path):
     result = train_cli(config, tmp_path / "store")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tmp_path / "store" / "status.json").read_text())["step"] == 2
+
+
+def test_clips_longer_than_max_speech_tokens_are_left_out_and_named(tmp_path):
+    said = []
+    summary = train(tiny_config(tmp_path, max_steps=1, eval_every=1, max_speech_tokens=40), store=tmp_path / "store",
+                    progress=False, log=said.append)
+    assert summary.end_step == 1
+    left_out = [line for line in said if "over 40 speech tokens" in line]
+    assert left_out and "left out (espeak_" in left_out[0]
