@@ -469,6 +469,9 @@ def main(argv: list[str] | None = None) -> int:
     # fintts's own lines; of the libraries' only warnings (whatever their loggers are named: no request logs)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("fintts").setLevel(logging.INFO)
+    # huggingface_hub gives its logger a handler of its own and lets it propagate to the root's as well
+    # (huggingface_hub/utils/logging.py, _configure_library_root_logger): each warning would show twice
+    logging.getLogger("huggingface_hub").propagate = False
     args = cli_args.parse(build_parser(), argv)
     try:
         return args.func(args)
