@@ -107,7 +107,7 @@ def test_status_of_a_public_hub_run_needs_no_token_and_a_private_one_says_which(
         assert "cannot be read without a token" in refused.stderr and "a read token is enough" in refused.stderr
 
 
-def test_a_read_the_hub_fails_passingly_says_that_it_retries(tmp_path):
+def test_a_hub_read_that_fails_for_a_moment_says_that_it_retries(tmp_path):
     """``fintts kaggle status`` retries a Hub answering 500 (its wait would otherwise look like a hung command)."""
     with HubServer(tmp_path / "hub") as hub, KaggleServer(user="alice") as kaggle:
         api = HfApi(endpoint=hub.endpoint, token=TOKEN)
