@@ -131,3 +131,21 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _fintts(*args: str, env: dict[str, str], cwd) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "fintts", *args], capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
+
+
+def test_every_option_of_every_command_says_what_it_is_for():
+    import argparse
+
+    from fintts.cli import build_parser
+
+    def bare(parser: argparse.ArgumentParser, path: str) -> list[str]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += bare(sub, f"{path} {name}")
+            elif not action.help and action.dest != "help":
+                found.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+        return found
+
+    assert bare(build_parser(), "fintts") == []
