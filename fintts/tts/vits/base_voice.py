@@ -20,6 +20,10 @@ import contextlib
 import os
 from collections.abc import Iterator
 
+from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
+from huggingface_hub.utils import are_progress_bars_disabled, enable_progress_bars
+from transformers.utils import logging as transformers_logging
+
 from fintts.errors import ConfigError
 
 
@@ -30,8 +34,6 @@ class BaseVoiceUnavailable(ConfigError, OSError):
 
 def offline() -> bool:
     """``HF_HUB_OFFLINE``, read now as well as when huggingface_hub was imported (a notebook may set it later)."""
-    from huggingface_hub import constants
-
     return constants.is_offline_mode() or os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}
 
 
@@ -39,8 +41,6 @@ def why_not_downloadable(repo_id: str) -> str | None:
     """``None`` when the Hub answers for ``repo_id``'s ``config.json``; else why not, in a few words."""
     if offline():
         return "the session is offline (HF_HUB_OFFLINE is set)"
-    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
-
     endpoint = os.environ.get("HF_ENDPOINT") or None  # read now: huggingface_hub read it once, at import
     try:
         get_hf_file_metadata(hf_hub_url(repo_id, "config.json", endpoint=endpoint), timeout=20, endpoint=endpoint)
@@ -66,9 +66,6 @@ def unavailable(init: str, why: str) -> BaseVoiceUnavailable:
 @contextlib.contextmanager
 def no_progress_bars() -> Iterator[None]:
     """transformers' (and huggingface_hub's) progress bars off for the block, as they were after it."""
-    from huggingface_hub.utils import are_progress_bars_disabled, enable_progress_bars
-    from transformers.utils import logging as transformers_logging
-
     had_bars, hub_had_bars = transformers_logging.is_progress_bar_enabled(), not are_progress_bars_disabled()
     transformers_logging.disable_progress_bar()  # huggingface_hub's too
     try:

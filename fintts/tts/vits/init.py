@@ -9,6 +9,7 @@ extended model starts out producing exactly what the checkpoint produced.
 from __future__ import annotations
 
 import copy
+import logging
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +23,8 @@ from transformers.models.vits.modeling_vits import VitsAttention, VitsConvFlow, 
 
 from fintts.errors import ConfigError
 from fintts.tts.vits.base_voice import no_progress_bars, unavailable, why_not_downloadable
+
+log = logging.getLogger(__name__)
 
 #: Settings applied under the caller's ``config_overrides`` for training. transformers'
 #: text encoder adds LayerDrop (default 0.1), which the original VITS never used; the
@@ -128,6 +131,7 @@ def build_generator(
             why = "the session reads only local files" if local_files_only else why_not_downloadable(str(init))
             if why:
                 raise unavailable(str(init), why) from None
+            log.info(f"init: downloading {init} once (the Hugging Face cache keeps it for the next runs)")
             try:
                 model, tokenizer = _load(str(init), overrides, cache_dir, local_files_only=False, tokenizer=True)
             except OSError as err:
