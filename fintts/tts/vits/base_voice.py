@@ -59,7 +59,7 @@ def unavailable(init: str, why: str) -> BaseVoiceUnavailable:
     return BaseVoiceUnavailable(
         f"init: the base voice {init!r} is not on this machine and cannot be downloaded now: {why}. "
         f"Download it once where there is network: `hf download {init} --local-dir {folder}` "
-        f"(on Kaggle: attach that folder as a dataset), then set init={folder} (the folder's path)."
+        f"(on Kaggle: attach that folder as a dataset), then set `init: PATH` to that folder (init=PATH on the command line)."
     )
 
 
