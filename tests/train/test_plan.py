@@ -61,6 +61,10 @@ def test_every_shipped_config_plans_a_run_a_person_can_do(tmp_path, config):
     text = in_process("plan", str(config), "--samples", "1200", "--step-seconds", "1", cwd=tmp_path).stdout
     ends = re.search(r"^  the run ends +(.*)$", text, re.MULTILINE).group(1)
     assert f"{plan['total_steps']:,} steps" in ends
-    assert ("early stopping" in ends) == ("patience: 0" not in config.read_text() and "phases:" not in config.read_text())
+    early = "patience: 0" not in config.read_text() and "phases:" not in config.read_text()
+    assert ("early stopping" in ends) == early == (plan["earliest"] is not None)
+    if early:  # what it takes should early stopping end it at its first chance, beside the whole length's
+        assert plan["earliest"]["steps"] < plan["total_steps"] and plan["earliest"]["gpu_hours"] < plan["gpu_hours"]
+        assert f"(early stopping at its first chance, step {plan['earliest']['steps']:,})" in text
     assert "an estimate from the step time you gave" in text
     assert not re.search(r"\d\.\d{4,}", text)  # figures rounded for people

@@ -159,6 +159,8 @@ class Plan:
     estimate: Estimate
     #: the bench's device (``None``: a step time given with ``--step-seconds``)
     device: str | None = None
+    #: the estimate should early stopping end the run at its first chance (``None``: it cannot end it sooner)
+    earliest: Estimate | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON keys: ``steps_per_epoch``, ``total_steps``, ``epochs``, ``sessions``, ``weeks`` and the rest."""
@@ -191,6 +193,7 @@ def plan_run(
     validations = steps // cfg.eval_every if cfg.eval_every else 0
     limit = assumptions.session_hours * HOUR if assumptions.session_hours else None
     costs = _costs_from_bench(cfg, step, first_session, items, validations, steps, assumptions)
+    soonest = earliest_stop(cfg, steps)
     return Plan(
         config=config_name, items=items, items_source=items_source, batch_size=cfg.batch_size,
         steps_per_epoch=steps_per_epoch, total_steps=steps,
@@ -198,7 +201,18 @@ def plan_run(
         epochs=steps / steps_per_epoch, validations=validations, costs=costs, assumptions=assumptions, session_limit=limit,
         estimate=estimate(steps, costs, assumptions, limit, held_back(cfg, limit, costs.final.seconds)),
         device=first_session["device"] if first_session else None,
+        earliest=None if soonest is None else estimate(soonest, costs, assumptions, limit, held_back(cfg, limit, costs.final.seconds)),
     )
+
+
+def earliest_stop(cfg: TrainConfig, steps: int) -> int | None:
+    """The first step at which early stopping can end a run of ``steps`` steps: after ``patience``
+    validations without improvement on the first one, so at validation ``patience + 1``
+    (``None``: no early stopping, or not before the end; phases stop each on their own terms)."""
+    if not (cfg.patience and cfg.eval_every) or cfg.phases:
+        return None
+    soonest = cfg.eval_every * (cfg.patience + 1)
+    return soonest if soonest < steps else None
 
 
 def stops_on(cfg: TrainConfig, steps: int) -> str:
@@ -212,11 +226,10 @@ def stops_on(cfg: TrainConfig, steps: int) -> str:
         ends = f"{steps:,} steps in {len(cfg.phases)} phases ({', '.join(parts)})"
     else:
         ends = f"{steps:,} steps"
-    if cfg.patience and cfg.eval_every and not cfg.phases:
-        earliest = cfg.eval_every * (cfg.patience + 1)
-        if earliest < steps:
-            return (f"at most {ends}; early stopping (patience {cfg.patience} × eval_every {cfg.eval_every}) "
-                    f"may end it sooner, at step {earliest:,} at the earliest; the figures below are for the whole length")
+    earliest = earliest_stop(cfg, steps)
+    if earliest is not None:
+        return (f"at most {ends}; early stopping (patience {cfg.patience} × eval_every {cfg.eval_every}) "
+                f"may end it sooner, at step {earliest:,} at the earliest; the figures below are for the whole length")
     return ends
 
 
@@ -321,6 +334,9 @@ def format_plan(plan: Plan) -> str:
         "",
         *format_estimate(est, limit, a, on_cpu=on_cpu(plan.device)),
     ]
+    if plan.earliest is not None:
+        lines.append(f"  if it stops early  {plan.earliest.gpu_hours:.2f} {'CPU' if on_cpu(plan.device) else 'GPU'} hours, "
+                     f"{plan.earliest.sessions} session(s)   (early stopping at its first chance, step {plan.earliest.steps:,})")
     if plan.device is None:
         lines.append("  (an estimate from the step time you gave; fintts bench on the target machine measures it)")
     return "\n".join(lines)
