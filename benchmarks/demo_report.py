@@ -1,6 +1,6 @@
 """The README's demo picture and table, from a finished ``fintts demo`` run.
 
-    python benchmarks/demo_report.py runs/demo demo.wav --png docs/demo-spectrogram.png
+    python benchmarks/demo_report.py runs/demo runs/demo/demo.wav --png docs/demo-spectrogram.png
 
 Prints a markdown table of every validation of the run (step, minutes of training to reach
 it, ``val/mcd``, ``val/identified``, ``val/floor_db``; the recordings' floor below it) and
@@ -147,7 +147,7 @@ def draw(reference: np.ndarray, voice: np.ndarray, rate: int, labels: tuple[str,
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="the demo's store, e.g. runs/demo")
-    parser.add_argument("wav", type=Path, help="the wav fintts demo wrote, e.g. demo.wav")
+    parser.add_argument("wav", type=Path, help="the wav fintts demo wrote, e.g. runs/demo/demo.wav")
     parser.add_argument("--png", type=Path, help="write the spectrogram picture here")
     parser.add_argument("--sentence", default=DEMO_SENTENCE, help="what the wav says (fintts demo's sentence)")
     parser.add_argument("--speaker", help="the demo speaker who says it (default: the voice's first, as fintts demo)")

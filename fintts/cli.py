@@ -293,7 +293,8 @@ def cmd_merge(args) -> int:
 def cmd_demo(args) -> int:
     from fintts.tts.demo.run import DEFAULT_BUDGET, DEFAULT_CONFIG, run_demo
 
-    run_demo(store=Path(args.store), budget=args.budget or DEFAULT_BUDGET, out=Path(args.out), config=Path(args.config or DEFAULT_CONFIG),
+    run_demo(store=Path(args.store), budget=args.budget or DEFAULT_BUDGET, out=Path(args.out) if args.out else None,
+             config=Path(args.config or DEFAULT_CONFIG),
              extra=[*args.overrides, *(["--no-progress"] if args.no_progress else [])])
     return EXIT_OK
 
@@ -336,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", help="where a run stands")
     p.add_argument("--store", help="run folder (with --hub-repo: its local mirror, default runs/<name>)")
-    p.add_argument("--hub-repo", metavar="USER/NAME")
+    p.add_argument("--hub-repo", metavar="USER/NAME", help="the run's Hugging Face Hub repo (what fintts train --hub-repo named)")
     p.add_argument("--json", action="store_true",
                    help="machine-readable (keys: state, step, epoch, latest_checkpoint, sessions, estimate, ...)")
     p.add_argument("--quota-hours", type=float, default=30.0, help="GPU hours a week, for the estimate (default 30: Kaggle)")
@@ -361,12 +362,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("push", help="upload a local run's newest checkpoint to its Hub repo now")
     p.add_argument("--store", required=True, help="the local run folder")
-    p.add_argument("--hub-repo", required=True, metavar="USER/NAME")
+    p.add_argument("--hub-repo", required=True, metavar="USER/NAME", help="the run's Hugging Face Hub repo to push to")
     p.add_argument("--force", action="store_true", help="take the lease / move the Hub's latest backwards")
     p.set_defaults(func=cmd_push)
 
     p = sub.add_parser("pull", help="download a voice (default) or a checkpoint from a Hub run")
-    p.add_argument("repo", metavar="USER/NAME")
+    p.add_argument("repo", metavar="USER/NAME", help="the run's Hugging Face Hub repo (what fintts train --hub-repo named)")
     p.add_argument("--out", required=True, help="folder to write")
     p.add_argument("--checkpoint", default="model", help="model (the laptop-ready voice), latest, best or step-N")
     p.add_argument("--full", action="store_true", help="the whole run (every checkpoint), usable as --store")
@@ -438,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", help="a run folder: its model/ and its settings")
     p.add_argument("--model", help="an exported voice folder (default: <store>/model)")
     cli_args.add_config_arguments(p, required=False, data_help="corpus to take held-out clips from (data=; default: the run's)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the scores as JSON (per clip and the means), for a script")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("env", help="what a session runs on: platform, time left, GPUs, disk, Hub token and Hub")
@@ -448,18 +449,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also check that the training processes can talk: one all-reduce and a barrier on NCCL "
                         "(one process per GPU; gloo without GPUs), failing within a minute with the ways out")
     p.add_argument("--num-processes", type=int, metavar="N", help="with --gpus: check N processes (default: one per GPU, 2 on a CPU)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the facts as JSON, for a script")
     p.set_defaults(func=cmd_env)
 
     add_kaggle_commands(sub)
 
     p = sub.add_parser("demo", help="train the embedded demo voice in two short sessions and write a wav")
-    p.add_argument("--store", default="runs/demo")
+    p.add_argument("--store", default="runs/demo", help="the demo run's folder (default runs/demo); again: trains it further")
     p.add_argument("--budget", help="length of each of the two sessions (default 15m)")
-    p.add_argument("--out", default="demo.wav")
+    p.add_argument("--out", help="the wav the voice says its sentence into (default: demo.wav in the run's folder)")
     cli_args.add_config_arguments(p, required=False, example="configs/demo.yaml (default: this checkout's)",
                                   data_help="train the demo on this corpus instead of the embedded one (data=)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
     p.set_defaults(func=cmd_demo)
     return parser
 
@@ -469,6 +470,9 @@ def main(argv: list[str] | None = None) -> int:
     # fintts's own lines; of the libraries' only warnings (whatever their loggers are named: no request logs)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("fintts").setLevel(logging.INFO)
+    # huggingface_hub gives its logger a handler of its own and lets it propagate to the root's as well
+    # (huggingface_hub/utils/logging.py, _configure_library_root_logger): each warning would show twice
+    logging.getLogger("huggingface_hub").propagate = False
     args = cli_args.parse(build_parser(), argv)
     try:
         return args.func(args)

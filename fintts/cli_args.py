@@ -121,7 +121,7 @@ def add_corpus_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--speaker-column", help="audiofolder/Hub speaker column (default speaker_id or speaker)")
     p.add_argument("--audio-column", help="Hub dataset audio column (default audio)")
     p.add_argument("--cache", help="where a Hub dataset is downloaded and unpacked (default: the Hugging Face cache)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar while the clips are read")
 
 
 def checked_corpus(args):

@@ -107,6 +107,21 @@ def test_status_of_a_public_hub_run_needs_no_token_and_a_private_one_says_which(
         assert "cannot be read without a token" in refused.stderr and "a read token is enough" in refused.stderr
 
 
+def test_a_hub_read_that_fails_for_a_moment_says_that_it_retries(tmp_path):
+    """``fintts kaggle status`` retries a Hub answering 500 (its wait would otherwise look like a hung command)."""
+    with HubServer(tmp_path / "hub") as hub, KaggleServer(user="alice") as kaggle:
+        api = HfApi(endpoint=hub.endpoint, token=TOKEN)
+        api.create_repo("alice/voice")
+        status = {"state": "paused", "step": 7, "max_steps": 10, "sessions": []}
+        api.upload_file(path_or_fileobj=json.dumps(status).encode(), path_in_repo="status.json", repo_id="alice/voice")
+        hub.fail(500, times=1, path="/revision/main")
+        env = _env(HF_ENDPOINT=hub.endpoint, HF_HOME=str(tmp_path / "no-login")) | kaggle.env() | {"HOME": str(tmp_path)}
+        shown = _fintts("kaggle", "status", "--hub-repo", "alice/voice", env=env, cwd=tmp_path)
+    assert shown.returncode == EXIT_OK, shown.stderr
+    said = [line for line in (shown.stdout + shown.stderr).splitlines() if "retrying in" in line]
+    assert len(said) == 1 and said[0].startswith("could not read alice/voice's status") and "(try 2 of " in said[0], said
+
+
 def _env(**extra: str) -> dict[str, str]:
     """A ``python -m fintts`` of this checkout, with no Hub token from anywhere."""
     env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "KAGGLE_KERNEL_RUN_TYPE")}
@@ -116,3 +131,21 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _fintts(*args: str, env: dict[str, str], cwd) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "fintts", *args], capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
+
+
+def test_every_option_of_every_command_says_what_it_is_for():
+    import argparse
+
+    from fintts.cli import build_parser
+
+    def bare(parser: argparse.ArgumentParser, path: str) -> list[str]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += bare(sub, f"{path} {name}")
+            elif not action.help and action.dest != "help":
+                found.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+        return found
+
+    assert bare(build_parser(), "fintts") == []

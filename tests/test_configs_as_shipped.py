@@ -102,9 +102,9 @@ def test_two_processes_then_one_as_shipped(tmp_path):
 def test_the_demo_with_a_short_budget_ends_both_sessions_whole_and_speaks(tmp_path):
     """``fintts demo --budget 25s``, as a newcomer types it: ``demo.yaml``'s two ``fintts train`` sessions, each ending at
     its budget before its first validation, the second resuming the first; then the wav."""
-    out, store = tmp_path / "demo.wav", tmp_path / "demo"
-    result = cli("demo", "--budget", "25s", "--store", str(store), "--out", str(out), "--no-progress", cwd=tmp_path,
-                 timeout=400)
+    store = tmp_path / "demo"
+    out = store / "demo.wav"  # the default: beside the run that made it, not in the folder the command ran in
+    result = cli("demo", "--budget", "25s", "--store", str(store), "--no-progress", cwd=tmp_path, timeout=400)
     status = assert_ended_whole(result, store)
     assert (result.stdout + result.stderr).count("fintts session summary") == 2
     first, second = status["sessions"]
@@ -113,7 +113,10 @@ def test_the_demo_with_a_short_budget_ends_both_sessions_whole_and_speaks(tmp_pa
     audio, rate = sf.read(out)
     assert rate == 16000 and len(audio) > rate // 4
     # its last lines: the wav and its noise floor, the steps the two sessions reached, and what comes next
-    assert "the demo voice says" in result.stdout and "noise floor of its speech" in result.stdout
+    assert f"the demo voice says 'Hyvää huomenta! Kello on 7.30.' in {out.resolve()}" in result.stdout
+    assert "dB quieter than its loudest: 45 dB or more is clean); listen to it\n" in result.stdout  # no samples before a validation
+    assert "session 1 paused at step" in result.stdout and "the demo starts session 2 itself" in result.stdout
+    assert not (tmp_path / "demo.wav").exists()
     assert f"== {status['step']:,} steps in 2 session(s)" in result.stdout and "no validation ran yet" in result.stdout
 
 

@@ -135,8 +135,11 @@ def speak(voice: Voice, text: str, out: Path | None, *, play: bool = False, star
             pipe.wait()
     played = subprocess.run(FILE_PLAYERS[player](out), check=False) if player in FILE_PLAYERS else pipe
     if played is not None and played.returncode != 0:
-        raise VoiceError(f"--play: {player} failed (exit code {played.returncode}; its message is above)"
-                         + (f"; {out} is complete" if out is not None else ""))
+        failed = f"--play: {player} failed (exit code {played.returncode}; its message is above)"
+        if out is None or out.parent.name.startswith("fintts-say-"):  # nothing else was asked for: the command failed
+            raise VoiceError(failed + "; check the sound device, or write a file with -o FILE.wav")
+        # the file asked for is whole: playing it was the extra, so its failure is said, not the command's end
+        (warn or print)(f"{failed}; {out} is complete: play it with any player")
     return SpeechReport(out, samples / voice.sample_rate, chunks, loaded, first or 0.0, time.perf_counter() - started,
                         voice.backend.name)
 

@@ -85,18 +85,25 @@ def test_a_config_that_runs_out_of_memory_is_benched_kept_and_refused_by_plan(tm
     plan = in_process("plan", config, "--samples", "2000", cwd=tmp_path)
     assert plan.returncode == 2 and "has no step time (out of memory" in plan.stderr and "lower micro_batch_size" in plan.stderr
 
-def test_status_estimates_what_is_left_of_a_run_at_its_own_pace(tmp_path):
-    config = str(write_config(tmp_path, max_steps=400, step_delay=0.05, checkpoint_every_steps=4))
-    process = start_cli("train", config, "--store", "store", "--budget", "2h", "--no-progress", cwd=tmp_path)
+@pytest.mark.parametrize(("budget", "seconds", "said"), [("2h", 7200, "of 2 h"), ("2m", 120, "of 2 min")])
+def test_status_estimates_what_is_left_of_a_run_at_its_own_pace(tmp_path, budget, seconds, said):
+    config = str(write_config(tmp_path, max_steps=4000, step_delay=0.05, checkpoint_every_steps=4))
+    process = start_cli("train", config, "--store", "store", "--budget", budget, "--no-progress", cwd=tmp_path)
     wait_for_step(tmp_path / "store", 8, process)
     assert "asked to stop (SIGTERM)" in stop(process, signal.SIGTERM)
     status = json.loads(in_process("status", "--store", "store", "--json", cwd=tmp_path).stdout)
-    left, estimate = 400 - status["step"], status["estimate"]
-    assert estimate["steps"] == left and estimate["sessions"] == 1 and status["clock"]["limit"] == 7200
+    left, estimate = 4000 - status["step"], status["estimate"]
+    assert estimate["steps"] == left and status["clock"]["limit"] == seconds
     assert estimate["work_hours"] > left * 0.05 / 3600  # each step sleeps 50 ms
     text = in_process("status", "--store", "store", cwd=tmp_path).stdout
-    assert f"estimate    {left} steps left: 1 more session(s) of 2 h" in text
+    # the session's length in words, as the budget was given (never "0.0333333 h"), the steps with thousands marked,
+    # and a run on a CPU spends no GPU quota
+    line = re.search(r"^estimate    .*$", text, re.MULTILINE).group(0)
+    assert line.startswith(f"estimate    {left:,} steps left to step 4,000: {estimate['sessions']:,} more session(s) {said}, ")
+    assert "h of CPU time" in line and "GPU" not in line and not re.search(r"\d\.\d{3,}", line)
     assert re.search(r"\d+\.\d%  SIGTERM$", text, re.MULTILINE)  # the session's share of time in steps
+    devices = status["sessions"][0]["devices"]
+    assert f" {devices} " in text  # the devices column names the device whole, however long
 
 
 @pytest.mark.slow

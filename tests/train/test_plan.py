@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +46,25 @@ def test_plan_without_items_or_with_too_few_says_what_to_do(tmp_path):
     assert result.returncode == 2 and "3 items are fewer than batch_size=16" in result.stderr
     result = in_process("plan", str(tiny_config(tmp_path)), "data=/no/such/corpus", "--step-seconds", "1", cwd=tmp_path)
     assert result.returncode == 2 and "/no/such/corpus" in result.stderr
+
+
+SHIPPED = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("config", SHIPPED, ids=lambda path: path.name)
+def test_every_shipped_config_plans_a_run_a_person_can_do(tmp_path, config):
+    """Two hours of recordings (1,200 clips of 6 s) at 1 s a step, as a T4 is expected to take (an estimate):
+    each shipped config plans by what really ends it, a run of hours, not a placeholder's weeks."""
+    plan = plan_json(str(config), "--samples", "1200", "--step-seconds", "1", cwd=tmp_path)
+    assert plan["total_steps"] <= 10_000 and plan["sessions"] == 1, plan["stops_on"]
+    assert plan["gpu_hours"] < 4 and plan["weeks"] < 0.15
+    text = in_process("plan", str(config), "--samples", "1200", "--step-seconds", "1", cwd=tmp_path).stdout
+    ends = re.search(r"^  the run ends +(.*)$", text, re.MULTILINE).group(1)
+    assert f"{plan['total_steps']:,} steps" in ends
+    early = "patience: 0" not in config.read_text() and "phases:" not in config.read_text()
+    assert ("early stopping" in ends) == early == (plan["earliest"] is not None)
+    if early:  # what it takes should early stopping end it at its first chance, beside the whole length's
+        assert plan["earliest"]["steps"] < plan["total_steps"] and plan["earliest"]["gpu_hours"] < plan["gpu_hours"]
+        assert f"(early stopping at its first chance, step {plan['earliest']['steps']:,})" in text
+    assert "an estimate from the step time you gave" in text
+    assert not re.search(r"\d\.\d{4,}", text)  # figures rounded for people

@@ -197,14 +197,26 @@ def test_fintts_say_play_streams_to_a_player_and_says_when_there_is_none(voices,
     player = bin_dir / "aplay"
     player.write_text(f"#!/bin/sh\ncat > {tmp_path / 'played.raw'}\n")
     player.chmod(player.stat().st_mode | stat.S_IEXEC)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    checkout = str(Path(__file__).resolve().parents[2])  # this checkout's fintts, wherever the installed one is
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")]))}
     args = [sys.executable, "-m", "fintts", "say", TEXT, "--voice", str(voices["single"]), "-o", "p.wav", "--play", "--seed", "2"]
     played = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, env=env)
     assert played.returncode == 0, played.stderr
     saved, _ = sf.read(tmp_path / "p.wav", dtype="int16")
     assert np.array_equal(np.frombuffer((tmp_path / "played.raw").read_bytes(), "<i2"), saved)
-    nothing = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PATH": str(bin_dir / "none")})
+    nothing = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, env={**env, "PATH": str(bin_dir / "none")})
     assert nothing.returncode == 2 and "no audio player found" in nothing.stderr
+    # a player that fails (no sound device): the wav asked for is whole, so the command succeeds and says so;
+    # asked only to play, it fails
+    player.write_text("#!/bin/sh\ncat > /dev/null\necho 'aplay: no sound card' >&2\nexit 1\n")
+    (tmp_path / "p.wav").unlink()
+    failed = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert failed.returncode == 0, failed.stderr
+    assert "--play: aplay failed (exit code 1" in failed.stderr and "p.wav is complete" in failed.stderr
+    assert np.array_equal(sf.read(tmp_path / "p.wav", dtype="int16")[0], saved)
+    only_played = subprocess.run([a for a in args if a not in ("-o", "p.wav")], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert only_played.returncode == 2 and "--play: aplay failed" in only_played.stderr
 
 
 def upload_voice(hub, folder: Path, repo: str = "alice/voice") -> None:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from fintts.train.machine.clock import hms
+from fintts.train.machine.clock import hms, in_words
 from fintts.train.report.status import NOT_LOSSES
 from fintts.train.step import memory as memory_report
 
@@ -163,24 +163,35 @@ def format_status(status: dict, quota_hours: float) -> str:
     lines.append(f"time used   {hms(status.get('time_used_seconds') or 0)} in {len(status.get('sessions', []))} session(s)")
     estimate = status.get("estimate")
     if estimate and status.get("state") != "finished":
-        limit = (status.get("clock") or {}).get("limit")
-        lines.append(
-            f"estimate    {estimate['steps']} steps left: {estimate['sessions']} more session(s)"
-            + (f" of {limit / 3600:g} h" if limit else "")
-            + f", {estimate['gpu_hours']:.1f} GPU h, {estimate['weeks']:.2f} weeks at {quota_hours:g} GPU h/week"
-            " (at the pace this run's sessions measured)"
-        )
+        lines.append(_estimate_line(status, estimate, quota_hours))
     facts = {k: v for k, v in status.get("store_facts", {}).items() if k != "store"}
     for key, value in facts.items():
         lines.append(f"{key:<11} {value}")
-    lines.append("sessions    started              host                 devices          steps          training  reason")
-    for s in status.get("sessions", []):
+    sessions = status.get("sessions", [])
+    # columns as wide as their longest entry: a device is named whole ("1×cpu (AMD EPYC, 2 threads)"), never cut mid-word
+    host = max([len("host"), *(len(s["host"]) for s in sessions)])
+    devices = max([len("devices"), *(len(s["devices"]) for s in sessions)])
+    lines.append(f"sessions    {'started':<20} {'host':<{host}} {'devices':<{devices}} {'steps':<15} training  reason")
+    for s in sessions:
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(s["started"]))
         lines.append(
-            f"            {started:<20} {s['host'][:20]:<20} {s['devices'][:16]:<16} "
+            f"            {started:<20} {s['host']:<{host}} {s['devices']:<{devices}} "
             f"{s['start_step']:>6} → {s['end_step']:<6} {_training_share(s):>8}  {s['reason']}"
         )
     return "\n".join(lines)
+
+
+def _estimate_line(status: Mapping[str, Any], estimate: Mapping[str, Any], quota_hours: float) -> str:
+    """What is left, rounded as a person plans: the sessions' length in words, hours to a tenth, and no GPU quota
+    for a run whose sessions all ran on a CPU."""
+    limit = (status.get("clock") or {}).get("limit")
+    sessions = status.get("sessions") or []
+    on_cpu = bool(sessions) and all("cpu" in s.get("devices", "").lower() for s in sessions)
+    spent = (f", {estimate['gpu_hours']:.1f} h of CPU time" if on_cpu else
+             f", {estimate['gpu_hours']:.1f} GPU h, {estimate['weeks']:.2f} weeks at {quota_hours:g} GPU h/week")
+    return (f"estimate    {estimate['steps']:,} steps left to step {status.get('max_steps'):,}: "
+            f"{estimate['sessions']:,} more session(s)" + (f" of {in_words(limit)}" if limit else "")
+            + spent + " (at the pace this run's sessions measured)")
 
 
 def _training_share(session: dict) -> str:

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fintts.train.config import ConfigError, RunConfig, TrainConfig, parse_duration, total_steps
+from fintts.train.machine.clock import in_words
 from fintts.train.stores.base import Store
 
 HOUR = 3600.0
@@ -148,12 +149,18 @@ class Plan:
     steps_per_epoch: int
     total_steps: int
     steps_source: str
+    #: what ends the run, in words: its steps, its phases, and whether early stopping may end it sooner
+    stops_on: str
     epochs: float
     validations: int
     costs: SessionCosts
     assumptions: Assumptions
     session_limit: float | None
     estimate: Estimate
+    #: the bench's device (``None``: a step time given with ``--step-seconds``)
+    device: str | None = None
+    #: the estimate should early stopping end the run at its first chance (``None``: it cannot end it sooner)
+    earliest: Estimate | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON keys: ``steps_per_epoch``, ``total_steps``, ``epochs``, ``sessions``, ``weeks`` and the rest."""
@@ -186,13 +193,44 @@ def plan_run(
     validations = steps // cfg.eval_every if cfg.eval_every else 0
     limit = assumptions.session_hours * HOUR if assumptions.session_hours else None
     costs = _costs_from_bench(cfg, step, first_session, items, validations, steps, assumptions)
+    soonest = earliest_stop(cfg, steps)
     return Plan(
         config=config_name, items=items, items_source=items_source, batch_size=cfg.batch_size,
         steps_per_epoch=steps_per_epoch, total_steps=steps,
-        steps_source=f"epochs={cfg.epochs:g}" if cfg.epochs else "max_steps", epochs=steps / steps_per_epoch,
-        validations=validations, costs=costs, assumptions=assumptions, session_limit=limit,
+        steps_source=f"epochs={cfg.epochs:g}" if cfg.epochs else "max_steps", stops_on=stops_on(cfg, steps),
+        epochs=steps / steps_per_epoch, validations=validations, costs=costs, assumptions=assumptions, session_limit=limit,
         estimate=estimate(steps, costs, assumptions, limit, held_back(cfg, limit, costs.final.seconds)),
+        device=first_session["device"] if first_session else None,
+        earliest=None if soonest is None else estimate(soonest, costs, assumptions, limit, held_back(cfg, limit, costs.final.seconds)),
     )
+
+
+def earliest_stop(cfg: TrainConfig, steps: int) -> int | None:
+    """The first step at which early stopping can end a run of ``steps`` steps: after ``patience``
+    validations without improvement on the first one, so at validation ``patience + 1``
+    (``None``: no early stopping, or not before the end; phases stop each on their own terms)."""
+    if not (cfg.patience and cfg.eval_every) or cfg.phases:
+        return None
+    soonest = cfg.eval_every * (cfg.patience + 1)
+    return soonest if soonest < steps else None
+
+
+def stops_on(cfg: TrainConfig, steps: int) -> str:
+    """What ends a run of ``steps`` steps, said so that the plan's figures read as what they are: its length
+    when nothing stops it sooner. Early stopping ends a run after ``patience`` validations without
+    improvement, so at the earliest at validation ``patience + 1``; a run in phases trains each phase
+    for its own steps, the last to the run's end."""
+    if cfg.phases:
+        parts = [f"{phase.name or f'phase{number}'} {f'{phase.steps:,} steps' if phase.steps else 'to the end'}"
+                 for number, phase in enumerate(cfg.phases, 1)]
+        ends = f"{steps:,} steps in {len(cfg.phases)} phases ({', '.join(parts)})"
+    else:
+        ends = f"{steps:,} steps"
+    earliest = earliest_stop(cfg, steps)
+    if earliest is not None:
+        return (f"at most {ends}; early stopping (patience {cfg.patience} × eval_every {cfg.eval_every}) "
+                f"may end it sooner, at step {earliest:,} at the earliest; the figures below are for the whole length")
+    return ends
 
 
 def _costs_from_bench(
@@ -279,12 +317,13 @@ def estimate_from_status(status: Mapping[str, Any], assumptions: Assumptions) ->
 
 def format_plan(plan: Plan) -> str:
     est, costs, a = plan.estimate, plan.costs, plan.assumptions
-    limit = "no limit" if plan.session_limit is None else f"{plan.session_limit / HOUR:g} h"
+    limit = "no limit" if plan.session_limit is None else in_words(plan.session_limit)
     lines = [
         f"plan for {plan.config}",
         f"  items              {plan.items}   ({plan.items_source})",
         f"  steps per epoch    {plan.steps_per_epoch}   ({plan.items} // batch_size {plan.batch_size})",
         f"  total steps        {plan.total_steps}   ({plan.steps_source})",
+        f"  the run ends       {plan.stops_on}",
         f"  epochs             {plan.epochs:.4g}",
         f"  seconds per step   {costs.step.seconds:.3f}   ({costs.step.source})",
         f"  validations        {plan.validations}",
@@ -293,16 +332,29 @@ def format_plan(plan: Plan) -> str:
         f"  other overhead     {costs.overhead_share.seconds:.1%} of step time   ({costs.overhead_share.source})",
         f"  end of session     {costs.final.seconds:.0f} s   ({costs.final.source})",
         "",
-        *format_estimate(est, limit, a),
+        *format_estimate(est, limit, a, on_cpu=on_cpu(plan.device)),
     ]
+    if plan.earliest is not None:
+        lines.append(f"  if it stops early  {plan.earliest.gpu_hours:.2f} {'CPU' if on_cpu(plan.device) else 'GPU'} hours, "
+                     f"{plan.earliest.sessions} session(s)   (early stopping at its first chance, step {plan.earliest.steps:,})")
+    if plan.device is None:
+        lines.append("  (an estimate from the step time you gave; fintts bench on the target machine measures it)")
     return "\n".join(lines)
 
 
-def format_estimate(est: Estimate, limit: str, assumptions: Assumptions) -> list[str]:
+def on_cpu(device: str | None) -> bool:
+    """Whether a bench's device (``1×cpu (AMD EPYC, 2 threads)``, ``2×Tesla T4``) is a CPU: its hours are no GPU quota's."""
+    return device is not None and "cpu" in device.lower().split("(")[0]
+
+
+def format_estimate(est: Estimate, limit: str, assumptions: Assumptions, on_cpu: bool = False) -> list[str]:
+    """The estimate's lines; a run measured on a CPU spends hours of that machine, no GPU quota."""
+    hours = "CPU hours" if on_cpu else "GPU hours"
     lines = [
-        f"  training           {est.work_hours:.2f} h of steps, validations and checkpoints",
+        f"  training           {in_words(est.work_hours * HOUR)} of steps, validations and checkpoints",
         f"  sessions           {est.sessions} of {limit}   (a full session trains {est.session_useful_fraction:.1%} of its time)",
-        f"  GPU hours          {est.gpu_hours:.2f}",
+        f"  {hours:<18} {est.gpu_hours:.2f}",
+        "  weeks of quota     none: a CPU uses no GPU quota" if on_cpu else
         f"  weeks of quota     {est.weeks:.2f}   (at {assumptions.quota_hours:g} GPU h a week)",
     ]
     if est.cost is not None:

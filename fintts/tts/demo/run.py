@@ -33,25 +33,35 @@ def run_demo(
     *,
     store: Path = Path("runs/demo"),
     budget: str = DEFAULT_BUDGET,
-    out: Path = Path("demo.wav"),
+    out: Path | None = None,
     config: Path = DEFAULT_CONFIG,
     sentence: str = DEMO_SENTENCE,
     extra: list[str] = (),
 ) -> Path:
+    """Two sessions, then the wav; ``out`` defaults to ``demo.wav`` in the run's folder, beside what made it."""
     if not config.is_file():
         raise FileNotFoundError(f"{config} not found: run fintts demo from a checkout of fintts, or pass --config")
+    out = store / "demo.wav" if out is None else out
     for session in (1, 2):
         print(f"== demo session {session} of 2: fintts train {config} --budget {budget}", flush=True)
         command = [sys.executable, "-m", "fintts", "train", str(config), "--store", str(store), "--budget", budget, *extra]
         result = subprocess.run(command)
         if result.returncode != 0:
             raise RuntimeError(f"demo session {session} failed with exit code {result.returncode}")
+        status = json.loads((store / STATUS).read_text(encoding="utf-8"))
+        if status.get("state") == "finished":
+            print(f"== the run is finished at step {status['step']:,} (max_steps): nothing left to train", flush=True)
+            break
+        if session == 1:  # the summary's "next" line is for a person's own runs: the demo goes on by itself
+            print(f"== session 1 paused at step {status['step']:,} with its checkpoint, as a Kaggle session does at "
+                  "its time limit; the demo starts session 2 itself now, and it resumes from there", flush=True)
     # seed 0: the same wav from the same voice, so a report can be re-made from it
     load_voice(store / "model", seed=0).save(sentence, out)
     wav, rate = soundfile.read(str(out), dtype="float32")
-    print(f"== the demo voice says {sentence!r} in {out} ({len(wav) / rate:.1f} s, noise floor of its speech "
-          f"{noise_floor_db(speech_only(wav, rate), rate):.1f} dB); listen to it, and to the samples in "
-          f"{store}/checkpoints/*/samples")
+    samples = sorted(store.glob("checkpoints/*/samples/*.wav"))
+    listen = f"; listen to it, and to the validation samples in {store}/checkpoints/*/samples" if samples else "; listen to it"
+    print(f"== the demo voice says {sentence!r} in {out.resolve()} ({len(wav) / rate:.1f} s; between its sounds it is "
+          f"{noise_floor_db(speech_only(wav, rate), rate):.0f} dB quieter than its loudest: 45 dB or more is clean){listen}")
     print(progress_report(store))
     return out
 

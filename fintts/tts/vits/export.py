@@ -37,6 +37,7 @@ from transformers import VitsModel
 
 from fintts.tts.onnx_backend import INPUTS, OUTPUTS
 from fintts.tts.text import FinnishText
+from fintts.tts.vits.base_voice import no_progress_bars
 from fintts.tts.vits.inference import VitsSynthesizer, fold_weight_norm, load_saved
 from fintts.tts.vits.piper import export_piper_folder
 from fintts.tts.voice_format import FRAMES_PER_TOKEN, ONNX_FILE, ONNX_INT8_FILE, SPEAKERS_FILE
@@ -60,7 +61,8 @@ def save_voice(vits: VitsModel, out_dir: Path, text: FinnishText, speakers: Sequ
                onnx: bool = True) -> None:
     """Write the voice folder (see the module docstring); ``onnx=False`` leaves the graphs out."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    vits.save_pretrained(out_dir)
+    with no_progress_bars():  # fintts says what it wrote; transformers' "Writing model shards" bar would repeat it
+        vits.save_pretrained(out_dir)
     text.save_tokenizer(out_dir)
     (out_dir / SPEAKERS_FILE).write_text(json.dumps(list(speakers), ensure_ascii=False), encoding="utf-8")
     if card is not None:

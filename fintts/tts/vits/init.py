@@ -9,6 +9,7 @@ extended model starts out producing exactly what the checkpoint produced.
 from __future__ import annotations
 
 import copy
+import logging
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +22,9 @@ from transformers import VitsConfig, VitsModel, VitsTokenizer
 from transformers.models.vits.modeling_vits import VitsAttention, VitsConvFlow, VitsResidualCouplingLayer
 
 from fintts.errors import ConfigError
+from fintts.tts.vits.base_voice import no_progress_bars, unavailable, why_not_downloadable
+
+log = logging.getLogger(__name__)
 
 #: Settings applied under the caller's ``config_overrides`` for training. transformers'
 #: text encoder adds LayerDrop (default 0.1), which the original VITS never used; the
@@ -113,23 +117,25 @@ def build_generator(
         return vits_initialisation(VitsModel(VitsConfig(**overrides))), None
 
     folder = Path(init).expanduser()
-    source = str(folder) if folder.is_dir() else str(init)
-    try:
-        config = VitsConfig.from_pretrained(source, cache_dir=cache_dir, local_files_only=local_files_only)
-        _apply_overrides(config, overrides)
-        model = VitsModel.from_pretrained(
-            source, config=config, cache_dir=cache_dir, local_files_only=local_files_only, dtype=torch.float32
-        )
-        tokenizer = None
-        if not folder.is_dir() or (folder / "vocab.json").is_file():
-            tokenizer = VitsTokenizer.from_pretrained(source, cache_dir=cache_dir, local_files_only=local_files_only)
-    except OSError as err:
-        raise OSError(
-            f"init: cannot load {str(init)!r}: it is not a local folder and it could not be read from the "
-            f"Hugging Face Hub or its cache{f' ({cache_dir})' if cache_dir else ''}. Without network access, "
-            "download the model once (e.g. `huggingface-cli download facebook/mms-tts-fin --local-dir PATH`, or "
-            "attach it as a Kaggle dataset) and set `init: PATH`."
-        ) from err
+    if folder.is_dir():
+        try:
+            model, tokenizer = _load(str(folder), overrides, cache_dir, local_files_only=True,
+                                     tokenizer=(folder / "vocab.json").is_file())
+        except OSError as err:
+            raise ConfigError(f"init: {folder} is not a voice folder of save_pretrained's layout "
+                              f"({str(err).strip().splitlines()[0]})") from None
+    else:
+        try:  # the cache first: a voice downloaded once never waits on the network again
+            model, tokenizer = _load(str(init), overrides, cache_dir, local_files_only=True, tokenizer=True)
+        except OSError:
+            why = "the session reads only local files" if local_files_only else why_not_downloadable(str(init))
+            if why:
+                raise unavailable(str(init), why) from None
+            log.info(f"init: downloading {init} once (the Hugging Face cache keeps it for the next runs)")
+            try:
+                model, tokenizer = _load(str(init), overrides, cache_dir, local_files_only=False, tokenizer=True)
+            except OSError as err:
+                raise unavailable(str(init), f"{type(err).__name__}: {str(err).strip().splitlines()[0]}") from None
 
     if num_speakers != model.config.num_speakers:
         if model.config.num_speakers != 1:
@@ -139,6 +145,18 @@ def build_generator(
             )
         model = add_speakers(model, num_speakers, speaker_embedding_size)
     return model, tokenizer
+
+
+def _load(source: str, overrides: dict[str, Any], cache_dir: str | Path | None, *, local_files_only: bool,
+          tokenizer: bool) -> tuple[VitsModel, VitsTokenizer | None]:
+    """The model (and its tokenizer) from a folder or a Hub id, without transformers' progress bars."""
+    with no_progress_bars():
+        config = VitsConfig.from_pretrained(source, cache_dir=cache_dir, local_files_only=local_files_only)
+        _apply_overrides(config, overrides)
+        model = VitsModel.from_pretrained(
+            source, config=config, cache_dir=cache_dir, local_files_only=local_files_only, dtype=torch.float32
+        )
+        return model, VitsTokenizer.from_pretrained(source, cache_dir=cache_dir, local_files_only=local_files_only) if tokenizer else None
 
 
 def vits_initialisation(model: VitsModel) -> VitsModel:

@@ -49,6 +49,7 @@ from transformers import VitsModel
 
 from fintts.errors import ConfigError
 from fintts.tts.text import FinnishText
+from fintts.tts.vits.base_voice import no_progress_bars
 from fintts.tts.vits.export import save_voice
 from fintts.tts.vits.inference import fold_weight_norm
 from fintts.tts.voice_format import ADAPTERS_DIR, SPEAKERS_FILE, VoiceError
@@ -248,6 +249,8 @@ def merge_folder(voice: Path, out: Path, speaker: str | None = None, *, onnx: bo
         raise VoiceError(f"{voice} has no adapter for {speaker!r} (it has: {', '.join(adapters) or 'none'})")
     speakers_file = voice / SPEAKERS_FILE
     speakers = json.loads(speakers_file.read_text(encoding="utf-8")) if speakers_file.is_file() else []
-    merged, speakers = merged_voice(VitsModel.from_pretrained(voice, use_safetensors=True).eval(), voice / ADAPTERS_DIR / speaker, speakers)
+    with no_progress_bars():
+        base = VitsModel.from_pretrained(voice, use_safetensors=True).eval()
+    merged, speakers = merged_voice(base, voice / ADAPTERS_DIR / speaker, speakers)
     save_voice(merged, out, FinnishText.from_folder(voice), speakers, onnx=onnx)
     return speaker, speakers

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 from transformers import VitsModel
 
+from fintts.tts.vits.base_voice import no_progress_bars
 from fintts.tts.vits.inference import VitsSynthesizer, fold_weight_norm
 
 
@@ -33,7 +34,8 @@ class TorchBackend:
         ``adapter``: a LoRA adapter folder (peft's layout) to put on it, not merged: the
         voice computes what training computed (``fintts merge`` makes a faster, plain copy).
         """
-        vits = fold_weight_norm(VitsModel.from_pretrained(folder, use_safetensors=True).eval())  # never a pickle
+        with no_progress_bars():  # no "Loading weights" bar: fintts says how long the voice took to load
+            vits = fold_weight_norm(VitsModel.from_pretrained(folder, use_safetensors=True).eval())  # never a pickle
         if adapter is not None:
             from fintts.tts.vits.lora import load_adapter  # peft comes with [train], not with [torch]
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 from transformers import VitsModel, VitsTokenizer
 
+from fintts.errors import ConfigError
 from fintts.tts.vits.generator import train_forward
 from fintts.tts.vits.init import add_speakers, build_generator, tiny_vits_config
 
@@ -93,7 +94,7 @@ def test_unknown_override_is_rejected(tmp_path):
 
 
 def test_unreachable_hub_id_says_how_to_work_offline(tmp_path):
-    with pytest.raises(OSError, match="init: PATH"):
+    with pytest.raises(ConfigError, match="hf download facebook/mms-tts-fin --local-dir mms-tts-fin"):
         build_generator("facebook/mms-tts-fin", cache_dir=tmp_path, local_files_only=True)
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import json
+import logging
 import os
 import random
 import shutil
@@ -47,6 +48,8 @@ from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import MODEL_DIR
 from fintts.train.stores.hub.auth import find_token
 from fintts.train.stores.hub.errors import HubAuthError, HubDeadline, HubError, HubUnavailable, classify
+
+log = logging.getLogger(__name__)
 
 #: LFS objects are only ever freed under these prefixes; anything else in the repo is the person's.
 MANAGED_PREFIXES = (ckpt.CHECKPOINTS + "/", MODEL_DIR + "/", "samples/", "tb/", LOSS_PLOT)
@@ -151,10 +154,13 @@ class HubClient:
         """``err`` as a token-free :class:`HubError`."""
         return classify(err, token=self._token, endpoint=self.endpoint, repo_id=self.repo_id)
 
-    def retrying(self, what: str, call: Callable[[], _T], *, attempts: int, backoff: Backoff) -> _T:
+    def retrying(self, what: str, call: Callable[[], _T], *, attempts: int, backoff: Backoff,
+                 on_retry: Callable[[str], None] | None = None) -> _T:
         """Run ``call`` on the caller's thread, retrying transient failures up to ``attempts`` times.
 
         A wait that would end past the client's ``deadline`` is not started: the failure is raised then.
+        Each wait is said first (``on_retry``, by default fintts's log): retries that add up to most of a
+        minute offline must not look like a hung command.
         """
         for attempt in range(1, attempts + 1):
             try:
@@ -171,6 +177,7 @@ class HubClient:
                 advice = UNREACHABLE_ADVICE if isinstance(failure, HubUnavailable) else ""
                 late = " (no time left in this session to retry)" if out_of_time and failure.transient else ""
                 raise failure.prefixed(f"could not {what}{late}", advice) from None
+            (on_retry or log.info)(f"could not {what} ({failure}); retrying in {delay:.0f} s (try {attempt + 1} of {attempts})")
             time.sleep(delay)
         raise AssertionError("unreachable")
 
