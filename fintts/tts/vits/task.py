@@ -270,6 +270,7 @@ class VitsTask(Task):
                                   cache_dir=self.context.cache_dir / "datasets")
         self.speakers, self.items, self.heldout = selection.speakers, selection.items, selection.heldout
         self.hours, self.speaker = selection.hours, selection.speaker
+        self.heldout_minutes = selection.heldout_minutes
 
     def count_items(self) -> int:
         """The corpus's good clips less the held-out ones: checking the corpus, no features."""
@@ -361,11 +362,22 @@ class VitsTask(Task):
             "data": self.config.data, "hours": round(getattr(self, "hours", 0.0), 3),
             "clips": len(getattr(self, "items", [])), "speakers": getattr(self, "speakers", []),
             "heldout_clips": len(getattr(self, "heldout", [])), "init": self.config.init,
+            "validated_on": self._validated_on(),
             "license": voice_license(self.config.init, self.config.license),
             **({"speaker": self.speaker} if getattr(self, "speaker", None) else {}),
             **({"discriminator": self.discriminator_source} if getattr(self, "discriminator_source", None) else {}),
             **({"lora": {"r": self.config.lora.r, **self.adapter_facts}} if getattr(self, "adapter", None) else {}),
         }
+
+    def _validated_on(self) -> str:
+        """The session summary's line on the held-out set: its size decides how far its scores can be trusted."""
+        heldout = getattr(self, "heldout", [])
+        if not heldout:
+            return "no held-out clips: no val/mcd (add heldout.csv or more clips per speaker)"
+        speakers = len({i.speaker for i in heldout})
+        scored = min(len(heldout), self.config.mcd_items)
+        return (f"{len(heldout)} held-out clips ({getattr(self, 'heldout_minutes', 0.0):.1f} min) of {speakers} speaker(s), "
+                f"{scored} scored each validation")
 
     def data_fingerprint(self) -> DataFingerprint:
         """Clip ids and audio sizes; the speakers are labels only when the model has a slot per speaker."""
