@@ -188,6 +188,15 @@ def cmd_check(args) -> int:
     return EXIT_OK if report.items else EXIT_USAGE
 
 
+def cmd_prepare(args) -> int:
+    from fintts.tts.corpus.prepare import SplitSettings, prepare_corpus
+
+    settings = SplitSettings(min_pause=args.min_pause, keep_silence=args.keep_silence, min_seconds=args.min_seconds,
+                             max_seconds=args.max_seconds, threshold_db=args.threshold_db)
+    print(prepare_corpus(args.recordings, args.out, settings=settings, script=args.script, force=args.force).format_text())
+    return EXIT_OK
+
+
 def cmd_speakers(args) -> int:
     from fintts.tts.speakers import analyse_speakers
 
@@ -421,6 +430,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="folder to write")
     p.add_argument("--no-onnx", action="store_true", help="leave out model.onnx and model.int8.onnx")
     p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser("prepare", help="cut long recordings at their pauses into a corpus: clips and a transcript table to fill in")
+    p.add_argument("recordings", nargs="+", help="audio files (wav, flac, ogg, mp3) or folders of them")
+    p.add_argument("--out", required=True, help="corpus folder to write (wavs/, metadata.csv, clips.tsv)")
+    p.add_argument("--script", help="the text you read aloud: its sentences fill the table when they are as many as the clips")
+    p.add_argument("--min-pause", type=float, default=0.35, help="seconds of silence that end a clip (default 0.35)")
+    p.add_argument("--keep-silence", type=float, default=0.2, help="seconds of the pause kept at each end of a clip (default 0.2)")
+    p.add_argument("--min-seconds", type=float, default=1.0, help="a shorter stretch joins the next one (default 1)")
+    p.add_argument("--max-seconds", type=float, default=15.0, help="a longer one is cut at its longest shorter pause (default 15)")
+    p.add_argument("--threshold-db", type=float, help="silence below this level in dBFS (default: from each recording's own levels)")
+    p.add_argument("--force", action="store_true", help="replace an existing metadata.csv in --out (and its transcripts)")
+    p.set_defaults(func=cmd_prepare)
 
     p = sub.add_parser("check", help="check a corpus: clips, hours, speakers, and every bad item with the reason")
     cli_args.add_corpus_arguments(p)

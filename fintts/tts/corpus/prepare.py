@@ -1,0 +1,234 @@
+"""Long recordings to a corpus: clips cut at the pauses, and a transcript table for the person to fill in.
+
+``fintts prepare`` does the mechanical part of making a corpus from an evening's recordings; the
+transcripts stay the person's (a wrong transcript teaches the voice to say the wrong thing, and
+only the speaker knows what was said). What it writes is the LJSpeech layout ``fintts check``
+and training read (:mod:`fintts.tts.corpus.ljspeech`): ``wavs/<recording>_<nnnn>.wav`` and
+``metadata.csv`` with one ``id|text`` line per clip, the text empty until filled in, plus
+``clips.tsv`` saying where in which recording each clip came from, for finding it again.
+
+Pauses are found by frame energy with numpy and soundfile alone (no VAD model, no torchaudio):
+the recording's own levels set the threshold, so a quiet home microphone and a loud studio one
+cut the same. Frames of 10 ms; the speech level is the 95th percentile of their energy, the
+room's the 10th; a frame is silent below ``floor + max(6 dB, 30% of (speech - floor))`` unless
+``threshold_db`` names an absolute level. A pause is at least ``min_pause`` seconds of silent
+frames: the gap between sentences when reading aloud is 0.4-1 s, a comma's 0.1-0.3 s, so 0.35 s
+cuts between sentences and keeps clauses together. Each clip is cut in the middle of its pauses
+and keeps up to ``keep_silence`` seconds of them at either end (VITS learns the start and end of
+speech from them). A stretch shorter than ``min_seconds`` joins the next one; one longer than
+``max_seconds`` is cut again at its longest shorter pause.
+
+With ``script`` (the text that was read, as written) the sentences are filled into the table in
+order when their number is the number of clips; otherwise the table stays empty and the message
+gives both counts, since a guess that drifts by one sentence would mislabel every clip after it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from fintts.errors import UsageError
+from fintts.tts.audio import AUDIO_EXTENSIONS
+from fintts.tts.corpus.ljspeech import METADATA
+
+#: frame length of the energy track, seconds
+FRAME = 0.01
+#: the side table of where each clip came from (tab-separated; not read by ``fintts check``)
+CLIPS_TABLE = "clips.tsv"
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitSettings:
+    """How recordings are cut (see the module's docstring for the reasoning behind each default)."""
+
+    min_pause: float = 0.35
+    keep_silence: float = 0.2
+    min_seconds: float = 1.0
+    max_seconds: float = 15.0
+    #: an absolute silence level in dBFS; None: from the recording's own levels
+    threshold_db: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_seconds < self.max_seconds:
+            raise UsageError(f"--min-seconds {self.min_seconds:g} must be above 0 and below --max-seconds {self.max_seconds:g}")
+        if self.min_pause <= 0 or self.keep_silence < 0:
+            raise UsageError("--min-pause must be above 0 and --keep-silence at least 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class Clip:
+    id: str
+    source: Path
+    start: float
+    end: float
+
+
+@dataclasses.dataclass
+class Prepared:
+    """What :func:`prepare_corpus` wrote, for the command's message."""
+
+    out: Path
+    clips: list[Clip]
+    filled: bool
+    note: str
+
+    @property
+    def seconds(self) -> float:
+        return sum(c.end - c.start for c in self.clips)
+
+    def format_text(self) -> str:
+        minutes = self.seconds / 60
+        lines = [f"{len(self.clips)} clips ({minutes:.1f} min) in {self.out / 'wavs'}; where each came from: {self.out / CLIPS_TABLE}"]
+        if self.note:
+            lines.append(self.note)
+        what = "check each transcript against its clip" if self.filled else "write what is said in each clip after its id"
+        lines.append(f"next: {what} in {self.out / METADATA} (id|text, one line a clip), then: fintts check {self.out}")
+        return "\n".join(lines)
+
+
+def energy_db(samples: np.ndarray, rate: int) -> np.ndarray:
+    """Mean power of each ``FRAME`` of mono ``samples``, in dBFS (-120 for digital silence)."""
+    hop = max(1, round(FRAME * rate))
+    frames = len(samples) // hop
+    power = np.square(samples[: frames * hop].astype(np.float64)).reshape(frames, hop).mean(axis=1)
+    return 10 * np.log10(np.maximum(power, 1e-12))
+
+
+def silence_threshold(db: np.ndarray, settings: SplitSettings) -> float:
+    if settings.threshold_db is not None:
+        return settings.threshold_db
+    floor, speech = np.percentile(db, 10), np.percentile(db, 95)
+    return float(floor + max(6.0, 0.3 * (speech - floor)))
+
+
+def _quiet_runs(silent: np.ndarray, min_frames: int) -> list[tuple[int, int]]:
+    """``(first, end)`` frame ranges of at least ``min_frames`` silent frames."""
+    edges = np.diff(np.concatenate(([0], silent.astype(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return [(int(s), int(e)) for s, e in zip(starts, ends) if e - s >= min_frames]
+
+
+def find_clips(db: np.ndarray, settings: SplitSettings) -> list[tuple[float, float]]:
+    """``(start, end)`` seconds of the clips in one recording's energy track ``db``."""
+    if not len(db):
+        return []
+    silent = db < silence_threshold(db, settings)
+    keep = round(settings.keep_silence / FRAME)
+    voiced = np.flatnonzero(~silent)
+    if not len(voiced):
+        return []
+    pauses = [(s, e) for s, e in _quiet_runs(silent, round(settings.min_pause / FRAME)) if s > voiced[0] and e <= voiced[-1]]
+    bounds = [int(voiced[0])] + [b for s, e in pauses for b in (s, e)] + [int(voiced[-1]) + 1]
+    spans = list(zip(bounds[::2], bounds[1::2]))  # speech stretches between pauses, in frames
+    spans = _joined_short(spans, round(settings.min_seconds / FRAME))
+    spans = [piece for span in spans for piece in _cut_long(span, silent, round(settings.max_seconds / FRAME))]
+    clips = []
+    for n, (start, end) in enumerate(spans):
+        before = start - (spans[n - 1][1] if n else 0)  # silence to share with the neighbour: at most half of it
+        after = (spans[n + 1][0] if n + 1 < len(spans) else len(db)) - end
+        lead = min(keep, before if n == 0 else before // 2)
+        tail = min(keep, after if n + 1 == len(spans) else after // 2)
+        clips.append(((start - lead) * FRAME, (end + tail) * FRAME))
+    return clips
+
+
+def _joined_short(spans: list[tuple[int, int]], min_frames: int) -> list[tuple[int, int]]:
+    """A stretch shorter than ``min_frames`` joins the next (the last one, the one before it)."""
+    joined: list[tuple[int, int]] = []
+    pending: tuple[int, int] | None = None
+    for span in spans:
+        span = (pending[0], span[1]) if pending else span
+        pending = span if span[1] - span[0] < min_frames else None
+        if pending is None:
+            joined.append(span)
+    if pending:
+        joined[-1:] = [(joined[-1][0], pending[1])] if joined else [pending]
+    return joined
+
+
+def _cut_long(span: tuple[int, int], silent: np.ndarray, max_frames: int) -> list[tuple[int, int]]:
+    """A stretch longer than ``max_frames`` cut at the middle of its longest pause, again while needed."""
+    start, end = span
+    if end - start <= max_frames:
+        return [span]
+    runs = [(s + start, e + start) for s, e in _quiet_runs(silent[start:end], 1) if s > 0 and e < end - start]
+    if not runs:
+        return [span]  # no pause at all: kept whole; fintts check names it as too long
+    s, e = max(runs, key=lambda r: r[1] - r[0])
+    return _cut_long((start, s), silent, max_frames) + _cut_long((e, end), silent, max_frames)
+
+
+def recordings(paths: Sequence[Path]) -> list[Path]:
+    """The audio files named, and those in the folders named (sorted, not recursive)."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(p for p in path.iterdir() if p.suffix.lower() in AUDIO_EXTENSIONS and not p.name.startswith("."))
+            if not inside:
+                raise UsageError(f"{path} holds no recordings ({', '.join(AUDIO_EXTENSIONS)})")
+            found += inside
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise FileNotFoundError(f"{path} does not exist: name recordings or a folder of them")
+    return found
+
+
+def _mono(path: Path) -> tuple[np.ndarray, int]:
+    """The recording as mono float32, read a minute at a time: an hour of 48 kHz stereo then needs 0.7 GB, not 2."""
+    try:
+        with sf.SoundFile(str(path)) as audio:
+            rate = int(audio.samplerate)
+            blocks = [block.mean(axis=1) for block in audio.blocks(blocksize=60 * rate, dtype="float32", always_2d=True)]
+    except (sf.LibsndfileError, RuntimeError) as err:
+        raise UsageError(f"{path}: cannot be read as audio ({err}); convert it to WAV or FLAC (e.g. ffmpeg -i IN OUT.wav)") from None
+    return (np.concatenate(blocks) if blocks else np.zeros(0, np.float32)), rate
+
+
+def prepare_corpus(sources: Sequence[str | Path], out: str | Path, *, settings: SplitSettings = SplitSettings(),
+                   script: str | Path | None = None, force: bool = False,
+                   log: Callable[[str], None] = print) -> Prepared:
+    """Cut every recording at its pauses into ``out/wavs/`` and write ``out/metadata.csv`` and ``out/clips.tsv``.
+
+    Clips keep the recording's sample rate (training resamples) as 16-bit PCM WAV, mono. An
+    ``out`` that already has a ``metadata.csv`` is refused without ``force``: it may hold
+    transcripts someone typed.
+    """
+    out = Path(out)
+    if (out / METADATA).exists() and not force:
+        raise UsageError(f"{out / METADATA} exists (it may hold your transcripts): choose another --out, or pass --force to replace it")
+    files = recordings([Path(s) for s in sources])
+    (out / "wavs").mkdir(parents=True, exist_ok=True)
+    clips: list[Clip] = []
+    for path in files:
+        samples, rate = _mono(path)
+        spans = find_clips(energy_db(samples, rate), settings)
+        log(f"{path.name}: {len(samples) / rate / 60:.1f} min, {len(spans)} clips")
+        for n, (start, end) in enumerate(spans, start=1):
+            clip = Clip(f"{path.stem}_{n:04d}", path, round(start, 2), round(min(end, len(samples) / rate), 2))
+            sf.write(out / "wavs" / f"{clip.id}.wav", samples[round(clip.start * rate): round(clip.end * rate)], rate, subtype="PCM_16")
+            clips.append(clip)
+    if not clips:
+        raise UsageError(f"no speech found in {', '.join(str(f) for f in files)} (all below the silence threshold; try --threshold-db)")
+    texts, note = _script_texts(Path(script), len(clips)) if script else ([""] * len(clips), "")
+    (out / METADATA).write_text("".join(f"{c.id}|{t}\n" for c, t in zip(clips, texts)), encoding="utf-8")
+    (out / CLIPS_TABLE).write_text(
+        "id\trecording\tstart\tend\n" + "".join(f"{c.id}\t{c.source}\t{c.start:.2f}\t{c.end:.2f}\n" for c in clips), encoding="utf-8"
+    )
+    return Prepared(out, clips, filled=any(texts), note=note)
+
+
+def _script_texts(script: Path, clips: int) -> tuple[list[str], str]:
+    """The script's sentences, one a clip, when they are as many as the clips (else none, and why)."""
+    from fintts.tts.text import split_sentences
+
+    sentences = [chunk.text for chunk in split_sentences(script.read_text(encoding="utf-8"), max_chars=10**6)]
+    if len(sentences) == clips:
+        return sentences, f"transcripts: the {clips} sentences of {script}, in order"
+    return [""] * clips, (f"transcripts left empty: {script} has {len(sentences)} sentences and the recordings {clips} clips "
+                          "(a pause inside a sentence, or one missing, would shift every transcript after it)")
