@@ -410,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_say)
 
     p = sub.add_parser("normalize", help="print what a voice will say for Finnish text, one sentence a line")
-    p.add_argument("text", nargs="?", help='the text ("Lippu maksaa 12 €:lla."); or -f FILE, or pipe it in')
+    p.add_argument("text", nargs="?", help='the text ("Lipun saa 12 €:lla."); or -f FILE, or pipe it in')
     p.add_argument("-f", "--file", help="read the text from this UTF-8 file (- for standard input)")
     p.add_argument("--voice", help="use this voice's characters (a voice or run folder, or a Hub repo); default: the built-in set")
     p.set_defaults(func=cmd_normalize)

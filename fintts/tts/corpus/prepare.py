@@ -35,6 +35,7 @@ import soundfile as sf
 from fintts.errors import UsageError
 from fintts.tts.audio import AUDIO_EXTENSIONS
 from fintts.tts.corpus.ljspeech import METADATA
+from fintts.tts.text import split_sentences
 
 #: frame length of the energy track, seconds
 FRAME = 0.01
@@ -225,8 +226,6 @@ def prepare_corpus(sources: Sequence[str | Path], out: str | Path, *, settings: 
 
 def _script_texts(script: Path, clips: int) -> tuple[list[str], str]:
     """The script's sentences, one a clip, when they are as many as the clips (else none, and why)."""
-    from fintts.tts.text import split_sentences
-
     sentences = [chunk.text for chunk in split_sentences(script.read_text(encoding="utf-8"), max_chars=10**6)]
     if len(sentences) == clips:
         return sentences, f"transcripts: the {clips} sentences of {script}, in order"
