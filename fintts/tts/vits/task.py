@@ -40,7 +40,7 @@ from fintts.train.config import ConfigError
 from fintts.train.report.card import render_model
 from fintts.train.run import checkpoint
 from fintts.train.stores.base import MODEL_DIR
-from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
+from fintts.train.task import BoardEntry, Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Span, resampled_length
 from fintts.tts.corpus import Item
 from fintts.tts.features import FeatureCache
@@ -319,15 +319,18 @@ class VitsTask(Task):
     def evaluate(self, models, step: int) -> Evaluation:
         voice = self._voice(models)
         files: dict[str, bytes] = {}
+        board: dict[str, BoardEntry] = {}
         speakers = [self.speaker] if self.speaker else self.speakers[: max(1, self.config.eval_speakers)]
         for speaker in speakers or [None]:
             for n, sentence in enumerate(self.config.eval_sentences):
                 wav, _ = voice.synthesize(sentence, speaker=speaker, warn=None)
                 files[f"samples/{n}-{speaker or 'voice'}.wav"] = wav_bytes(wav, self.sample_rate)
+                # TensorBoard's AUDIO tab: each step's sample beside the curves (tag: the file's name, stable across steps)
+                board[f"samples/{n}-{speaker or 'voice'}"] = BoardEntry("audio", wav, {"sample_rate": self.sample_rate})
         metrics = score_heldout(voice, self.heldout[: self.config.mcd_items]).metrics()
         if not metrics:
             self.context.log("no held-out clips: val/mcd cannot be computed (add heldout.csv or more clips per speaker)")
-        return Evaluation(metrics, files)
+        return Evaluation(metrics, files, board)
 
     # ------------------------------------------------------------------ export
     def export(self, models, out_dir: Path) -> None:
