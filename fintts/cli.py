@@ -159,6 +159,17 @@ def cmd_push(args) -> int:
 
 
 def cmd_pull(args) -> int:
+    if args.samples:
+        from fintts.train.config import TrainConfig, check_train_config
+        from fintts.train.stores.hub import pull
+
+        if args.full:
+            raise UsageError("--samples and --full pull different things: choose one")
+        check_train_config(TrainConfig(hub_repo=args.repo))
+        where = pull(args.repo, args.out, checkpoint=args.checkpoint, samples=True)
+        print(f"pulled {args.repo}'s samples into {where} (listen to its .wav files); the curves, with each validation's "
+              f"audio: tensorboard --logdir {Path(args.out) / 'tb'}")
+        return EXIT_OK
     if args.checkpoint == "model" and not args.full:  # the voice: needs no torch, and comes with model.onnx
         from fintts.tts.hub_voice import pull_voice
 
@@ -380,6 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", default="model", help="model (the laptop-ready voice), latest, best or step-N")
     p.add_argument("--full", action="store_true", help="the whole run (every checkpoint), usable as --store")
     p.add_argument("--no-onnx", action="store_true", help="with the voice: do not export model.onnx here when the run has none")
+    p.add_argument("--samples", action="store_true", help="only the newest checkpoint's samples (or --checkpoint's), tb/, "
+                   "loss.png and status.json, no weights: listen and read the curves while the run trains")
     p.set_defaults(func=cmd_pull)
 
     p = sub.add_parser("publish", help="put a run's voice at the root of a Hub repo of its own, with a model card "
