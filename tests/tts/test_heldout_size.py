@@ -11,6 +11,7 @@ import soundfile as sf
 from fintts.train import train
 from fintts.train.config import load_config
 from fintts.tts.vits.selection import select_corpus
+from trainer_helpers import in_process
 from vits_helpers import tiny_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -66,3 +67,5 @@ def test_the_session_summary_says_how_many_clips_validation_scores(tmp_path):
           store=tmp_path / "store", progress=False, log=messages.append)
     summary = "\n".join(messages)
     assert "validated  on 4 held-out clips (0.1 min) of 1 speaker(s), 4 scored each validation" in summary, summary[-2000:]
+    status = in_process("status", "--store", str(tmp_path / "store"), cwd=tmp_path)
+    assert "validated   on 4 held-out clips (0.1 min)" in status.stdout, status.stdout + status.stderr

@@ -159,6 +159,9 @@ def format_status(status: dict, quota_hours: float) -> str:
     lines += [f"warning     {warning}" for warning in status.get("warnings") or []]
     if best:
         lines.append(f"best        {status.get('monitor')} {best['value']:.4g} at step {best['step']}")
+    validated_on = (status.get("about") or {}).get("validated_on")
+    if validated_on:
+        lines.append(f"validated   on {validated_on}")
     if status.get("loss"):
         loss = {k: v for k, v in status["loss"].items() if k not in NOT_LOSSES}
         lines.append("loss        " + ", ".join(f"{k} {v:.4g}" for k, v in loss.items()))
