@@ -20,7 +20,8 @@ READINGS = {
 
 
 def _record(folder: Path, seed: int = 0) -> dict[str, list[tuple[float, float]]]:
-    """Each reading as one long recording: pauses of 0.5-1.2 s between sentences, a room's hiss under all of it.
+    """Each reading as one long recording: pauses of 0.5-1.2 s between sentences, a room's hiss under all of it
+    (and under the second, a DC offset).
 
     Returns where each sentence's sound starts and ends, in seconds.
     """
@@ -42,6 +43,8 @@ def _record(folder: Path, seed: int = 0) -> dict[str, list[tuple[float, float]]]
         parts.append(np.zeros(rate, dtype=np.float32))
         audio = np.concatenate(parts)
         audio = audio + rng.normal(0, 10 ** (-62 / 20), len(audio)).astype(np.float32)  # -62 dBFS of room noise
+        if name == "ilta2":
+            audio += 0.05  # a cheap microphone's DC offset: as loud as quiet speech, and no sound
         sf.write(folder / f"{name}.flac", audio, rate)
         spans[name] = where
     return spans

@@ -93,10 +93,11 @@ class Prepared:
 
 
 def energy_db(samples: np.ndarray, rate: int) -> np.ndarray:
-    """Mean power of each ``FRAME`` of mono ``samples``, in dBFS (-120 for digital silence)."""
+    """Power of each ``FRAME`` of mono ``samples`` about its own mean, in dBFS (-120 for digital silence): a
+    microphone's DC offset would otherwise lift the silence as much as the speech."""
     hop = max(1, round(FRAME * rate))
     frames = len(samples) // hop
-    power = np.square(samples[: frames * hop].astype(np.float64)).reshape(frames, hop).mean(axis=1)
+    power = samples[: frames * hop].astype(np.float64).reshape(frames, hop).var(axis=1)
     return 10 * np.log10(np.maximum(power, 1e-12))
 
 
