@@ -208,6 +208,13 @@ def cmd_prepare(args) -> int:
     return EXIT_OK
 
 
+def cmd_transcribe(args) -> int:
+    from fintts.tts.corpus.transcribe import transcribe_corpus
+
+    print(transcribe_corpus(args.corpus, args.model, device=args.device, redo=args.redo).format_text())
+    return EXIT_OK
+
+
 def cmd_speakers(args) -> int:
     from fintts.tts.speakers import analyse_speakers
 
@@ -455,6 +462,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold-db", type=float, help="silence below this level in dBFS (default: from each recording's own levels)")
     p.add_argument("--force", action="store_true", help="replace an existing metadata.csv in --out (and its transcripts)")
     p.set_defaults(func=cmd_prepare)
+
+    p = sub.add_parser("transcribe", help="a speech recogniser's draft of a prepared corpus's empty transcripts, to correct ([train])")
+    p.add_argument("corpus", help="the folder fintts prepare wrote (its metadata.csv is filled in place)")
+    p.add_argument("--model", required=True, help="a Finnish-capable recogniser on the Hub or a local folder: a Whisper "
+                   "checkpoint (told the language is Finnish) or a wav2vec2-style CTC model")
+    p.add_argument("--device", help="where it runs, e.g. cuda (default: the CPU, slow)")
+    p.add_argument("--redo", action="store_true", help="draft every line again, replacing transcripts already written")
+    p.set_defaults(func=cmd_transcribe)
 
     p = sub.add_parser("check", help="check a corpus: clips, hours, speakers, and every bad item with the reason")
     cli_args.add_corpus_arguments(p)
