@@ -65,6 +65,8 @@ def _recogniser(model: str, device: str | None):
         raise UsageError(f"cannot load the speech recogniser {model!r} ({str(err).splitlines()[0]}); give a local folder, or "
                          f"download it where there is a network: hf download {model}") from None
     whisper = recognise.model.config.model_type == "whisper"
+    # generate_kwargs as a dict: 4.40's pipeline takes it by that name, and 5.x still does (transformers 5.24,
+    # pipelines/automatic_speech_recognition.py, _sanitize_parameters: "BC: accept a dictionary of generation kwargs")
     options = {"generate_kwargs": {"language": "finnish", "task": "transcribe"}} if whisper else {}
     return recognise, recognise.feature_extractor.sampling_rate, options
 
