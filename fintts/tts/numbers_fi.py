@@ -341,12 +341,13 @@ def read_clock_times(text: str) -> str:
     def bare(m: re.Match) -> str:
         if int(m.group("h")) > 23 or int(m.group("min")) > 59:
             return m.group()
-        if m.group("date") and 1 <= int(m.group("h")) <= 31 and 1 <= int(m.group("min")) <= 12:
-            return m.group()  # "22.11.": a date, read in fintts.tts.text (a time written so is "klo 22.11")
+        dated = "." in m.group() and not m.group("suffix") and m.string[m.end(): m.end() + 1] == "."
+        padded = m.group("min").startswith("0") and not m.group("h").startswith("0")  # "10.05.": a time, as minutes are written
+        if dated and not padded and 1 <= int(m.group("h")) <= 31 and 1 <= int(m.group("min")) <= 12:
+            return m.group()  # "22.11.", "01.05.": a date, read in fintts.tts.text (a time written so is "klo 22.11")
         return clock(m)
 
-    return re.sub(rf"(?<![\d.,:])(?P<kello>)(?P<h>\d{{1,2}})[.:](?P<min>\d{{2}})(?!\d|[.:]\d)(?P<date>(?<=\.\d\d)\.)?{SUFFIX}?",
-                  bare, text)
+    return re.sub(rf"(?<![\d.,:])(?P<kello>)(?P<h>\d{{1,2}})[.:](?P<min>\d{{2}})(?!\d|[.:]\d){SUFFIX}?", bare, text)
 
 
 def read_suffixed_numbers(text: str) -> str:

@@ -211,7 +211,7 @@ def _dates(text: str) -> str:
             return m.group()
         previous = re.search(r"([^\W\d_]+)\s+$", m.string[: m.start()])
         case = "essive" if previous and _ESSIVE_BEFORE.fullmatch(previous.group(1).lower()) else "nominative"
-        spoken = f"{number_words(m.group(1), case, ordinal=True)} {_MONTHS_PARTITIVE[month - 1]}"
+        spoken = f"{number_words(str(day), case, ordinal=True)} {_MONTHS_PARTITIVE[month - 1]}"
         return f"{spoken} {number_words(year)}" if year else spoken
 
     return re.sub(r"(?<![\d.])(\d{1,2})\.(\d{1,2})\.(\d{4})?(?!\d)", date, text)
