@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import soundfile as sf
 
 from fintts.train import train
 from fintts.train.config import load_config
+from fintts.tts.vits.heldout import CANDIDATES
 from fintts.tts.vits.selection import select_corpus
 from trainer_helpers import in_process
 from vits_helpers import tiny_config
@@ -61,11 +63,15 @@ def test_the_held_out_set_stays_when_the_corpus_grows_by_a_few_clips(tmp_path):
 
 @pytest.mark.slow
 def test_the_session_summary_says_how_many_clips_validation_scores(tmp_path):
-    corpus = _corpus(tmp_path / "voice", 40)
+    corpus = _corpus(tmp_path / "voice", 100)
     messages: list[str] = []
     train(tiny_config(tmp_path, data=str(corpus), speakers=[], max_steps=2, eval_every=2, mcd_items=24),
           store=tmp_path / "store", progress=False, log=messages.append)
     summary = "\n".join(messages)
-    assert "validated  on 4 held-out clips (0.1 min) of 1 speaker(s), 4 scored each validation" in summary, summary[-2000:]
+    assert "validated  on 10 held-out clips (0.2 min) of 1 speaker(s), 10 scored each validation" in summary, summary[-2000:]
     status = in_process("status", "--store", str(tmp_path / "store"), cwd=tmp_path)
-    assert "validated   on 4 held-out clips (0.1 min)" in status.stdout, status.stdout + status.stderr
+    assert "validated   on 10 held-out clips (0.2 min)" in status.stdout, status.stdout + status.stderr
+
+    scored = json.loads(in_process("eval", "--store", str(tmp_path / "store"), "--json", cwd=tmp_path).stdout)
+    assert len(scored["clips"]) == 10  # every clip scored, each told apart among its own and the 7 closest in length
+    assert {clip["candidates"] for clip in scored["clips"]} == {CANDIDATES} and scored["chance"] == pytest.approx(10 / 8)
