@@ -142,3 +142,12 @@ def test_a_missing_recording_or_an_unreadable_one_is_a_user_error(tmp_path):
     (tmp_path / "broken.wav").write_bytes(b"not audio at all")
     broken = in_process("prepare", str(tmp_path / "broken.wav"), "--out", str(tmp_path / "corpus"), cwd=tmp_path)
     assert broken.returncode == 2 and "broken.wav: cannot be read as audio" in broken.stderr
+
+
+def test_two_recordings_of_the_same_name_are_refused_before_one_overwrites_the_other(recorded, tmp_path):
+    folder, _ = recorded
+    (tmp_path / "toinen").mkdir()
+    (tmp_path / "toinen" / "ilta1.flac").write_bytes((folder / "ilta1.flac").read_bytes())
+    result = in_process("prepare", str(folder), str(tmp_path / "toinen"), "--out", str(tmp_path / "corpus"), cwd=tmp_path)
+    assert result.returncode == 2 and "have the same name" in result.stderr and not (tmp_path / "corpus").exists()
+

@@ -154,7 +154,7 @@ def _joined_short(spans: list[tuple[int, int]], min_frames: int) -> list[tuple[i
 
 
 def _cut_long(span: tuple[int, int], silent: np.ndarray, max_frames: int) -> list[tuple[int, int]]:
-    """A stretch longer than ``max_frames`` cut at the middle of its longest pause, again while needed."""
+    """A stretch longer than ``max_frames`` cut at its longest pause (however short), again while needed."""
     start, end = span
     if end - start <= max_frames:
         return [span]
@@ -205,6 +205,11 @@ def prepare_corpus(sources: Sequence[str | Path], out: str | Path, *, settings: 
     if (out / METADATA).exists() and not force:
         raise UsageError(f"{out / METADATA} exists (it may hold your transcripts): choose another --out, or pass --force to replace it")
     files = recordings([Path(s) for s in sources])
+    stems: dict[str, Path] = {}
+    for path in files:  # clip ids are <recording>_<nnnn>: two recordings of one name would overwrite each other's clips
+        if stems.setdefault(path.stem, path) != path:
+            raise UsageError(f"{stems[path.stem]} and {path} have the same name, and clips are named after their recording: "
+                             "rename one")
     (out / "wavs").mkdir(parents=True, exist_ok=True)
     clips: list[Clip] = []
     for path in files:
