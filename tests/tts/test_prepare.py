@@ -19,7 +19,17 @@ READINGS = {
 }
 
 
-def _record(folder: Path, seed: int = 0) -> dict[str, list[tuple[float, float]]]:
+def _said(text: str) -> tuple[np.ndarray, int]:
+    """espeak-ng saying ``text``, its own silence at the ends cut off; a ``|`` is a 0.45 s pause (a breath mid-sentence)."""
+    parts = []
+    for piece in text.split("|"):
+        samples, rate = speak(piece, "fi")
+        voiced = np.flatnonzero(np.abs(samples) > 1e-3)
+        parts += [samples[voiced[0]: voiced[-1] + 1], np.zeros(int(0.45 * rate), dtype=np.float32)]
+    return np.concatenate(parts[:-1]), rate
+
+
+def _record(folder: Path, seed: int = 0, readings: dict[str, list[str]] = READINGS) -> dict[str, list[tuple[float, float]]]:
     """Each reading as one long recording: pauses of 0.5-1.2 s between sentences, a room's hiss under all of it
     (and under the second, a DC offset).
 
@@ -28,14 +38,12 @@ def _record(folder: Path, seed: int = 0) -> dict[str, list[tuple[float, float]]]
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True)
     spans = {}
-    for name, sentences in READINGS.items():
+    for name, sentences in readings.items():
         parts, where, at = [], [], 0.0
         rate = 22050
         for sentence in sentences:
             gap = np.zeros(int(rng.uniform(0.5, 1.2) * rate), dtype=np.float32)
-            samples, rate = speak(sentence, "fi")
-            voiced = np.flatnonzero(np.abs(samples) > 1e-3)
-            samples = samples[voiced[0]: voiced[-1] + 1]  # espeak-ng's own silence at the ends is part of the gap
+            samples, rate = _said(sentence)  # espeak-ng's own silence at the ends is part of the gap
             at += len(gap) / rate
             where.append((at, at + len(samples) / rate))
             at += len(samples) / rate
@@ -150,4 +158,29 @@ def test_two_recordings_of_the_same_name_are_refused_before_one_overwrites_the_o
     (tmp_path / "toinen" / "ilta1.flac").write_bytes((folder / "ilta1.flac").read_bytes())
     result = in_process("prepare", str(folder), str(tmp_path / "toinen"), "--out", str(tmp_path / "corpus"), cwd=tmp_path)
     assert result.returncode == 2 and "have the same name" in result.stderr and not (tmp_path / "corpus").exists()
+
+
+def test_a_breath_inside_a_sentence_is_joined_when_the_script_says_it_is_one_sentence(tmp_path):
+    readings = {"ilta": [*SENTENCES, "Kolme kertaa kolme on yhdeksän,|ja se on totta joka ikinen päivä.", "Tänään on tiistai.",
+                         "Lähdemme kotiin, kun aurinko laskee.", "Hyvää yötä ja kauniita unia kaikille."]}
+    spans = _record(tmp_path / "rec", readings=readings)
+    script = tmp_path / "script.txt"
+    script.write_text(" ".join(readings["ilta"]).replace("|", " ") + "\n", encoding="utf-8")
+    result = in_process("prepare", str(tmp_path / "rec"), "--out", str(tmp_path / "corpus"), "--script", str(script), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert ", 11 clips" in result.stdout and "1 pause(s) inside a sentence joined" in result.stdout
+    clips = _clips(tmp_path / "corpus")
+    assert len(clips) == 10
+    said = spans["ilta"][6]
+    assert float(clips[6]["start"]) <= said[0] and float(clips[6]["end"]) >= said[1]  # the whole sentence, both halves
+    check = json.loads(in_process("check", str(tmp_path / "corpus"), "--json", "--no-progress", cwd=tmp_path).stdout)
+    assert check["clips"] == 10 and not check["problems"]
+
+    wrong = tmp_path / "wrong.txt"  # a sentence of the script not read, another read that is not in it
+    lines = [*readings["ilta"][:3], "Tämä lause on kirjoitettu käsikirjoitukseen mutta sitä ei luettu ääneen koskaan, "
+             "vaikka se on hyvin pitkä ja siinä on monta sanaa.", *readings["ilta"][4:]]
+    wrong.write_text(" ".join(lines).replace("|", " ") + "\n", encoding="utf-8")
+    refused = in_process("prepare", str(tmp_path / "rec"), "--out", str(tmp_path / "other"), "--script", str(wrong), cwd=tmp_path)
+    assert refused.returncode == 0 and "do not seem to line up" in refused.stdout
+    assert all(line.endswith("|") for line in (tmp_path / "other" / "metadata.csv").read_text(encoding="utf-8").splitlines())
 

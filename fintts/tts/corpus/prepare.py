@@ -15,12 +15,13 @@ room's the 10th; a frame is silent below ``floor + max(6 dB, 30% of (speech - fl
 frames: the gap between sentences when reading aloud is 0.4-1 s, a comma's 0.1-0.3 s, so 0.35 s
 cuts between sentences and keeps clauses together. Each clip is cut in the middle of its pauses
 and keeps up to ``keep_silence`` seconds of them at either end (VITS learns the start and end of
-speech from them). A stretch shorter than ``min_seconds`` joins the next one; one longer than
-``max_seconds`` is cut again at its longest shorter pause.
+speech from them). A stretch shorter than ``min_seconds`` joins the neighbour across the shorter
+pause; one longer than ``max_seconds`` is cut again at its longest shorter pause.
 
 With ``script`` (the text that was read, as written) the sentences are filled into the table in
-order when their number is the number of clips; otherwise the table stays empty and the message
-gives both counts, since a guess that drifts by one sentence would mislabel every clip after it.
+order, after joining breaths inside sentences, when the clips' lengths suit them
+(:func:`_match_script`); otherwise the table stays empty and the message says why, since a guess
+that drifts by one sentence would mislabel every clip after it.
 """
 
 from __future__ import annotations
@@ -141,17 +142,18 @@ def find_clips(db: np.ndarray, settings: SplitSettings) -> list[tuple[float, flo
 
 
 def _joined_short(spans: list[tuple[int, int]], min_frames: int) -> list[tuple[int, int]]:
-    """A stretch shorter than ``min_frames`` joins the next (the last one, the one before it)."""
-    joined: list[tuple[int, int]] = []
-    pending: tuple[int, int] | None = None
-    for span in spans:
-        span = (pending[0], span[1]) if pending else span
-        pending = span if span[1] - span[0] < min_frames else None
-        if pending is None:
-            joined.append(span)
-    if pending:
-        joined[-1:] = [(joined[-1][0], pending[1])] if joined else [pending]
-    return joined
+    """A stretch shorter than ``min_frames`` joins the neighbour across the shorter pause: the half of a sentence
+    after a breath joins its first half, not the next sentence."""
+    spans = list(spans)
+    while len(spans) > 1:
+        short = next((n for n, (start, end) in enumerate(spans) if end - start < min_frames), None)
+        if short is None:
+            break
+        before = spans[short][0] - spans[short - 1][1] if short else None
+        after = spans[short + 1][0] - spans[short][1] if short + 1 < len(spans) else None
+        first = short - 1 if after is None or (before is not None and before <= after) else short
+        spans[first: first + 2] = [(spans[first][0], spans[first + 1][1])]
+    return spans
 
 
 def _cut_long(span: tuple[int, int], silent: np.ndarray, max_frames: int) -> list[tuple[int, int]]:
@@ -204,7 +206,8 @@ def prepare_corpus(sources: Sequence[str | Path], out: str | Path, *, settings: 
 
     Clips keep the recording's sample rate (training resamples) as 16-bit PCM WAV, mono. An
     ``out`` that already has a ``metadata.csv`` is refused without ``force``: it may hold
-    transcripts someone typed.
+    transcripts someone typed. Recordings are read twice (once to find the pauses, once to
+    write the clips), so that a script can decide the cuts first (:func:`_match_script`).
     """
     out = Path(out)
     if (out / METADATA).exists() and not force:
@@ -215,19 +218,25 @@ def prepare_corpus(sources: Sequence[str | Path], out: str | Path, *, settings: 
         if stems.setdefault(path.stem, path) != path:
             raise UsageError(f"{stems[path.stem]} and {path} have the same name, and clips are named after their recording: "
                              "rename one")
-    (out / "wavs").mkdir(parents=True, exist_ok=True)
-    clips: list[Clip] = []
+    plan: list[list[tuple[float, float]]] = []
     for path in files:
         samples, rate = _mono(path)
-        spans = find_clips(energy_db(samples, rate), settings)
-        log(f"{path.name}: {len(samples) / rate / 60:.1f} min, {len(spans)} clips")
+        plan.append([(start, min(end, len(samples) / rate)) for start, end in find_clips(energy_db(samples, rate), settings)])
+        log(f"{path.name}: {len(samples) / rate / 60:.1f} min, {len(plan[-1])} clips")
+    if not any(plan):
+        raise UsageError(f"no speech found in {', '.join(str(f) for f in files)} (all below the silence threshold; try --threshold-db)")
+    texts, note = None, ""
+    if script:
+        plan, texts, note = _match_script(plan, Path(script), settings)
+    (out / "wavs").mkdir(parents=True, exist_ok=True)
+    clips: list[Clip] = []
+    for path, spans in zip(files, plan):
+        samples, rate = _mono(path)
         for n, (start, end) in enumerate(spans, start=1):
-            clip = Clip(f"{path.stem}_{n:04d}", path, round(start, 2), round(min(end, len(samples) / rate), 2))
+            clip = Clip(f"{path.stem}_{n:04d}", path, round(start, 2), round(end, 2))
             sf.write(out / "wavs" / f"{clip.id}.wav", samples[round(clip.start * rate): round(clip.end * rate)], rate, subtype="PCM_16")
             clips.append(clip)
-    if not clips:
-        raise UsageError(f"no speech found in {', '.join(str(f) for f in files)} (all below the silence threshold; try --threshold-db)")
-    texts, note = _script_texts(Path(script), len(clips)) if script else ([""] * len(clips), "")
+    texts = texts or [""] * len(clips)
     (out / METADATA).write_text("".join(f"{c.id}|{t}\n" for c, t in zip(clips, texts)), encoding="utf-8")
     (out / CLIPS_TABLE).write_text(
         "id\trecording\tstart\tend\n" + "".join(f"{c.id}\t{c.source}\t{c.start:.2f}\t{c.end:.2f}\n" for c in clips), encoding="utf-8"
@@ -235,10 +244,43 @@ def prepare_corpus(sources: Sequence[str | Path], out: str | Path, *, settings: 
     return Prepared(out, clips, filled=any(texts), note=note)
 
 
-def _script_texts(script: Path, clips: int) -> tuple[list[str], str]:
-    """The script's sentences, one a clip, when they are as many as the clips (else none, and why)."""
+#: How far one clip's seconds per character of its sentence may stray from the recordings' median before the
+#: script is judged not to line up with them: a slow and a fast sentence of one reader differ by well under this.
+SPEECH_RATE_SPREAD = 2.5
+
+
+def _match_script(plan: list[list[tuple[float, float]]], script: Path,
+                  settings: SplitSettings) -> tuple[list[list[tuple[float, float]]], list[str] | None, str]:
+    """The script's sentences, one a clip in order, and the cuts they fit; or no transcripts, and why.
+
+    More clips than sentences is most often a pause inside a sentence: the clips across the
+    shortest pauses are joined (within a recording, never past ``max_seconds``) until the counts
+    match, if no more than a tenth of the clips must be. Then every clip's speaking rate
+    (seconds per character of its sentence) must lie within :data:`SPEECH_RATE_SPREAD` of the
+    median: a sentence missed or read twice would shift every transcript after it, and that
+    shows as clips far too long or short for their text. Listening is still the check.
+    """
     sentences = [chunk.text for chunk in split_sentences(script.read_text(encoding="utf-8"), max_chars=10**6)]
-    if len(sentences) == clips:
-        return sentences, f"transcripts: the {clips} sentences of {script}, in order"
-    return [""] * clips, (f"transcripts left empty: {script} has {len(sentences)} sentences and the recordings {clips} clips "
-                          "(a pause inside a sentence, or one missing, would shift every transcript after it)")
+    count = sum(len(spans) for spans in plan)
+    extra = count - len(sentences)
+    if 0 < extra <= count // 10:
+        plan = [list(spans) for spans in plan]
+        for _ in range(extra):
+            joins = [(spans[n + 1][0] - spans[n][1], r, n) for r, spans in enumerate(plan) for n in range(len(spans) - 1)
+                     if spans[n + 1][1] - spans[n][0] <= settings.max_seconds]
+            if not joins:
+                break
+            _, r, n = min(joins)
+            plan[r][n: n + 2] = [(plan[r][n][0], plan[r][n + 1][1])]
+    clips = [span for spans in plan for span in spans]
+    if len(clips) != len(sentences):
+        return plan, None, (f"transcripts left empty: {script} has {len(sentences)} sentences and the recordings {count} clips "
+                            "(a sentence missed, read twice, or two read without a pause between them)")
+    rates = [max(end - start - 2 * settings.keep_silence, 0.3) / max(len(text), 1) for (start, end), text in zip(clips, sentences)]
+    median = float(np.median(rates))
+    strays = [n for n, rate in enumerate(rates) if not median / SPEECH_RATE_SPREAD <= rate <= median * SPEECH_RATE_SPREAD]
+    if strays:
+        return plan, None, (f"transcripts left empty: clip {strays[0] + 1} of {len(clips)} is too long or too short for the "
+                            f"sentence {sentences[strays[0]]!r}: {script} and the recordings do not seem to line up there")
+    joined = f", {count - len(clips)} pause(s) inside a sentence joined" if count > len(clips) else ""
+    return plan, sentences, f"transcripts: the {len(sentences)} sentences of {script}, in order{joined}"
