@@ -159,6 +159,17 @@ def cmd_push(args) -> int:
 
 
 def cmd_pull(args) -> int:
+    if args.samples:
+        from fintts.train.config import TrainConfig, check_train_config
+        from fintts.train.stores.hub import pull
+
+        if args.full:
+            raise UsageError("--samples and --full pull different things: choose one")
+        check_train_config(TrainConfig(hub_repo=args.repo))
+        where = pull(args.repo, args.out, checkpoint=args.checkpoint, samples=True)
+        print(f"pulled {args.repo}'s samples into {where} (listen to its .wav files); the curves, with each validation's "
+              f"audio: tensorboard --logdir {Path(args.out) / 'tb'}")
+        return EXIT_OK
     if args.checkpoint == "model" and not args.full:  # the voice: needs no torch, and comes with model.onnx
         from fintts.tts.hub_voice import pull_voice
 
@@ -186,6 +197,22 @@ def cmd_check(args) -> int:
     report = cli_args.checked_corpus(args)
     print(json.dumps(report.to_json(), indent=1) if args.json else report.format_text())
     return EXIT_OK if report.items else EXIT_USAGE
+
+
+def cmd_prepare(args) -> int:
+    from fintts.tts.corpus.prepare import SplitSettings, prepare_corpus
+
+    settings = SplitSettings(min_pause=args.min_pause, keep_silence=args.keep_silence, min_seconds=args.min_seconds,
+                             max_seconds=args.max_seconds, threshold_db=args.threshold_db)
+    print(prepare_corpus(args.recordings, args.out, settings=settings, script=args.script, force=args.force).format_text())
+    return EXIT_OK
+
+
+def cmd_transcribe(args) -> int:
+    from fintts.tts.corpus.transcribe import transcribe_corpus
+
+    print(transcribe_corpus(args.corpus, args.model, device=args.device, redo=args.redo).format_text())
+    return EXIT_OK
 
 
 def cmd_speakers(args) -> int:
@@ -372,6 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", default="model", help="model (the laptop-ready voice), latest, best or step-N")
     p.add_argument("--full", action="store_true", help="the whole run (every checkpoint), usable as --store")
     p.add_argument("--no-onnx", action="store_true", help="with the voice: do not export model.onnx here when the run has none")
+    p.add_argument("--samples", action="store_true", help="only the newest checkpoint's samples (or --checkpoint's), tb/, "
+                   "loss.png and status.json, no weights: listen and read the curves while the run trains")
     p.set_defaults(func=cmd_pull)
 
     p = sub.add_parser("publish", help="put a run's voice at the root of a Hub repo of its own, with a model card "
@@ -402,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_say)
 
     p = sub.add_parser("normalize", help="print what a voice will say for Finnish text, one sentence a line")
-    p.add_argument("text", nargs="?", help='the text ("Lippu maksaa 12 €:lla."); or -f FILE, or pipe it in')
+    p.add_argument("text", nargs="?", help='the text ("Lipun saa 12 €:lla."); or -f FILE, or pipe it in')
     p.add_argument("-f", "--file", help="read the text from this UTF-8 file (- for standard input)")
     p.add_argument("--voice", help="use this voice's characters (a voice or run folder, or a Hub repo); default: the built-in set")
     p.set_defaults(func=cmd_normalize)
@@ -422,6 +451,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="folder to write")
     p.add_argument("--no-onnx", action="store_true", help="leave out model.onnx and model.int8.onnx")
     p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser("prepare", help="cut long recordings at their pauses into a corpus: clips and a transcript table to fill in")
+    p.add_argument("recordings", nargs="+", help="audio files (wav, flac, ogg, mp3) or folders of them")
+    p.add_argument("--out", required=True, help="corpus folder to write (wavs/, metadata.csv, clips.tsv)")
+    p.add_argument("--script", help="the text you read aloud: its sentences fill the table when they line up with the clips")
+    p.add_argument("--min-pause", type=float, default=0.35, help="seconds of silence that end a clip (default 0.35)")
+    p.add_argument("--keep-silence", type=float, default=0.2, help="seconds of the pause kept at each end of a clip (default 0.2)")
+    p.add_argument("--min-seconds", type=float, default=1.0, help="a shorter stretch joins the neighbour nearer in time (default 1)")
+    p.add_argument("--max-seconds", type=float, default=15.0, help="a longer one is cut at its longest shorter pause (default 15)")
+    p.add_argument("--threshold-db", type=float, help="silence below this level in dBFS (default: from each recording's own levels)")
+    p.add_argument("--force", action="store_true", help="replace an existing metadata.csv in --out (and its transcripts)")
+    p.set_defaults(func=cmd_prepare)
+
+    p = sub.add_parser("transcribe", help="a speech recogniser's draft of a prepared corpus's empty transcripts, to correct ([train])")
+    p.add_argument("corpus", help="the folder fintts prepare wrote (its metadata.csv is filled in place)")
+    p.add_argument("--model", required=True, help="a Finnish-capable recogniser on the Hub or a local folder: a Whisper "
+                   "checkpoint (told the language is Finnish) or a wav2vec2-style CTC model")
+    p.add_argument("--device", help="where it runs, e.g. cuda (default: the CPU, slow)")
+    p.add_argument("--redo", action="store_true", help="draft every line again, replacing transcripts already written")
+    p.set_defaults(func=cmd_transcribe)
 
     p = sub.add_parser("check", help="check a corpus: clips, hours, speakers, and every bad item with the reason")
     cli_args.add_corpus_arguments(p)

@@ -70,6 +70,24 @@ class TrainData:
     seconds: Sequence[float] | None = None
 
 
+#: What a task may put on TensorBoard besides scalars: the ``SummaryWriter.add_<kind>`` it goes through.
+BOARD_KINDS = ("audio", "image", "text", "histogram", "figure")
+
+
+@dataclasses.dataclass(frozen=True)
+class BoardEntry:
+    """One thing for TensorBoard besides a scalar, as the task knows it; the trainer only passes it on.
+
+    ``kind`` is one of :data:`BOARD_KINDS` (``SummaryWriter.add_<kind>``), ``value`` its data, and
+    ``options`` its other keyword arguments: ``BoardEntry("audio", samples, {"sample_rate": 16000})``
+    (mono float samples in [-1, 1], as ``add_audio`` takes them).
+    """
+
+    kind: str
+    value: Any
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
 @dataclasses.dataclass
 class Evaluation:
     """What one validation produced.
@@ -77,10 +95,13 @@ class Evaluation:
     ``metrics`` are logged and may be monitored for early stopping (e.g. ``val/loss``).
     ``files`` maps a relative path (``samples/0.wav``) to bytes; they are kept in the
     checkpoint folder so a person can listen to what this step sounds like.
+    ``board`` maps a TensorBoard tag to a :class:`BoardEntry` logged at the validation's step
+    (the samples as audio, so the curves and the sound of each step are side by side).
     """
 
     metrics: dict[str, float]
     files: dict[str, bytes] = dataclasses.field(default_factory=dict)
+    board: dict[str, BoardEntry] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass

@@ -65,7 +65,18 @@ def mel_cepstral_distortion(
     """
     ref = _mel_cepstra(_as_mono(reference), sample_rate, n_mfcc, n_mels, frame_ms, hop_ms, trim_db)
     syn = _mel_cepstra(_as_mono(synthesized), sample_rate, n_mfcc, n_mels, frame_ms, hop_ms, trim_db)
-    cost = cdist(ref[:, 1:], syn[:, 1:])  # exact per-pair distance: MCD(x, x) is exactly 0
+    return cepstral_distortion(ref, syn)
+
+
+def mel_cepstra(signal: np.ndarray | torch.Tensor, sample_rate: int) -> np.ndarray:
+    """A clip's cepstra as :func:`mel_cepstral_distortion` computes them (its defaults), to compare one clip with many
+    without computing them again for each pair (:func:`cepstral_distortion`)."""
+    return _mel_cepstra(_as_mono(signal), sample_rate, 13, 40, 25.0, 10.0, None)
+
+
+def cepstral_distortion(reference: np.ndarray, synthesized: np.ndarray) -> float:
+    """MCD in dB between two clips' :func:`mel_cepstra` (c0 dropped, DTW-aligned): :func:`mel_cepstral_distortion`'s figure."""
+    cost = cdist(reference[:, 1:], synthesized[:, 1:])  # exact per-pair distance: MCD(x, x) is exactly 0
     rows, cols = np.asarray(dtw_path(cost)).T
     return float(_MCD_SCALE * cost[rows, cols].mean())
 

@@ -28,7 +28,9 @@ two ways, and this module reads both (num2words inflects the numerals themselves
 Money (``12,50 €``, ``3,50 e``, ``50 snt``, ``5 $``) is euros and cents; units after a number
 (km, kg, %, °C, min, h, ...) are spelled out; both inflect with the number. Decimals keep the
 comma reading ("kolme pilkku viisi"), inflected part by part when a suffix asks for a case.
-Dates stay in the nominative (see :mod:`fintts.tts.text`).
+Dates are read in :mod:`fintts.tts.text`. A span of two numbers (``12–15``, ``klo 9–17``) is read from
+the first to the second, elative and illative ("kahdestatoista viiteentoista"), as a Finn reads it; a
+phone number digit by digit; a price per unit (``€/kg``) "euroa kilolta".
 """
 
 from __future__ import annotations
@@ -243,6 +245,14 @@ UNITS: dict[str, Noun] = {
 }
 
 
+#: The unit of a price per unit (``5 €/kg``) -> what a Finn says: "viisi euroa kilolta" (per kilo: the ablative;
+#: per month or year: the inessive, "euroa kuukaudessa").
+PER_UNIT = {"kg": "kilolta", "g": "grammalta", "l": "litralta", "dl": "desilitralta", "m": "metriltä", "km": "kilometriltä",
+            "m2": "neliöltä", "m²": "neliöltä", "kpl": "kappaleelta", "hlö": "hengeltä", "h": "tunnilta", "pv": "päivältä",
+            "vrk": "vuorokaudelta", "kk": "kuukaudessa", "vko": "viikossa", "v": "vuodessa", "kerta": "kerralta"}
+_PER_NAMES = "|".join(re.escape(u) for u in sorted(PER_UNIT, key=len, reverse=True))
+
+
 def _amount(digits: str, noun: Noun, case: str) -> str:
     count = int(digits)
     return f"{number_words(digits, case)} {noun.form(case, count)}"
@@ -272,6 +282,8 @@ def read_money_and_units(text: str) -> str:
         noun = DOLLARI if m.group("unit") == "$" else EURO
         return _money(m.group("whole"), m.group("cents"), noun, case)
 
+    text = re.sub(rf"(?P<cur>€|\$|(?<=[\d ])(?:e|eur|EUR|snt))\s?/\s?(?P<per>{_PER_NAMES})(?![{_LETTERS}])",
+                  lambda m: f"{m.group('cur')} {PER_UNIT[m.group('per')]}", text)
     amount = r"(?P<whole>\d+)(?:,(?P<cents>\d{2})|,[-–])?"
     text = re.sub(rf"(?<![\d,.]){amount}\s?(?P<unit>€|e(?![{_LETTERS}\d-])|eur(?![{_LETTERS}])|EUR|\$){SUFFIX}?", money, text)
     text = re.sub(rf"(?<![\d,.]){amount}(?=\s?euroa\b)\s?(?P<unit>euroa)(?P<suffix>)", money, text)
@@ -283,12 +295,18 @@ def read_money_and_units(text: str) -> str:
         if case is None:
             return m.group()
         noun = UNITS[m.group("unit")]
-        number = m.group("number")
+        number, first = m.group("number"), m.group("first")
+        if first:  # 10–15 km: "kymmenestä viiteentoista kilometriä"; a descending pair is two numbers
+            if case != "nominative" or "," in number or int(first) >= int(number):
+                said = _amount(number, noun, case) if "," not in number else f"{decimal_words(number, case)} {noun.form(case, 2)}"
+                return f"{number_words(first, case)} {said}"  # 40–50 %:lla: "neljälläkymmenellä viidelläkymmenellä prosentilla"
+            return f"{number_words(first, 'elative')} {number_words(number, 'illative')} {noun.form('nominative', 2)}"
         if "," in number:
             return f"{decimal_words(number, case)} {noun.form(case, 2)}"
         return _amount(number, noun, case)
 
-    return re.sub(rf"(?<![\d,.])(?P<number>\d+(?:,\d+)?)\s?(?P<unit>{names}){SUFFIX}?(?![^\W\d_]|-)", unit, text)
+    return re.sub(rf"(?<![\d,.])(?:(?P<first>\d{{1,4}})\s?[–—-]\s?)?(?P<number>\d+(?:,\d+)?)\s?(?P<unit>{names}){SUFFIX}?(?![^\W\d_]|-)",
+                  unit, text)
 
 
 # ----------------------------------------------------------------------------- numbers in context
@@ -308,11 +326,25 @@ def read_clock_times(text: str) -> str:
             return m.group()
         return f"{m.group('kello')}{_hours_minutes(m.group('h'), m.group('min'), reading[0])}"
 
+    def clock_range(m: re.Match) -> str:
+        if max(int(m.group("h")), int(m.group("h2"))) > 24:
+            return m.group()
+        return (f"{m.group('kello')}{_hours_minutes(m.group('h'), m.group('min'), 'elative')} "
+                f"{_hours_minutes(m.group('h2'), m.group('min2'), 'illative')}")
+
+    both = r"(?P<h>\d{1,2})(?:[.:](?P<min>\d{2}))?\s?[–—-]\s?(?P<h2>\d{1,2})(?:[.:](?P<min2>\d{2}))?(?![\d]|[.:]\d)"
+    text = re.sub(rf"(?P<kello>\bkello\s+){both}", clock_range, text)  # kello 9–17: "yhdeksästä seitsemääntoista"
+    text = re.sub(r"(?<![\d.,:])(?P<kello>)(?P<h>\d{1,2})[.:](?P<min>\d{2})\s?[–—-]\s?(?P<h2>\d{1,2})[.:](?P<min2>\d{2})(?![\d]|[.:]\d)",
+                  clock_range, text)
     text = re.sub(rf"(?P<kello>\bkello\s+)(?P<h>\d{{1,2}})(?:[.:](?P<min>\d{{2}}))?(?![\d]){SUFFIX}?", clock, text)
 
     def bare(m: re.Match) -> str:
         if int(m.group("h")) > 23 or int(m.group("min")) > 59:
             return m.group()
+        dated = "." in m.group() and not m.group("suffix") and m.string[m.end(): m.end() + 1] == "."
+        padded = m.group("min").startswith("0") and not m.group("h").startswith("0")  # "10.05.": a time, as minutes are written
+        if dated and not padded and 1 <= int(m.group("h")) <= 31 and 1 <= int(m.group("min")) <= 12:
+            return m.group()  # "22.11.", "01.05.": a date, read in fintts.tts.text (a time written so is "klo 22.11")
         return clock(m)
 
     return re.sub(rf"(?<![\d.,:])(?P<kello>)(?P<h>\d{{1,2}})[.:](?P<min>\d{{2}})(?!\d|[.:]\d){SUFFIX}?", bare, text)
@@ -359,6 +391,53 @@ def read_cardinals(text: str) -> str:
         return f" {number_words(m.group('n'), case)}{chain} "
 
     return re.sub(rf"(?P<n>\d+)(?:(?P<chain>(?:\s+(?:ja|tai)\s+\d+)*)(?=\s+(?P<word>[{_LETTERS}]+)(?![\w])))?", cardinals, text)
+
+
+#: Words before two numbers joined by a dash that make them a score or a result ("päättyi 1–3"), not a span.
+_SCORE_WORDS = frozenset("päättyi päättyy voitti voittaa hävisi häviää tulos tuloksella tulokseen lukemin lukemat maalein erin".split())
+_YEAR_WORDS = frozenset("vuonna vuosina vuosien vuosilta vuosille vuosiksi v".split())
+
+
+def read_ranges(text: str) -> str:
+    """``12–15`` "kahdestatoista viiteentoista": a span is read from its first number to its second.
+
+    Only an ascending pair without leading zeros is a span: ``2–1`` is a score, ``040-123`` a phone
+    number. After a score word (``päättyi 1–3``) the numbers are left as written, and years
+    (``1939–1945``, ``vuosina 1990–1995``) are read as two years, as Finns say them.
+    """
+    def span(m: re.Match) -> str:
+        first, second = m.group("a"), m.group("b")
+        previous = re.search(rf"([{_LETTERS}]+)\.?\s+$", m.string[: m.start()], re.IGNORECASE)
+        word = previous.group(1).lower() if previous else ""
+        years = len(first) == len(second) == 4
+        if int(first) >= int(second) or "0" in (first[0], second[0]) or years or word in _SCORE_WORDS | _YEAR_WORDS:
+            return m.group()
+        return f"{number_words(first, 'elative')} {number_words(second, 'illative')}"
+
+    return re.sub(r"(?<![\d.,:–—-])(?P<a>\d{1,4})\s?[–—-]\s?(?P<b>\d{1,4})(?![\d,]|\.\d|\s?[–—-]\s?\d)", span, text)
+
+
+#: Words after which digits are a phone number whatever their grouping ("puh. 123 4567").
+_PHONE_WORDS = r"(?:\bpuh(?:\.|elin(?:numero)?(?:on|sta)?\b)|\btel\.?|\bgsm\b|\bnumeroon\b)"
+
+
+def _digit_words(number: str) -> str:
+    return " ".join(["plus"] * number.startswith("+") + [num2words(int(d), lang="fi") for d in number if d.isdigit()])
+
+
+def read_phone_numbers(text: str) -> str:
+    """A phone number digit by digit: ``040 123 4567`` "nolla neljä nolla yksi kaksi kolme neljä viisi kuusi seitsemän".
+
+    A phone number is six or more digits in groups (spaces or hyphens) that start with ``+`` and a
+    country code or with a zero (``+358 40 123 4567``, ``09-123 4567``), or any digits after
+    ``puh.``, ``puhelin``, ``tel.``, ``gsm``. Run before digit groups are joined (``10 000``).
+    """
+    def phone(m: re.Match) -> str:
+        return _digit_words(m.group()) if sum(c.isdigit() for c in m.group()) >= 6 else m.group()
+
+    text = re.sub(rf"(?i)(?P<lead>{_PHONE_WORDS}\s*:?\s*)(?P<number>\+?\d[\d -]{{4,}}\d)(?![\d,]|\.\d)",
+                  lambda m: m.group("lead") + _digit_words(m.group("number")), text)
+    return re.sub(r"(?<![\w+])(?:\+\d{1,3}|0\d{1,3})(?:[ -]?\d{2,5}){1,4}(?![\d,]|\.\d)", phone, text)
 
 
 #: Finnish names of the letters, as an acronym is spelled ("EU" "eeuu"); a name that ends in a

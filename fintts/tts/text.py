@@ -14,7 +14,7 @@ Reading decisions (all in :meth:`FinnishText.normalize`):
   (``10 000``) are one number, as Finnish typography writes them. A number with a
   leading zero (``040``, phone numbers) is read digit by digit.
 * Numbers are read in the case Finnish marks for them (:mod:`fintts.tts.numbers_fi`): a
-  colon suffix (``5:ltä`` -> "viideltä", ``12 €:lla`` -> "kahdellatoista eurolla",
+  colon suffix (``5:ltä`` -> "viideltä", ``Lipun saa 12 €:lla`` -> "... kahdellatoista eurolla",
   ``3:nnen`` -> "kolmannen") or the next word ("3 kaupungissa" -> "kolmessa
   kaupungissa"). A colon suffix that is no case ending is left as written.
 * A number followed by a period and then a lower-case word is an ordinal agreeing with
@@ -23,21 +23,33 @@ Reading decisions (all in :meth:`FinnishText.normalize`):
   stays a cardinal.
 * Dates ``22.11.2026`` and ``22.11.`` are read in the nominative, month in the
   partitive, year as a cardinal: "kahdeskymmenestoinen marraskuuta kaksituhatta
-  kaksikymmentäkuusi". That is the neutral reading of a written date; the inflected
-  forms a sentence may call for ("kahdentenakymmenentenätoisena") need syntax we do not
-  have.
+  kaksikymmentäkuusi". After a weekday's essive or a verb that tells when (``syntyi
+  1.5.``, ``pidetään 3.4.``, any passive: see ``_ESSIVE_BEFORE``) the day is in the essive,
+  as a Finn says it: "syntyi ensimmäisenä toukokuuta". Other inflections a sentence may
+  call for ("1.5. alkaen": "ensimmäisestä") need syntax we do not have.
+* Weekday abbreviations before a date, a time or a span of hours (``pe 22.11.``, ``su klo
+  12``, ``la 10–14``) are the weekday's essive ("perjantaina"); ``ma–pe`` is "maanantaista
+  perjantaihin". ``s.`` before a number is "sivu" (``s. 12–15``: "sivut"), before a date or a
+  year "syntynyt"; neither ends a sentence.
+* A span ``12–15`` (``5–10 henkeä``, ``klo 9–17``, ``10–15 km``) is read from the first
+  number to the second: "kahdestatoista viiteentoista"; a descending pair (a score,
+  ``2–1``), a pair after a score word (``päättyi 1–3``) and years (``1939–1945``) are read as
+  two numbers.
+* Phone numbers (``040 123 4567``, ``+358 40 123 4567``, any digits after ``puh.``) are read
+  digit by digit.
 * Times ``klo 14.30``, ``14:30`` and a bare ``14.30`` (hour <= 23, minutes 00-59) are read
   as hours and minutes: "kello neljätoista kolmekymmentä"; ``:05`` is "nolla viisi",
   ``:00`` is left unsaid.
 * A number joined by a hyphen to a word becomes part of it (``1990-luvulla`` ->
-  "tuhat yhdeksänsataayhdeksänkymmentäluvulla").
+  "tuhat yhdeksänsataayhdeksänkymmentäluvulla"; ``2000-luvun`` -> "kaksituhatluvun").
 * Decimals use the comma: ``3,5`` -> "kolme pilkku viisi", ``3,05`` -> "kolme pilkku
   nolla viisi". Any other ``a.b`` number is "a piste b".
 * ``%`` is "prosenttia", ``€`` (and ``e``, ``eur``) "euroa" (``12,50 €`` and ``3,50 e``
   -> "... euroa viisikymmentä senttiä", ``0,50 €`` -> "viisikymmentä senttiä"), ``snt``
   "senttiä", ``$`` "dollaria"; units after a number (km, m, cm, mm, kg, g, l, dl, ml,
   km/h, °C, min, h, vrk) are spelled out; after exactly ``1`` the singular is used ("yksi
-  euro"). Written in capitals only where SI writes them so: ``5G`` is no gram.
+  euro"). Written in capitals only where SI writes them so: ``5G`` is no gram. A price per
+  unit is read per that unit: ``2,50 €/kg`` "... euroa viisikymmentä senttiä kilolta".
 * Common abbreviations are expanded (see ``_ABBREVIATIONS``). Acronyms (``EU``) are
   lower-cased and read as a word; with a case ending after a colon they are spelled with
   the letters' names (``EU:n`` -> "eeuun", see :func:`fintts.tts.numbers_fi.read_acronym_suffixes`).
@@ -71,6 +83,8 @@ from fintts.tts.numbers_fi import (
     read_clock_times,
     read_money_and_units,
     read_ordinals,
+    read_phone_numbers,
+    read_ranges,
     read_suffixed_numbers,
 )
 from fintts.tts.voice_format import VoiceError
@@ -101,6 +115,10 @@ _MONTHS_PARTITIVE = (
 
 #: Abbreviation (regex, matched case-insensitively at a word start) -> spoken form.
 _ABBREVIATIONS: tuple[tuple[str, str], ...] = (
+    # "s." before a number: born before a date or a year ("s. 1.5.1865", "s. 1865"), else page(s) ("s. 12–15")
+    (r"s\.(?=\s*(?:\d{1,2}\.\d{1,2}\.|1\d{3}\b|20\d{2}\b)(?!\s?[–—-]\s?\d))", "syntynyt"),
+    (r"s\.(?=\s*\d+\s?[–—-]\s?\d)", "sivut"),
+    (r"s\.(?=\s*\d)", "sivu"),
     (r"esim\.", "esimerkiksi"),
     (r"jne\.", "ja niin edelleen"),
     (r"ks\.", "katso"),
@@ -144,6 +162,37 @@ _BREAKS = ".,;:!?()[]{}…/\\|_~*•·"
 _KEEP_APOSTROPHE, _KEEP_HYPHEN = "\x01", "\x02"
 
 
+#: Weekdays: their abbreviations (``ma`` … ``su``) and the stems of their essive, elative and illative.
+_WEEKDAYS = {"ma": "maanantai", "ti": "tiistai", "ke": "keskiviikko", "to": "torstai", "pe": "perjantai", "la": "lauantai",
+             "su": "sunnuntai"}
+_WEEKDAY_ELATIVE, _WEEKDAY_ILLATIVE = {"keskiviikko": "keskiviikosta"}, {"keskiviikko": "keskiviikkoon"}
+_WEEKDAY = rf"(?<![\w-])(?P<day>{'|'.join(_WEEKDAYS)})\.?"
+#: What follows a weekday abbreviation in a date context: a date, a time, a span of hours.
+_DAY_CONTEXT = r"(?=,?\s+(?:\d{1,2}\.\d{1,2}\.|klo\b|kello\b|\d{1,2}(?:[.:]\d{2})?\s?[–—-]\s?\d))"
+
+#: Words after which a date is read in the essive ("syntyi ensimmäisenä toukokuuta"): a weekday's essive and
+#: verbs that tell when something happened (a few common ones, and any passive: "pidetään", "avattiin").
+_ESSIVE_BEFORE = re.compile(
+    r"(?:maanantai|tiistai|keskiviikko|torstai|perjantai|lauantai|sunnuntai)na|syntyi|syntyivät|syntynyt|kuoli|kuollut"
+    r"|alkoi|alkaa|alkavat|alkanut|päättyi|päättyy|päättyvät|loppui|loppuu|tapahtui|tapahtuu|saapui|saapuu|lähti|lähtee"
+    r"|palasi|palaa|tuli|tulee|meni|menee|muutti|muuttaa|avautui|avautuu|aukeaa|aukesi|valmistui|valmistuu|täytti|täyttää"
+    r"|vietti|viettää|nähdään|tavataan|[a-zåäö]{2,}(?:[td][aä][aä]n|t?tiin)"
+)
+
+
+def _weekdays(text: str) -> str:
+    """``ma–pe`` "maanantaista perjantaihin"; ``pe 22.11.``, ``su klo 12``, ``la 10–14``: "perjantaina …" (essive)."""
+    def name(abbreviation: str) -> str:
+        return _WEEKDAYS[abbreviation.lower()]
+
+    def days(m: re.Match) -> str:
+        first, last = name(m.group("day")), name(m.group("last"))
+        return f"{_WEEKDAY_ELATIVE.get(first, first + 'sta')} {_WEEKDAY_ILLATIVE.get(last, last + 'hin')}"
+
+    text = re.sub(rf"{_WEEKDAY}\s?[–—-]\s?(?P<last>{'|'.join(_WEEKDAYS)})\.?(?![\w-])", days, text, flags=re.IGNORECASE)
+    return re.sub(rf"{_WEEKDAY}{_DAY_CONTEXT}", lambda m: name(m.group("day")) + "na", text, flags=re.IGNORECASE)
+
+
 def _join_digit_groups(text: str) -> str:
     return re.sub(r"(?<![\d,.])\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?![\d])",
                   lambda m: re.sub(r"\D", "", m.group()), text)
@@ -160,17 +209,27 @@ def _dates(text: str) -> str:
         day, month, year = int(m.group(1)), int(m.group(2)), m.group(3)
         if not (1 <= day <= 31 and 1 <= month <= 12):
             return m.group()
-        spoken = f"{number_words(m.group(1), ordinal=True)} {_MONTHS_PARTITIVE[month - 1]}"
+        previous = re.search(r"([^\W\d_]+)\s+$", m.string[: m.start()])
+        case = "essive" if previous and _ESSIVE_BEFORE.fullmatch(previous.group(1).lower()) else "nominative"
+        spoken = f"{number_words(str(day), case, ordinal=True)} {_MONTHS_PARTITIVE[month - 1]}"
         return f"{spoken} {number_words(year)}" if year else spoken
 
     return re.sub(r"(?<![\d.])(\d{1,2})\.(\d{1,2})\.(\d{4})?(?!\d)", date, text)
+
+
+def _compound_number(digits: str) -> str:
+    """A number as the first part of a compound (``2000-luvun``): a thousand's ``-tuhatta`` is ``-tuhat`` there,
+    "kaksituhatluvun" as "tuhatluvun"."""
+    words = number_words(digits)
+    return words[: -len("ta")] if words.endswith("tuhatta") else words
 
 
 def _numbers(text: str) -> str:
     text = read_suffixed_numbers(text)
     text = read_ordinals(text)
     text = re.sub(r"\d+,\d+", lambda m: decimal_words(m.group()), text)
-    text = re.sub(r"(?<![\d.])(\d+)-(?=[^\W\d_])", lambda m: number_words(m.group(1)), text)
+    text = re.sub(r"(?<![\d.])(\d+)-(?=[^\W\d_])", lambda m: _compound_number(m.group(1)), text)
+    text = read_ranges(text)
     text = re.sub(r"(\d+)\.(\d+)", lambda m: f"{number_words(m.group(1))} piste {number_words(m.group(2))}", text)
     return read_cardinals(text)
 
@@ -297,10 +356,12 @@ class FinnishText:
     def _spoken(self, text: str) -> str:
         """Full normalisation, keeping characters outside the vocabulary."""
         text = unicodedata.normalize("NFC", text)
+        text = read_phone_numbers(text)
         text = _join_digit_groups(text)
         text = re.sub(r"(?<![\w\d])[-−](?=\d)", "miinus ", text)
         text = read_money_and_units(text)
         text = _abbreviations(text)
+        text = _weekdays(text)
         text = read_acronym_suffixes(text)
         text = read_clock_times(text)
         text = _dates(text)

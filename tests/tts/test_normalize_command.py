@@ -7,10 +7,10 @@ from pathlib import Path
 from fintts.cli import main
 from fintts.tts.text import FALLBACK_VOCAB
 
-TEXT = "Esim. Matti tuli klo 14.30. Lippu maksaa 12 €:lla!\n\nHän tuli 3. sijalle. Noin 40 %:lla"
+TEXT = "Esim. Matti tuli klo 14.30. Lipun saa 12 €:lla!\n\nHän tuli 3. sijalle. Noin 40 %:lla"
 SPOKEN = [
     "esimerkiksi matti tuli kello neljätoista kolmekymmentä",
-    "lippu maksaa kahdellatoista eurolla",
+    "lipun saa kahdellatoista eurolla",
     "hän tuli kolmannelle sijalle",
     "noin neljälläkymmenellä prosentilla",
 ]

@@ -31,7 +31,7 @@ def text() -> FinnishText:
         ("Hän tuli 3. Sitten lähti.", "hän tuli kolme sitten lähti"),
         ("22. marraskuuta", "kahdeskymmenestoinen marraskuuta"),
         ("22.11.2026", "kahdeskymmenestoinen marraskuuta kaksituhatta kaksikymmentäkuusi"),
-        ("Syntyi 1.5.", "syntyi ensimmäinen toukokuuta"),
+        ("Syntyi 1.5.", "syntyi ensimmäisenä toukokuuta"),
         ("klo 14.30", "kello neljätoista kolmekymmentä"),
         ("Klo 9 alkaa", "kello yhdeksän alkaa"),
         ("14:05", "neljätoista nolla viisi"),
@@ -150,6 +150,12 @@ def test_split_sentences_keeps_abbreviations_initials_dates_and_decimals_whole()
         ("Uusi kappale alkaa.", "sentence"),
         ("2026 oli hyvä vuosi", "end"),
     ]
+
+
+def test_a_page_or_birth_abbreviation_before_a_number_does_not_end_the_sentence():
+    chunks = split_sentences("Katso s. 12–15. Sibelius (s. 8.12.1865) sävelsi paljon. Luin kirjan s. 5 asti.")
+    assert [c.text for c in chunks] == ["Katso s. 12–15.", "Sibelius (s. 8.12.1865) sävelsi paljon.", "Luin kirjan s. 5 asti."]
+    assert FinnishText.default().normalize(chunks[0].text) == "katso sivut kahdestatoista viiteentoista"
 
 
 def test_split_sentences_cuts_long_sentences_at_commas_then_spaces():

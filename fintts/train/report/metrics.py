@@ -10,7 +10,7 @@ from fintts.train.report.status import STEP_SECONDS
 
 
 class Board:
-    """TensorBoard scalars that never stop training: a write that fails (a full disk) turns them off, with a warning."""
+    """TensorBoard logs that never stop training: a write that fails (a full disk) turns them off, with a warning."""
 
     def __init__(self, writer, warn: Callable[[str], None]):
         self.writer, self.warn = writer, warn
@@ -33,6 +33,16 @@ class Board:
             return
         try:
             self.writer.add_scalar(key, value, step)
+        except OSError as err:
+            self.writer = None
+            self.warn(f"TensorBoard logging stopped: {err}")
+
+    def entry(self, tag: str, entry, step: int) -> None:
+        """A task's :class:`~fintts.train.task.BoardEntry` (audio, an image...) through ``SummaryWriter.add_<kind>``."""
+        if self.writer is None:
+            return
+        try:
+            getattr(self.writer, f"add_{entry.kind}")(tag, entry.value, step, **entry.options)
         except OSError as err:
             self.writer = None
             self.warn(f"TensorBoard logging stopped: {err}")

@@ -53,6 +53,8 @@ class SessionSummary:
     warnings: list[str] = dataclasses.field(default_factory=list)
     #: peak memory per device this session (:func:`fintts.train.step.memory.peak_memory`).
     memory: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: what validation scores (the task's ``describe()["validated_on"]``): its size says how far the figures hold.
+    validated_on: str | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -93,6 +95,7 @@ class SessionSummary:
             clock_origin=clock_origin,
             warnings=list(status.get("warnings") or []),
             memory=list(status.get("memory") or []),
+            validated_on=(status.get("about") or {}).get("validated_on"),
         )
 
     def next_step(self) -> str:
@@ -120,6 +123,8 @@ class SessionSummary:
         if self.last_eval:
             metrics = ", ".join(f"{k} {v:.4g}" for k, v in self.last_eval.items() if k != "step")
             lines.append(f"validation step {self.last_eval.get('step')}: {metrics}")
+        if self.validated_on:
+            lines.append(f"validated  on {self.validated_on}")
         lines.append(
             f"time used  {hms(self.session_seconds)} this session, {hms(self.total_seconds)} in {self.sessions} session(s)"
             f"   (clock from {self.clock_origin})"
@@ -154,6 +159,9 @@ def format_status(status: dict, quota_hours: float) -> str:
     lines += [f"warning     {warning}" for warning in status.get("warnings") or []]
     if best:
         lines.append(f"best        {status.get('monitor')} {best['value']:.4g} at step {best['step']}")
+    validated_on = (status.get("about") or {}).get("validated_on")
+    if validated_on:
+        lines.append(f"validated   on {validated_on}")
     if status.get("loss"):
         loss = {k: v for k, v in status["loss"].items() if k not in NOT_LOSSES}
         lines.append("loss        " + ", ".join(f"{k} {v:.4g}" for k, v in loss.items()))

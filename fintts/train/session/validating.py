@@ -30,6 +30,7 @@ from fintts.train.session.saving import replace_export
 from fintts.train.step import memory
 from fintts.train.step.building import BuiltPhase
 from fintts.train.stores.base import MODEL_DIR
+from fintts.train.task import BOARD_KINDS
 
 
 @dataclasses.dataclass
@@ -72,7 +73,11 @@ def evaluate(built: BuiltPhase, step: int) -> dict[str, Any]:
         model.train()
     for rel in evaluation.files:  # written into checkpoints: a name from a corpus must not reach outside them
         checkpoint.safe_relative_path(rel, what=f"{type(built.task).__name__}.evaluate() file")
-    return {"step": step, "metrics": evaluation.metrics, "files": evaluation.files}
+    for tag, entry in evaluation.board.items():  # a wrong kind fails at the first validation, not as a missing log
+        if entry.kind not in BOARD_KINDS:
+            raise ValueError(f"{type(built.task).__name__}.evaluate() board entry {tag!r}: kind {entry.kind!r} is not one of "
+                             f"{', '.join(BOARD_KINDS)}")
+    return {"step": step, "metrics": evaluation.metrics, "files": evaluation.files, "board": evaluation.board}
 
 
 def keep_best(evaluated: dict[str, Any], state: TrainerState, built: BuiltPhase, writer: Board, facts: SessionFacts, *,
@@ -81,6 +86,8 @@ def keep_best(evaluated: dict[str, Any], state: TrainerState, built: BuiltPhase,
     metrics = evaluated["metrics"]
     for key, value in metrics.items():
         writer.scalar(key, value, state.step)
+    for tag, entry in evaluated.pop("board", {}).items():  # logged once; the checkpoint keeps the files, not these
+        writer.entry(tag, entry, state.step)
     improved, stop = validation.record(
         state, metrics, monitor=built.monitor, mode=built.monitor_mode, min_delta=built.cfg.min_delta, patience=built.cfg.patience,
     )

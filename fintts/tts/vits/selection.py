@@ -7,6 +7,7 @@ import hashlib
 from pathlib import Path
 
 from fintts.train.config import ConfigError
+from fintts.tts.audio import header_seconds
 from fintts.tts.corpus import Item, ReadOptions, check_corpus, read_table
 from fintts.tts.demo import data_root
 from fintts.tts.speakers import BEST, analyse_speakers
@@ -24,6 +25,13 @@ def read_heldout_files(root: Path) -> list[Item]:
 
 
 
+def heldout_count(clips: int, wanted: int) -> int:
+    """How many of a speaker's ``clips`` to hold out: ``wanted``, at most a tenth of them but at least 2 (while
+    training keeps more than half), none of 4 or fewer. Why ``wanted`` is 24: ``VitsTaskConfig.heldout_per_speaker``."""
+    count = min(wanted, max(2, clips // 10))
+    return count if clips > 2 * count else 0
+
+
 @dataclasses.dataclass
 class CorpusSelection:
     """The clips a run trains on and the ones it validates on; the same every session.
@@ -37,13 +45,14 @@ class CorpusSelection:
     heldout: list[Item]
     hours: float
     speaker: str | None = None
+    heldout_minutes: float = 0.0
 
 
 def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True, cache_dir: Path | None = None) -> CorpusSelection:
     """Check the corpus once, keep the good clips of the chosen speakers, set the held-out ones aside.
 
     Held-out clips come from ``heldout.csv`` files when the corpus has them (the demo does);
-    otherwise, per speaker, the ``heldout_per_speaker`` clips whose ids hash lowest (so a phase
+    otherwise, per speaker, the :func:`heldout_count` clips whose ids hash lowest (so a phase
     on one speaker validates on the clips the all-speaker phase held out for it). A Hub dataset is
     downloaded into ``cache_dir`` (default: the Hugging Face cache).
     """
@@ -79,12 +88,12 @@ def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True, cach
     if not heldout:
         for speaker_name in trained:
             own = sorted((i for i in items if i.speaker == speaker_name), key=lambda i: hashlib.sha256(i.id.encode()).hexdigest())
-            if len(own) > 2 * cfg.heldout_per_speaker:
-                heldout += own[: cfg.heldout_per_speaker]
+            heldout += own[: heldout_count(len(own), cfg.heldout_per_speaker)]
         held = {i.id for i in heldout}
         items = [i for i in items if i.id not in held]
     hours = sum(report.durations.get(i.id, 0.0) for i in items) / 3600
     # round-robin over speakers, so the first ``mcd_items`` cover every voice
     rank = {item.id: n for name in trained for n, item in enumerate(i for i in heldout if i.speaker == name)}
     heldout.sort(key=lambda i: (rank[i.id], speakers.index(i.speaker)))
-    return CorpusSelection(speakers, items, heldout, hours, speaker)
+    minutes = sum(report.durations.get(i.id) or header_seconds(i.audio, i.span) or 0.0 for i in heldout) / 60
+    return CorpusSelection(speakers, items, heldout, hours, speaker, minutes)

@@ -40,7 +40,7 @@ from fintts.train.config import ConfigError
 from fintts.train.report.card import render_model
 from fintts.train.run import checkpoint
 from fintts.train.stores.base import MODEL_DIR
-from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
+from fintts.train.task import BoardEntry, Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Span, resampled_length
 from fintts.tts.corpus import Item
 from fintts.tts.features import FeatureCache
@@ -270,6 +270,7 @@ class VitsTask(Task):
                                   cache_dir=self.context.cache_dir / "datasets")
         self.speakers, self.items, self.heldout = selection.speakers, selection.items, selection.heldout
         self.hours, self.speaker = selection.hours, selection.speaker
+        self.heldout_minutes = selection.heldout_minutes
 
     def count_items(self) -> int:
         """The corpus's good clips less the held-out ones: checking the corpus, no features."""
@@ -318,15 +319,18 @@ class VitsTask(Task):
     def evaluate(self, models, step: int) -> Evaluation:
         voice = self._voice(models)
         files: dict[str, bytes] = {}
+        board: dict[str, BoardEntry] = {}
         speakers = [self.speaker] if self.speaker else self.speakers[: max(1, self.config.eval_speakers)]
         for speaker in speakers or [None]:
             for n, sentence in enumerate(self.config.eval_sentences):
                 wav, _ = voice.synthesize(sentence, speaker=speaker, warn=None)
                 files[f"samples/{n}-{speaker or 'voice'}.wav"] = wav_bytes(wav, self.sample_rate)
+                # TensorBoard's AUDIO tab: each step's sample beside the curves (tag: the file's name, stable across steps)
+                board[f"samples/{n}-{speaker or 'voice'}"] = BoardEntry("audio", wav, {"sample_rate": self.sample_rate})
         metrics = score_heldout(voice, self.heldout[: self.config.mcd_items]).metrics()
         if not metrics:
             self.context.log("no held-out clips: val/mcd cannot be computed (add heldout.csv or more clips per speaker)")
-        return Evaluation(metrics, files)
+        return Evaluation(metrics, files, board)
 
     # ------------------------------------------------------------------ export
     def export(self, models, out_dir: Path) -> None:
@@ -361,11 +365,22 @@ class VitsTask(Task):
             "data": self.config.data, "hours": round(getattr(self, "hours", 0.0), 3),
             "clips": len(getattr(self, "items", [])), "speakers": getattr(self, "speakers", []),
             "heldout_clips": len(getattr(self, "heldout", [])), "init": self.config.init,
+            "validated_on": self._validated_on(),
             "license": voice_license(self.config.init, self.config.license),
             **({"speaker": self.speaker} if getattr(self, "speaker", None) else {}),
             **({"discriminator": self.discriminator_source} if getattr(self, "discriminator_source", None) else {}),
             **({"lora": {"r": self.config.lora.r, **self.adapter_facts}} if getattr(self, "adapter", None) else {}),
         }
+
+    def _validated_on(self) -> str:
+        """The session summary's line on the held-out set: its size decides how far its scores can be trusted."""
+        heldout = getattr(self, "heldout", [])
+        if not heldout:
+            return "no held-out clips: no val/mcd (add heldout.csv or more clips per speaker)"
+        speakers = len({i.speaker for i in heldout})
+        scored = min(len(heldout), self.config.mcd_items)
+        return (f"{len(heldout)} held-out clips ({getattr(self, 'heldout_minutes', 0.0):.1f} min) of {speakers} speaker(s), "
+                f"{scored} scored each validation")
 
     def data_fingerprint(self) -> DataFingerprint:
         """Clip ids and audio sizes; the speakers are labels only when the model has a slot per speaker."""

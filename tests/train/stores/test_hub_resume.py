@@ -68,6 +68,11 @@ def test_killed_run_resumes_from_the_hub_on_an_empty_disk_to_the_same_weights(tm
     assert pulled.returncode == 0, pulled.stderr
     assert (laptop / "voice" / "model" / "model.safetensors").is_file()
     assert not list((laptop / "voice").rglob("optim.pt"))  # the voice only, no training state
+    watched = cli("pull", REPO, "--out", str(laptop / "watch"), "--samples", cwd=tmp_path)  # while a run trains: no weights
+    assert watched.returncode == 0, watched.stderr
+    assert "tensorboard --logdir" in watched.stdout and list((laptop / "watch" / "tb").glob("events.out.tfevents.*"))
+    assert (laptop / "watch" / "checkpoints" / "step-00000040" / "samples" / "val.json").is_file()
+    assert not list((laptop / "watch").rglob("*.safetensors")) and (laptop / "watch" / "status.json").is_file()
     full = cli("pull", REPO, "--out", str(laptop / "run"), "--full", cwd=tmp_path)
     assert full.returncode == 0, full.stderr
     assert_bit_identical(final_weights(laptop / "run"), expected)
@@ -75,5 +80,5 @@ def test_killed_run_resumes_from_the_hub_on_an_empty_disk_to_the_same_weights(tm
     for path in list(second_disk.rglob("*")) + list(laptop.rglob("*")):
         if path.is_file():
             assert TOKEN.encode() not in path.read_bytes(), f"token leaked into {path}"
-    for output in (resumed.stdout, resumed.stderr, refused.stderr, pulled.stdout):
+    for output in (resumed.stdout, resumed.stderr, refused.stderr, pulled.stdout, watched.stdout):
         assert TOKEN not in output

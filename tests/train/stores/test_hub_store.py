@@ -367,3 +367,32 @@ def test_the_token_never_leaks(hub, tmp_path, caplog, capfd):
     assert not any(TOKEN in r.getMessage() for r in caplog.records)
     out, err = capfd.readouterr()
     assert TOKEN not in out and TOKEN not in err
+
+
+def test_pull_samples_brings_what_to_listen_to_and_the_curves_without_weights(hub, tmp_path):
+    """``fintts pull --samples`` on the laptop while the run trains: the newest samples, tb/, loss.png, status (issue 45)."""
+    source = tmp_path / "laptop-run"
+    name = checkpoint.name_for_step(1)
+
+    def write(folder: Path) -> None:  # a checkpoint after a validation, as the trainer writes it: its samples inside
+        (folder / "generator.safetensors").write_bytes(b"weights")
+        (folder / "samples").mkdir()
+        (folder / "samples" / "0-voice.wav").write_bytes(b"RIFF step 1")
+
+    checkpoint.save(source, name, write)
+    (source / "tb").mkdir()
+    (source / "tb" / "events.out.tfevents.1").write_bytes(b"tensorboard")
+    (source / "loss.png").write_bytes(b"PNG")
+    (source / "status.json").write_text(json.dumps({"state": "running", "step": 1}))
+    push(source, REPO, endpoint=hub.endpoint, token=TOKEN)
+
+    where = pull(REPO, tmp_path / "watch", samples=True, endpoint=hub.endpoint, token=TOKEN)
+    assert where == tmp_path / "watch" / "checkpoints" / name / "samples"
+    assert sorted(contents(tmp_path / "watch")) == [f"checkpoints/{name}/samples/0-voice.wav", "loss.png", "status.json",
+                                                   "tb/events.out.tfevents.1"]  # no weights
+
+    bare = tmp_path / "bare-run"
+    save(bare, 2)
+    push(bare, REPO, endpoint=hub.endpoint, token=TOKEN)
+    with pytest.raises(StoreError, match="no samples yet"):
+        pull(REPO, tmp_path / "early", samples=True, endpoint=hub.endpoint, token=TOKEN)

@@ -16,7 +16,7 @@ from typing import Any
 from fintts.errors import StoreError
 from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import MODEL_DIR, STATUS
-from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
+from fintts.train.stores.hub.client import LOSS_PLOT, HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.lease import LEASE
 from fintts.train.stores.hub.store import HubStore
 
@@ -56,8 +56,14 @@ def pull(
     endpoint: str | None = None,
     token: str | None = None,
     request_timeout: float = 60.0,
+    samples: bool = False,
 ) -> Path:
     """Download from the Hub run ``repo_id`` into ``out_dir``; return what was fetched.
+
+    ``samples``: only what says how the run is going, no weights (megabytes, while the run
+    goes on): the checkpoint's ``samples/`` (``latest`` unless ``checkpoint`` names one),
+    ``tb/`` (TensorBoard's curves and audio), ``loss.png`` and ``status.json``, as of the
+    run's newest push; returns the samples' folder.
 
     ``checkpoint``: ``"model"`` (default: only the exported ``model/`` folder), ``"latest"``,
     ``"best"`` (the checkpoint ``status.json`` names as holding the best weights) or
@@ -73,18 +79,25 @@ def pull(
         if full:
             client.download([p for p in files if p not in (".gitattributes", LEASE)], head, out)
             return out
-        if checkpoint == MODEL_DIR:
+        if checkpoint == MODEL_DIR and not samples:
             wanted = [p for p in files if p.startswith(MODEL_DIR + "/")]
             if not wanted:
                 raise StoreError(f"{client.url} has no {MODEL_DIR}/ yet; pull a checkpoint instead (--checkpoint latest)")
             client.download(wanted, head, out)
             return out / MODEL_DIR
-        name = _resolve_checkpoint(client, head, checkpoint)
+        name = _resolve_checkpoint(client, head, "latest" if samples and checkpoint == MODEL_DIR else checkpoint)
         prefix = f"{ckpt.CHECKPOINTS}/{name}/"
         wanted = [p for p in files if p.startswith(prefix)]
         if not wanted:
             present = ", ".join(sorted(checkpoint_names(files), key=ckpt.step_of)) or "none"
             raise StoreError(f"{client.url} has no checkpoint {name}; it has {present}")
+        if samples:
+            heard = [p for p in wanted if p.startswith(prefix + "samples/")]
+            if not heard:
+                raise StoreError(f"{client.url}: checkpoint {name} has no samples yet (none is made before the run's first "
+                                 "validation, every eval_every steps)")
+            client.download(heard + [p for p in files if p.startswith("tb/") or p in (LOSS_PLOT, STATUS)], head, out)
+            return out / prefix / "samples"
         client.download(wanted + [p for p in (STATUS,) if p in files], head, out)
         folder = out / ckpt.CHECKPOINTS / name
         ckpt.verify(folder)
