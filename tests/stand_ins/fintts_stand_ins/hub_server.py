@@ -23,6 +23,18 @@ What it models, because the store depends on it:
   ``PUT /lfs-upload/...`` per file), as large files reach the real Hub. No response
   carries ``X-Xet-*`` headers or ``xetHash``: a client with ``hf_xet`` installed needs
   ``HF_HUB_DISABLE_XET`` for LFS uploads here. Downloads are plain GETs.
+* **Xet storage that fails** (``xet=True``). A real repo is Xet-backed: ``repo_info`` says
+  ``xetEnabled``, and ``huggingface_hub`` (2.4, ``_commit_api._upload_files``) sends every
+  ``"lfs"`` file through ``hf_xet`` whenever it is installed: ``hf_xet`` fetches a CAS token from
+  ``/api/models/{repo}/xet-write-token/{rev}`` (JSON ``accessToken``/``exp``/``casUrl``, and the
+  ``X-Xet-*`` headers ``utils/_xet.py`` reads) and then talks to that CAS itself. This stand-in's
+  CAS is ``{endpoint}/cas``; it stores nothing (it speaks no xorb or shard format), so it only
+  fails: :meth:`fail_xet` makes the next preuploads answer ``"lfs"`` for large files and the CAS
+  answer a status (or drop the connection), and the REAL ``hf_xet`` raises what it raises
+  (measured with hf_xet 1.8: ``ConnectionError("Server error: … (503 Service Unavailable) …")``
+  for a 5xx, ``ConnectionError("Network error: … (403 Forbidden) …")`` for a 401/403,
+  ``ConnectionError("Network error: Request middleware error …")`` for a dropped connection).
+  Outside an outage large files go inline, as on a repo without Xet.
 
 Fault switches for tests: :meth:`fail` (status N for the next k requests, optionally with
 ``Retry-After``), :meth:`stall` (hold requests, optionally after part of the body),
@@ -64,6 +76,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(_REPO + r"/revision/(?P<rev>[^/]+)"), "repo_info"),
     ("POST", re.compile(_REPO + r"/preupload/(?P<rev>[^/]+)"), "preupload"),
     ("POST", re.compile(_REPO + r"/commit/(?P<rev>[^/]+)"), "commit"),
+    ("GET", re.compile(_REPO + r"/xet-(?P<kind>read|write)-token/(?P<rev>[^/]+)"), "xet_token"),
     ("GET", re.compile(_REPO + r"/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?"), "tree"),
     ("GET", re.compile(_REPO + r"/lfs-files"), "lfs_files"),
     ("POST", re.compile(_REPO + r"/lfs-files/batch"), "lfs_delete"),
@@ -273,6 +286,7 @@ class HubServer:
         page_size: int = 1000,
         port: int = 0,
         lfs_uploads: bool = False,
+        xet: bool = False,
     ):
         self.root = Path(root)
         self.token = token
@@ -280,6 +294,9 @@ class HubServer:
         self.lfs_threshold = lfs_threshold
         #: files of at least ``lfs_threshold`` bytes are uploaded through the LFS batch API before their commit.
         self.lfs_uploads = lfs_uploads
+        #: repos say they are Xet-backed (see the module); :meth:`fail_xet` sends large files to the failing CAS.
+        self.xet = xet
+        self._xet_outage: list[int] = [0, 503]  # preuploads left that go to the CAS, and the CAS's answer
         self.page_size = page_size
         self.port = port
         self._lock = threading.RLock()
@@ -368,9 +385,16 @@ class HubServer:
         """End every stall now (held requests then continue)."""
         self._stall_event.set()
 
+    def fail_xet(self, status: int = 503, *, times: int = 1) -> None:
+        """The next ``times`` preuploads send large files through Xet, whose CAS answers ``status`` to every request
+        (``0``: drops the connection); needs ``xet=True``."""
+        with self._lock:
+            self._xet_outage = [times, status]
+
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
+            self._xet_outage = [0, 503]
 
     @property
     def requests(self) -> list[LoggedRequest]:
@@ -500,6 +524,7 @@ class HubServer:
                 "lastModified": repo.state["commits"][oid]["time"],
                 "siblings": [{"rfilename": path} for path in sorted(tree)],
                 "usedStorage": repo.used_storage(),
+                "xetEnabled": self.xet,
                 "tags": [],
             }
         return _json(200, info)
@@ -510,10 +535,13 @@ class HubServer:
             repo = self._repo(f"{ns}/{name}")
             tree = repo.tree(rev)
             blobs = repo.state["blobs"]
+            to_cas = self.xet and self._xet_outage[0] > 0
+            if to_cas:
+                self._xet_outage[0] -= 1
             files = [
                 {
                     "path": f["path"],
-                    "uploadMode": "lfs" if self.lfs_uploads and int(f.get("size", 0)) >= self.lfs_threshold else "regular",
+                    "uploadMode": "lfs" if (self.lfs_uploads or to_cas) and int(f.get("size", 0)) >= self.lfs_threshold else "regular",
                     "shouldIgnore": False,
                     "oid": blobs[tree[f["path"]]]["git"] if f["path"] in tree else None,
                 }
@@ -521,6 +549,16 @@ class HubServer:
             ]
             head = repo.head
         return _json(200, {"files": files, "commitOid": head})
+
+    def _api_xet_token(self, ns: str, name: str, kind: str, **_: Any):
+        """A CAS token for the repo, as JSON (what ``hf_xet`` reads) and as the ``X-Xet-*`` headers (``huggingface_hub``)."""
+        with self._lock:
+            self._repo(f"{ns}/{name}")
+        if not self.xet:
+            raise _HttpError(400, "this repo is not Xet-backed")
+        cas, expires = f"{self.endpoint}/cas", int(time.time()) + 3600
+        headers = {"X-Xet-Cas-Url": cas, "X-Xet-Access-Token": f"xet-{kind}-token", "X-Xet-Token-Expiration": str(expires)}
+        return _json(200, {"accessToken": f"xet-{kind}-token", "exp": expires, "casUrl": cas}, headers)
 
     def _api_lfs_batch(self, ns: str, name: str, body: BinaryIO, **_: Any):
         payload = json.loads(body.read())
@@ -734,6 +772,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             stall, fail = hub._take_faults(method, urlsplit(self.path).path)
             body = _Body(self, int(self.headers.get("Content-Length") or 0), stall, hub)
             entry.body = body.excerpt
+            if self.path.startswith("/cas/"):  # the Xet CAS: authorised by its own token, and failing (see fail_xet)
+                status_now = hub._xet_outage[1]
+                if status_now == 0:
+                    raise _Aborted("the CAS dropped the connection")
+                raise _HttpError(status_now, f"CAS storage answered {status_now}")
             if fail is not None:
                 extra = {"Retry-After": str(fail.retry_after)} if fail.retry_after is not None else {}
                 raise _HttpError(fail.status, f"injected failure {fail.status}", headers=extra)

@@ -5,9 +5,17 @@ has no token in it and says what to do. ``transient`` errors (the network, an ov
 Hub, a branch that moved under a commit, a local file race) are retried with backoff;
 the others need a person (a bad token, a missing repo, a refused request, a lease taken
 by another session).
+
+**Classified by where the error came from**, not by its Python type alone: ``hf_xet`` (the
+Xet storage every large file of a real repo goes through, see :func:`_from_xet`) raises the
+same builtin types as a local file (``ConnectionError`` and ``XetAuthenticationError`` are
+``OSError`` subclasses), and older ``hf_xet`` a bare ``RuntimeError``.
 """
 
 from __future__ import annotations
+
+import re
+from types import TracebackType
 
 from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RemoteEntryNotFoundError, RepositoryNotFoundError
 
@@ -16,6 +24,10 @@ from fintts.errors import LeaseConflict, StoreError
 _RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
 _NETWORK_MODULES = {"httpx", "httpx2", "httpcore", "requests", "urllib3"}
 _REDACTED = "<token>"
+#: ``huggingface_hub``'s functions that hand large files to ``hf_xet`` (2.4: ``_commit_api.py``, ``file_download.py``).
+_XET_FRAMES = ("_upload_xet_files", "xet_get")
+#: The HTTP status hf_xet puts in its messages: "... HTTP status client error (403 Forbidden), domain: ..." (hf_xet 1.8).
+_XET_STATUS = re.compile(r"\((\d{3}) [A-Za-z ]+\)")
 
 
 def scrub(text: str, token: str | None) -> str:
@@ -75,6 +87,10 @@ class HubLocalError(HubError):
     transient = True
 
 
+class HubLocalRefused(HubError):
+    """A local file cannot be read (permission, a folder where a file was): a person must fix it."""
+
+
 class LeaseLost(HubError, LeaseConflict):
     """Another session took the run's lease; this one must stop writing to it."""
 
@@ -111,10 +127,52 @@ def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: s
                 f"repo {repo_id} not found at {endpoint}, or the token cannot see it. Check the name (user/name) and the token"
             )
         return HubRefused(f"the Hub refused the request ({status}: {detail})")
+    if _from_xet(err):
+        return _xet_failure(err, token=token, repo_id=repo_id)
+    if isinstance(err, (ConnectionError, TimeoutError)):  # builtin ones: not a file's (a socket's, a thread's)
+        return HubUnavailable(f"cannot reach the Hub's storage ({type(err).__name__}: {scrub(str(err), token)[:300]})")
     if isinstance(err, LocalEntryNotFoundError) or any(c.__module__.split(".")[0] in _NETWORK_MODULES for c in type(err).__mro__):
         if "Timeout" in type(err).__name__ or isinstance(err.__context__, TimeoutError):
             return HubUnavailable(f"{endpoint} did not answer in time ({type(err).__name__}): the Hub is stalled or the network is")
         return HubUnavailable(f"cannot reach {endpoint} ({type(err).__name__})")
+    if isinstance(err, FileNotFoundError):  # pruned while being read: the next push takes the newer checkpoint
+        return HubLocalError(f"local file problem: {scrub(str(err), token)}")
+    if isinstance(err, OSError) and getattr(err, "filename", None):
+        return HubLocalRefused(f"cannot read {err.filename} to upload it ({err.strerror or type(err).__name__}); fix its permissions")
     if isinstance(err, OSError):
         return HubLocalError(f"local file problem: {scrub(str(err), token)}")
     return HubError(f"{type(err).__name__}: {scrub(str(err), token)}")
+
+
+def _from_xet(err: BaseException) -> bool:
+    """Did ``err`` come from Xet storage: an ``hf_xet`` type, or raised inside ``huggingface_hub``'s hand-over to it?
+
+    hf_xet 1.8 raises builtin ``ConnectionError`` for CAS answers and network failures and
+    ``XetAuthenticationError(PermissionError)`` when its token is refused; older ones raised
+    ``RuntimeError("Data processing error: CAS service error …")`` (xet-core #394, #444;
+    huggingface_hub #3036). Those types say nothing of the origin, the traceback does.
+    """
+    if type(err).__module__.split(".")[0] == "hf_xet":
+        return True
+    if isinstance(err, RuntimeError) and ("CAS service error" in str(err) or "Data processing error" in str(err)):
+        return True
+    return any(frame.f_code.co_name in _XET_FRAMES for frame in _frames(err.__traceback__))
+
+
+def _frames(tb: TracebackType | None):
+    while tb is not None:
+        yield tb.tb_frame
+        tb = tb.tb_next
+
+
+def _xet_failure(err: BaseException, *, token: str | None, repo_id: str) -> HubError:
+    """An error from Xet storage: a refused token says so and needs a person; anything else passes (CAS, network)."""
+    detail = scrub(str(err), token)[:300]
+    found = _XET_STATUS.search(detail)
+    status = int(found.group(1)) if found else None
+    if isinstance(err, PermissionError) or status in (401, 403):
+        return HubAuthError(
+            f"the Hub's Xet storage refused to store {repo_id}'s files ({detail}): the token may not write to this repo "
+            "(it needs the write role, or a fine-grained token with write access to it), or the account's storage is full"
+        )
+    return HubUnavailable(f"the Hub's Xet storage failed ({type(err).__name__}: {detail}); it is tried again")

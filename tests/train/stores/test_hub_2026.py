@@ -1,0 +1,67 @@
+"""The Hub as it answers in 2026 (issue 42): Xet storage, card validation, quotas, tokens, visibility, history
+rewrites, against the local Hub stand-in switched to each behaviour and the real ``huggingface_hub``/``hf_xet``."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+from huggingface_hub import constants
+
+from fintts.train.stores.hub.errors import HubUnavailable, classify
+from fintts_stand_ins import HubServer
+from hub_helpers import REPO, TOKEN, latest_on_hub, make_store, save
+
+
+@pytest.fixture
+def xet_hub(tmp_path, monkeypatch):
+    """A Xet-backed Hub stand-in, with the real hf_xet used for large files and told to retry briefly."""
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", False)
+    monkeypatch.setenv("HF_XET_CLIENT_RETRY_MAX_ATTEMPTS", "1")
+    monkeypatch.setenv("HF_XET_CLIENT_RETRY_BASE_DELAY", "0.05")
+    monkeypatch.setenv("HF_XET_TELEMETRY_ENABLED", "false")
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    with HubServer(tmp_path / "hub", token=TOKEN, xet=True) as server:
+        yield server
+
+
+# ---------------------------------------------------------------- item 1: errors by where they came from
+
+
+def test_a_xet_storage_outage_in_the_final_push_is_retried_and_named(xet_hub, tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    store = make_store(xet_hub, tmp_path / "run")
+    store.acquire("session-a")
+    xet_hub.fail_xet(503, times=2)  # the real hf_xet meets a failing CAS twice, then the storage is back
+    store.publish(save(store.root, 1, size=64_000), final=True)
+    assert store.wait(timeout=90)
+    assert latest_on_hub(xet_hub) == "step-00000001"
+    failures = [r.getMessage() for r in caplog.records if "push failed" in r.getMessage()]
+    assert failures and all("Xet storage failed" in m and "local file problem" not in m for m in failures), failures
+    store.release()
+    store.close()
+
+
+def test_a_xet_storage_refusal_says_it_is_the_token_and_does_not_hold_the_final_wait(xet_hub, tmp_path):
+    store = make_store(xet_hub, tmp_path / "run")
+    store.acquire("session-a")
+    xet_hub.fail_xet(403, times=1000)
+    store.publish(save(store.root, 1, size=64_000), final=True)
+    started = time.monotonic()
+    assert not store.wait(timeout=60)
+    assert time.monotonic() - started < 30  # a refusal needs a person: no point waiting out the session
+    pending = store.pending()
+    assert "Xet storage refused" in pending and "write" in pending and TOKEN not in pending
+    store.close()
+
+
+def test_an_old_hf_xet_cas_error_passes_and_a_local_permission_problem_needs_a_person(tmp_path):
+    old = classify(RuntimeError("Data processing error: CAS service error : Reqwest error: 502"), token=None, endpoint="e", repo_id=REPO)
+    assert isinstance(old, HubUnavailable) and old.transient
+    unreadable = tmp_path / "model.safetensors"
+    try:
+        raise PermissionError(13, "Permission denied", str(unreadable))
+    except PermissionError as err:
+        local = classify(err, token=None, endpoint="e", repo_id=REPO)
+    assert not local.transient and str(unreadable) in str(local) and "permission" in str(local).lower()
