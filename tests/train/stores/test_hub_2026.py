@@ -4,11 +4,13 @@ rewrites, against the local Hub stand-in switched to each behaviour and the real
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import pytest
-from huggingface_hub import constants
+from huggingface_hub import HfApi, constants
 
+from fintts.train.stores.hub import pull
 from fintts.train.stores.hub.errors import HubUnavailable, classify
 from fintts_stand_ins import HubServer
 from hub_helpers import REPO, TOKEN, latest_on_hub, make_store, save
@@ -65,3 +67,61 @@ def test_an_old_hf_xet_cas_error_passes_and_a_local_permission_problem_needs_a_p
     except PermissionError as err:
         local = classify(err, token=None, endpoint="e", repo_id=REPO)
     assert not local.transient and str(unreadable) in str(local) and "permission" in str(local).lower()
+
+
+# ---------------------------------------------------------------- item 3: a revision that vanishes mid-read
+
+
+def _deleted_file(hub: HubServer) -> None:
+    """A large file added and deleted again: the head now descends from a commit that references its storage."""
+    api = HfApi(endpoint=hub.endpoint, token=TOKEN)
+    api.upload_file(path_or_fileobj=b"x" * 5000, path_in_repo="samples/junk.bin", repo_id=REPO)
+    api.delete_file("samples/junk.bin", repo_id=REPO)
+
+
+def _rewrite_history(hub: HubServer) -> None:
+    """What freeing a deleted file's storage does on the Hub: every commit since the file's first gets a new id."""
+    api = HfApi(endpoint=hub.endpoint, token=TOKEN)
+    doomed = [f for f in api.list_lfs_files(REPO) if f.filename == "samples/junk.bin"]
+    api.permanently_delete_lfs_files(REPO, doomed, rewrite_history=True)
+
+
+def test_a_resume_that_races_a_history_rewrite_reads_again_and_finds_the_run(hub, tmp_path):
+    writer = make_store(hub, tmp_path / "writer")
+    writer.acquire("session-a")
+    writer.publish(save(writer.root, 1, size=8000))
+    assert writer.wait(timeout=30)
+    writer.release()
+    writer.close()
+    _deleted_file(hub)
+    reader = make_store(hub, tmp_path / "reader")
+    hub.stall(None, path="/tree/", times=1)  # the reader has read the head and lists its files...
+    found: list = []
+    thread = threading.Thread(target=lambda: found.append(reader.resume_point(log=lambda _: None)))
+    thread.start()
+    assert hub.wait_stalled(timeout=30)
+    _rewrite_history(hub)  # ...while the history is rewritten: the head it read is gone
+    hub.release()
+    thread.join(timeout=60)
+    assert found and found[0] is not None and found[0].name == "step-00000001", found
+    reader.close()
+
+
+def test_a_pull_that_races_a_history_rewrite_pulls_again(hub, tmp_path):
+    writer = make_store(hub, tmp_path / "writer")
+    writer.acquire("session-a")
+    writer.publish(save(writer.root, 1, size=8000))
+    assert writer.wait(timeout=30)
+    writer.release()
+    writer.close()
+    _deleted_file(hub)
+    hub.stall(None, path="/tree/", times=1)
+    pulled: list = []
+    thread = threading.Thread(target=lambda: pulled.append(
+        pull(REPO, tmp_path / "pulled", checkpoint="latest", endpoint=hub.endpoint, token=TOKEN, request_timeout=5)))
+    thread.start()
+    assert hub.wait_stalled(timeout=30)
+    _rewrite_history(hub)
+    hub.release()
+    thread.join(timeout=60)
+    assert pulled and pulled[0].name == "step-00000001"

@@ -17,7 +17,13 @@ from __future__ import annotations
 import re
 from types import TracebackType
 
-from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RemoteEntryNotFoundError, RepositoryNotFoundError
+from huggingface_hub.errors import (
+    HfHubHTTPError,
+    LocalEntryNotFoundError,
+    RemoteEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
 
 from fintts.errors import LeaseConflict, StoreError
 
@@ -106,6 +112,11 @@ def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: s
         detail = scrub((getattr(err, "server_message", None) or str(err).splitlines()[0]).strip(), token)
         if status in (409, 412):
             return HubMoved(f"the repo changed while committing ({status})")
+        if isinstance(err, RevisionNotFoundError):
+            # Freeing old checkpoints' storage (permanently_delete_lfs_files(rewrite_history=True)) gives every commit a
+            # new id: a reader holding the old head meets 404 "RevisionNotFound" (utils/_http.py, hf_raise_for_status)
+            # for a repo that is there. Read again from the new head, never "repo not found".
+            return HubMoved("the commit being read vanished (the repo's history was rewritten meanwhile); read again")
         if status in _RETRY_STATUSES:
             retry_after = err.response.headers.get("Retry-After", "").strip()
             return HubUnavailable(f"the Hub answered {status}", retry_after=float(retry_after) if retry_after.isdigit() else None)

@@ -311,7 +311,10 @@ class HubStore(Store):
         """The writer's own ``status.json``; for anyone else (``fintts status``) the Hub's, falling back to the mirror's."""
         if self._holder.lease is None:
             try:
-                status = json_object(self._client.read(STATUS, self._client.head()))
+                status = self._client.retrying(  # read again from the new head if a history rewrite took the old one
+                    "read the run's status", lambda: json_object(self._client.read(STATUS, self._client.head())),
+                    attempts=2, backoff=self.backoff,
+                )
                 if status is not None:
                     return status
             except Exception as err:  # a status display must work offline: use the local mirror
