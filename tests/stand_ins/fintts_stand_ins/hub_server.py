@@ -35,6 +35,12 @@ What it models, because the store depends on it:
   for a 5xx, ``ConnectionError("Network error: … (403 Forbidden) …")`` for a 401/403,
   ``ConnectionError("Network error: Request middleware error …")`` for a dropped connection).
   Outside an outage large files go inline, as on a repo without Xet.
+* **Card metadata validated on every commit.** A commit carrying ``README.md`` whose YAML front
+  matter the Hub does not accept is refused whole (400 "Invalid metadata in README.md"), and
+  ``/api/validate-yaml`` answers 400 with the same reasons. The rules here are a few of the
+  Hub's: ``license`` from its list, ``base_model`` a repo id (never a local path), ``model-index``
+  entries with ``name`` and ``results``; :meth:`refuse_card_field` adds one, as the Hub's rules
+  tighten over time.
 
 Fault switches for tests: :meth:`fail` (status N for the next k requests, optionally with
 ``Retry-After``), :meth:`stall` (hold requests, optionally after part of the body),
@@ -64,6 +70,12 @@ from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
 GITATTRIBUTES = b"*.safetensors filter=lfs diff=lfs merge=lfs -text\n*.bin filter=lfs diff=lfs merge=lfs -text\n"
 _LOGGED_BODY = 4096
+#: Some of the licence ids the Hub's card validator accepts (https://huggingface.co/docs/hub/repositories-licenses).
+LICENSES = {
+    "apache-2.0", "mit", "openrail", "bigscience-openrail-m", "creativeml-openrail-m", "cc0-1.0", "cc-by-4.0",
+    "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0", "cc-by-nc-nd-4.0", "gpl-3.0", "lgpl-3.0", "bsd-3-clause", "other",
+}
+_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 _CHUNK = 1 << 20
 # dataset repos share the model routes (one namespace of names): enough for a corpus on the Hub
 _REPO = r"/api/(?:models|datasets)/(?P<ns>[^/]+)/(?P<name>[^/]+)"
@@ -297,6 +309,7 @@ class HubServer:
         #: repos say they are Xet-backed (see the module); :meth:`fail_xet` sends large files to the failing CAS.
         self.xet = xet
         self._xet_outage: list[int] = [0, 503]  # preuploads left that go to the CAS, and the CAS's answer
+        self._card_rules: dict[str, str] = {}  # metadata field -> why the Hub now refuses it
         self.page_size = page_size
         self.port = port
         self._lock = threading.RLock()
@@ -391,6 +404,38 @@ class HubServer:
         with self._lock:
             self._xet_outage = [times, status]
 
+    def refuse_card_field(self, field: str, reason: str = "is no longer accepted") -> None:
+        """From now on a card whose metadata has ``field`` is refused (a rule the Hub tightened)."""
+        with self._lock:
+            self._card_rules[field] = reason
+
+    def card_problems(self, content: str) -> list[str]:
+        """Why the Hub would refuse a ``README.md`` of ``content`` (empty: it accepts it)."""
+        import yaml
+
+        if not content.startswith("---"):
+            return []
+        try:
+            meta = yaml.safe_load(content.split("\n---", 1)[0][3:]) or {}
+        except yaml.YAMLError as err:
+            return [f"the YAML front matter does not parse: {err}"]
+        if not isinstance(meta, dict):
+            return ["the YAML front matter is not a mapping"]
+        problems = []
+        licence = meta.get("license")
+        if licence is not None and licence not in LICENSES:
+            problems.append(f'"license" must be one of the Hub\'s licence ids, not {licence!r}')
+        bases = meta.get("base_model")
+        for base in bases if isinstance(bases, list) else [bases] if bases is not None else []:
+            if not isinstance(base, str) or not _REPO_ID.fullmatch(base) or ".." in base:
+                problems.append(f'"base_model" must be a model id on the Hub (user/name), not {base!r}')
+        for entry in meta.get("model-index") or []:
+            if not isinstance(entry, dict) or "name" not in entry or not isinstance(entry.get("results"), list):
+                problems.append('"model-index" entries need a "name" and a list of "results"')
+        with self._lock:
+            problems += [f'"{field}" {reason}' for field, reason in self._card_rules.items() if field in meta]
+        return problems
+
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
@@ -478,14 +523,14 @@ class HubServer:
         with self._lock:
             self._log.append(entry)
 
-    def _dispatch(self, method: str, url: str, body: BinaryIO) -> tuple[int, dict[str, str], bytes | Path]:
+    def _dispatch(self, method: str, url: str, body: BinaryIO, headers: Any = None) -> tuple[int, dict[str, str], bytes | Path]:
         parts = urlsplit(url)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         for route_method, pattern, name in _ROUTES:
             match = pattern.fullmatch(parts.path)
             if match and route_method == method:
                 args = {k: unquote(v) if v is not None else None for k, v in match.groupdict().items()}
-                return getattr(self, f"_api_{name}")(body=body, query=query, url=parts, method=method, **args)
+                return getattr(self, f"_api_{name}")(body=body, query=query, url=parts, method=method, headers=headers, **args)
         raise _HttpError(404, f"no route for {method} {parts.path}")
 
     # -- API ----------------------------------------------------------------------------
@@ -494,8 +539,15 @@ class HubServer:
         auth = {"type": "access_token", "accessToken": {"role": "write"}}
         return _json(200, {"type": "user", "name": self.user, "fullname": self.user, "orgs": [], "auth": auth})
 
-    def _api_validate_yaml(self, **_: Any):
-        return _json(200, {"errors": [], "warnings": []})
+    def _api_validate_yaml(self, body: BinaryIO, headers: Any, **_: Any):
+        """JSON ``errors``/``warnings`` (what ``HfApi._validate_yaml`` reads before every commit carrying README.md),
+        or the reasons as text when asked for (``RepoCard.validate``'s ``Accept: text/plain``)."""
+        problems = self.card_problems(json.loads(body.read() or b"{}").get("content", ""))
+        if not problems:
+            return _json(200, {"errors": [], "warnings": []})
+        if "text/plain" in (headers.get("Accept") or ""):
+            return 400, {"Content-Type": "text/plain", "X-Error-Code": "BadRequest"}, "\n".join(problems).encode()
+        return _json(400, {"errors": [{"message": p} for p in problems], "warnings": []}, {"X-Error-Code": "BadRequest"})
 
     def _api_create_repo(self, body: BinaryIO, **_: Any):
         payload = json.loads(body.read() or b"{}")
@@ -608,6 +660,9 @@ class HubServer:
                 raise _HttpError(400, f"invalid path {path!r}")
             if key == "file":
                 data = base64.b64decode(value["content"]) if value.get("encoding") == "base64" else value["content"].encode()
+                problems = self.card_problems(data.decode("utf-8", errors="replace")) if path == "README.md" else []
+                if problems:
+                    raise _HttpError(400, "Invalid metadata in README.md. " + "; ".join(problems), "BadRequest")
                 sha = repo.store_blob(data)
                 new_blobs[sha] = (len(data), _git_sha1(data), path)
                 operations.append(("add", path, sha))
@@ -783,7 +838,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             # an LFS upload URL is pre-signed, as the real storage's are: it needs no token
             if entry.auth in ("missing", "invalid") and not self.path.startswith(("/api/validate-yaml", "/lfs-upload/")):
                 raise _HttpError(401, INVALID_CREDENTIALS)
-            status, out_headers, payload = hub._dispatch(method, self.path, body)
+            status, out_headers, payload = hub._dispatch(method, self.path, body, self.headers)
         except _Aborted:
             self.close_connection = True
             hub._record(entry)

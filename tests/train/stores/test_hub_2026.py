@@ -125,3 +125,46 @@ def test_a_pull_that_races_a_history_rewrite_pulls_again(hub, tmp_path):
     hub.release()
     thread.join(timeout=60)
     assert pulled and pulled[0].name == "step-00000001"
+
+
+# ---------------------------------------------------------------- item 2: the card's metadata
+
+
+CARD = "---\nlicense: {licence}\nlanguage:\n- fi\n---\n\n# a voice\n\nstep {step}\n"
+
+
+def test_a_card_the_hub_refuses_is_left_out_and_never_stops_a_push(hub, tmp_path):
+    store = make_store(hub, tmp_path / "run")
+    (store.root).mkdir(parents=True, exist_ok=True)
+    (store.root / "README.md").write_text(CARD.format(licence="my-own-licence", step=1))
+    store.acquire("session-a")
+    store.publish(save(store.root, 1), final=True)
+    assert store.wait(timeout=30), store.problem()
+    assert latest_on_hub(hub) == "step-00000001" and "README.md" not in hub.files(REPO)
+    assert "README.md" in store.problem() and "license" in store.problem()
+    store.release()
+    store.close()
+
+
+def test_rules_that_tighten_mid_session_never_stop_heartbeats_and_the_card_rides_only_when_it_changes(hub, tmp_path):
+    store = make_store(hub, tmp_path / "run", lease_timeout=1.5)
+    store.root.mkdir(parents=True, exist_ok=True)
+    (store.root / "README.md").write_text(CARD.format(licence="mit", step=1))
+    store.acquire("session-a")
+    store.publish(save(store.root, 1))
+    assert store.wait(timeout=30)
+    assert hub.files(REPO)["README.md"].startswith(b"---\nlicense: mit")
+    hub.refuse_card_field("license", "is refused by a rule added today")
+    time.sleep(3)  # heartbeats every 0.5 s
+    beats = [r for r in hub.requests if "/commit/" in r.path and b"heartbeat" in r.body]
+    assert len(beats) >= 2 and all(r.status == 200 for r in beats), [(r.status, r.body[:200]) for r in beats]
+    assert not any(b"README.md" in r.body for r in beats)
+    (store.root / "README.md").write_text(CARD.format(licence="mit", step=2))  # a new page, now refused
+    store.publish(save(store.root, 2), final=True)
+    deadline = time.monotonic() + 30
+    while latest_on_hub(hub) != "step-00000002" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert latest_on_hub(hub) == "step-00000002"
+    assert b"step 1" in hub.files(REPO)["README.md"]  # the refused page stayed out; the run went on
+    store.release()
+    store.close()

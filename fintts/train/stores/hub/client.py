@@ -205,6 +205,29 @@ class HubClient:
             raise HubUnavailable(f"the Hub did not say which commit {self.repo_id} is at")
         return RepoHead(info["sha"], _timestamp(info.get("lastModified")), _http_date(response.headers.get("Date")))
 
+    def card_problem(self, content: str) -> str | None:
+        """What the Hub finds wrong with a card's metadata (``None``: it accepts it), from its own validator.
+
+        The Hub validates ``README.md``'s metadata on every commit that carries it and refuses the
+        whole commit when a field does not pass; ``/api/validate-yaml`` is the same check without a
+        commit (``huggingface_hub`` 2.4 ``repocard.RepoCard.validate``: 400 and the reasons as text).
+        ``create_commit`` asks it too before each commit carrying ``README.md`` (``HfApi._validate_yaml``,
+        raising ``ValueError("Invalid metadata in README.md …")``); ``RepoCard.validate`` posts to
+        ``constants.ENDPOINT``, not this client's endpoint, hence the request here.
+        """
+        response = self._bounded(
+            get_session().post, f"{self.endpoint}/api/validate-yaml", json={"repoType": "model", "content": content},
+            headers=build_hf_headers(token=self._token_arg, library_name="fintts"),
+        )
+        if response.status_code == 400:  # {"errors": [{"message": …}], "warnings": […]}, as HfApi._validate_yaml reads it
+            try:
+                errors = [str(e.get("message")) for e in response.json().get("errors", []) if isinstance(e, dict)]
+            except (ValueError, AttributeError):
+                errors = [response.text.strip()]
+            return "; ".join(e for e in errors if e) or "the Hub refused the card's metadata"
+        hf_raise_for_status(response)
+        return None
+
     def used_storage(self) -> int | None:
         return getattr(self._bounded(self.api.model_info, self.repo_id), "used_storage", None)
 

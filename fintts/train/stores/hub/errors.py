@@ -138,6 +138,9 @@ def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: s
                 f"repo {repo_id} not found at {endpoint}, or the token cannot see it. Check the name (user/name) and the token"
             )
         return HubRefused(f"the Hub refused the request ({status}: {detail})")
+    if isinstance(err, ValueError) and "Invalid metadata in README.md" in str(err):
+        # HfApi.create_commit validates README.md's metadata itself before committing (hf_api.py, _validate_yaml)
+        return HubRefused(f"the Hub refused the card's metadata ({scrub(str(err), token).replace(chr(10), ' ')})")
     if _from_xet(err):
         return _xet_failure(err, token=token, repo_id=repo_id)
     if isinstance(err, (ConnectionError, TimeoutError)):  # builtin ones: not a file's (a socket's, a thread's)

@@ -5,12 +5,13 @@ store; this store makes them durable in a Hub model repo that has the same layou
 later session on an empty disk resumes from it and a laptop pulls the model from it.
 
 **One commit per pushed checkpoint.** Every full push is one atomic Hub commit with the
-checkpoint's files, the new ``latest``, ``status.json``, the run's card ``README.md``,
-``model/``, ``loss.png``, ``samples/`` and ``tb/`` (when present), the lease heartbeat,
-``pushes.json`` and the deletion of checkpoints pruned since the last push. The Hub
-therefore never shows a ``latest`` naming a half-uploaded checkpoint: a commit lands whole
-or not at all. Commits name their parent (``parent_commit``), so a concurrent writer makes
-ours fail instead of interleaving. When pushes happen is the :class:`Publisher`'s business.
+checkpoint's files, the new ``latest``, ``status.json``, the run's card ``README.md`` (when it
+changed and the Hub accepts its metadata, see :mod:`.card_gate`), ``model/``, ``loss.png``,
+``samples/`` and ``tb/`` (when present), the lease heartbeat, ``pushes.json`` and the deletion
+of checkpoints pruned since the last push. The Hub therefore never shows a ``latest`` naming a
+half-uploaded checkpoint: a commit lands whole or not at all. Commits name their parent
+(``parent_commit``), so a concurrent writer makes ours fail instead of interleaving.
+When pushes happen is the :class:`Publisher`'s business.
 
 **Local copies.** :meth:`HubStore.prune` never deletes the checkpoint being uploaded nor
 the newest one waiting to be; any other checkpoint it removes is either on the Hub or
@@ -71,11 +72,13 @@ from typing import Any
 from fintts.errors import StoreError
 from fintts.train.machine.platform import host_name
 from fintts.train.repo_id import repo_id_problem
+from fintts.train.report.card import CARD
 from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import STATUS, Store
 from fintts.train.stores.hub import resume
 from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.commits import LOCAL_DIR, Commits, Outbox
+from fintts.train.stores.hub.errors import HubRefused
 from fintts.train.stores.hub.lease import LeaseHolder
 from fintts.train.stores.hub.ledger import PUSHES, Ledger
 from fintts.train.stores.hub.publisher import Publisher, Target
@@ -169,7 +172,7 @@ class HubStore(Store):
         self._holder.session_seconds = None if deadline is None else max(0.0, deadline - time.time())
 
     def problem(self) -> str | None:
-        return self._publisher.fatal or self._publisher.last_error
+        return self._publisher.fatal or self._publisher.last_error or self._commits.cards.problem()
 
     # -- lease ----------------------------------------------------------------------------
 
@@ -222,7 +225,7 @@ class HubStore(Store):
         if self._holder.lease is None:
             return
         self._publisher.heartbeats(False)
-        self._holder.release(timeout, lambda head: self._commits.small(head, with_lease=False), self._retrying)
+        self._holder.release(timeout, lambda head: self._commits.small(head, with_lease=False, with_card=True), self._retrying)
 
     def notes(self) -> list[str]:
         """The lease's ceiling, when it cut the timeout this run's slow pushes asked for."""
@@ -361,16 +364,24 @@ class HubStore(Store):
         head = self._holder.checked_head()
         files = self._client.files(head)
         on_hub = checkpoint_names(files)
-        operations, size, deleted, added = self._commits.full(target, files, on_hub)
+        operations, size, deleted, added, card = self._commits.full(target, files, on_hub)
         self._client.upload(operations, self.upload_timeout)  # the bulk of the push, holding no lock
         # only this session commits while it holds the lease (its heartbeats meanwhile touch no checkpoint)
-        info = self._holder.commit(lambda head: operations, f"{target.name}" + (" (end of session)" if target.final else ""))
+        try:
+            info = self._holder.commit(lambda head: operations, f"{target.name}" + (" (end of session)" if target.final else ""))
+        except Exception as err:
+            failure = self._client.failure(err)
+            if card is not None and isinstance(failure, HubRefused) and CARD in str(failure):
+                self._commits.cards.refused(card, str(failure))  # the retry goes without it
+            raise
+        if card is not None:
+            self._commits.cards.sent(card)
         seconds = time.monotonic() - started
         self._ledger.pushed(target.name, (on_hub - deleted) | added, seconds, size, info.commit_url)
         log.info("%s: pushed %s (%.1f MB in %.1fs)", self.url, target.name, size / 1e6, seconds)
 
     def _push_heartbeat(self) -> None:
-        self._holder.commit(lambda head: self._commits.small(head, with_lease=True), "heartbeat")
+        self._holder.commit(lambda head: self._commits.small(head, with_lease=True, with_card=False), "heartbeat")
 
     def _tidy_storage(self) -> None:
         """Free LFS objects of deleted files and warn before the storage cap; failures only warn (next push retries)."""
