@@ -252,6 +252,7 @@ class _Repo:
             commits[parent] = commit
             history.append(parent)
         self.state["history"], self.state["commits"] = history, commits
+        self.state["rewrites"] = self.state.get("rewrites", 0) + 1
         for sha in shas:
             if self.state["blobs"].get(sha, {}).get("lfs"):
                 del self.state["blobs"][sha]
@@ -489,6 +490,11 @@ class HubServer:
                 {"oid": oid, "summary": commits[oid]["summary"], "paths": sorted(commits[oid]["tree"])}
                 for oid in repo.state["history"]
             ]
+
+    def rewrites(self, repo_id: str) -> int:
+        """How many times :meth:`permanently_delete_lfs_files` rewrote the repo's history."""
+        with self._lock:
+            return self._repo(repo_id).state.get("rewrites", 0)
 
     def used_storage(self, repo_id: str) -> int:
         with self._lock:

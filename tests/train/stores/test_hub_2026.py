@@ -3,9 +3,14 @@ rewrites, against the local Hub stand-in switched to each behaviour and the real
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from huggingface_hub import HfApi, constants
@@ -166,5 +171,43 @@ def test_rules_that_tighten_mid_session_never_stop_heartbeats_and_the_card_rides
         time.sleep(0.2)
     assert latest_on_hub(hub) == "step-00000002"
     assert b"step 1" in hub.files(REPO)["README.md"]  # the refused page stayed out; the run went on
+    store.release()
+    store.close()
+
+
+# ---------------------------------------------------------------- item 3: commits and rewrites per session
+
+
+def test_a_session_with_the_shipped_config_makes_at_most_30_commits_and_2_rewrites(tmp_path):
+    """benchmarks/hub_commits.py on a clock where an hour lasts one second: the shipped config's 12-hour session."""
+    root = Path(__file__).resolve().parents[3]
+    out = tmp_path / "counts.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "tests" / "stand_ins")])}
+    result = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "hub_commits.py"), str(root / "configs" / "mms-fin.yaml"), "--hour", "1.0",
+         "--json", str(out)], capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    counts = json.loads(out.read_text())
+    assert counts["commits"] <= 30 and counts["rewrites"] <= 2, counts
+    assert counts["by_kind"]["checkpoint push"] >= 12  # the hourly pushes all happened
+
+
+def test_pushes_free_storage_at_the_session_end_not_after_each_push(hub, tmp_path):
+    store = make_store(hub, tmp_path / "run")
+    store.acquire("session-a")
+    for step in range(1, 5):
+        store.prune(1)
+        store.publish(save(store.root, step, size=8000))
+        assert store.wait(timeout=30)
+    assert hub.rewrites(REPO) == 0  # deleted checkpoints wait: no history rewrite mid-session
+    store.prune(1)
+    store.publish(save(store.root, 5, size=8000), final=True)
+    assert store.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while hub.rewrites(REPO) == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert hub.rewrites(REPO) == 1
+    assert {p.split("/")[1] for p in hub.files(REPO) if p.startswith("checkpoints/")} == {"step-00000005"}
     store.release()
     store.close()

@@ -19,9 +19,14 @@ superseded by a newer one that will be pushed instead. The same keep-last rule, 
 protected (best) checkpoints, is applied on the Hub at the next full push; a protected
 checkpoint not yet on the Hub rides along in that commit.
 
-**Bounded storage.** LFS objects no longer referenced at the head are freed for good after
-each push (``permanently_delete_lfs_files``, which rewrites history), so deleted checkpoints
-stop counting towards the repo's storage. :meth:`HubStore.describe` reports the repo size and
+**Bounded storage, few history rewrites.** LFS objects no longer referenced at the head are
+freed for good (``permanently_delete_lfs_files``, which rewrites history), so deleted
+checkpoints stop counting towards the repo's storage. Each rewrite gives every later commit a
+new id (a reader then reads again, see :mod:`.errors`), and the Hub's guidance is to keep a
+repo's history short, so storage is freed only at a session's final push, when ``rewrite_every``
+seconds passed since this session's last rewrite, or when the next push would cross
+``storage_cap_gb``: at most two rewrites in a 12-hour session (``benchmarks/hub_commits.py``).
+:meth:`HubStore.describe` reports the repo size and
 a warning is logged when the next push would cross ``storage_cap_gb``.
 
 **Where the newest checkpoint is.** Every ``status.json`` this store commits carries a
@@ -90,6 +95,10 @@ log = logging.getLogger(__name__)
 BINDING = "repo.json"
 #: How long a failing session without a time limit waits at most for its newest checkpoint's push.
 SECURE_WAIT = 600.0
+#: The shortest default lease timeout (seconds).
+MIN_LEASE_TIMEOUT = 900.0
+#: Seconds between a session's history rewrites that free deleted checkpoints' storage (its final push always may).
+REWRITE_EVERY = 6 * 3600.0
 
 
 class HubStore(Store):
@@ -99,7 +108,11 @@ class HubStore(Store):
     ``$HF_ENDPOINT`` or huggingface.co). ``token``: see
     :func:`~fintts.train.stores.hub.auth.find_token`. ``private``: visibility of a repo this
     store creates. ``push_every``: seconds between full pushes (``0``: every publish).
-    ``lease_timeout``: seconds without a heartbeat after which a lease may be taken over.
+    ``lease_timeout``: seconds without a heartbeat after which a lease may be taken over (default:
+    twice ``push_every``, at least 15 minutes: heartbeats, every third of it, then fall between
+    hourly pushes at most once, so a 12-hour session makes about 26 commits, not 146; a Kaggle
+    session that died has its lease released by ``fintts kaggle`` once Kaggle says it ended).
+    ``rewrite_every``: seconds between history rewrites that free storage (see above).
     ``storage_cap_gb``: warn before the repo outgrows this. ``host``: how the lease names
     this machine (default: :func:`~fintts.train.machine.platform.host_name`). ``backoff``: retry waits.
     ``sync_attempts``: tries of the calls that block the caller (acquire, resume, release).
@@ -123,7 +136,8 @@ class HubStore(Store):
         token: str | None = None,
         private: bool = True,
         push_every: float = 3600.0,
-        lease_timeout: float = 900.0,
+        lease_timeout: float | None = None,
+        rewrite_every: float = REWRITE_EVERY,
         storage_cap_gb: float | None = None,
         host: str | None = None,
         backoff: Backoff = Backoff(),
@@ -135,6 +149,8 @@ class HubStore(Store):
         problem = repo_id_problem(repo_id)
         if problem:
             raise StoreError(f"hub_repo: {problem}")
+        if lease_timeout is None:
+            lease_timeout = max(MIN_LEASE_TIMEOUT, 2 * push_every)
         if push_every < 0 or lease_timeout <= 0:
             raise StoreError("push_every must be >= 0 and lease_timeout > 0 seconds")
         self.repo_id = self.hub_repo = repo_id
@@ -146,6 +162,8 @@ class HubStore(Store):
         self.backoff = backoff
         self.sync_attempts = max(1, sync_attempts)
         self.upload_timeout = upload_timeout
+        self.rewrite_every = rewrite_every
+        self._last_rewrite = time.monotonic()  # a session's first rewrite waits rewrite_every too (or its final push)
         self._client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout, anonymous_ok=read_only)
         self._folder_lock = LocalStore(self.root)  # the same one-process-per-folder lock as a local run's
         self._ledger = Ledger(self.root / PUSHES)
@@ -383,12 +401,23 @@ class HubStore(Store):
     def _push_heartbeat(self) -> None:
         self._holder.commit(lambda head: self._commits.small(head, with_lease=True, with_card=False), "heartbeat")
 
-    def _tidy_storage(self) -> None:
-        """Free LFS objects of deleted files and warn before the storage cap; failures only warn (next push retries)."""
+    def _rewrite_due(self, final: bool) -> bool:
+        """Free storage now (a history rewrite)? At a final push, every ``rewrite_every``, or near the storage cap."""
+        if final or time.monotonic() - self._last_rewrite >= self.rewrite_every:
+            return True
+        if self.storage_cap_gb is None or self._used_storage is None:
+            return False
+        return self._used_storage + 2 * self._ledger.last_push_bytes() > self.storage_cap_gb * 1e9
+
+    def _tidy_storage(self, target: Target | None = None) -> None:
+        """Free LFS objects of deleted files when due (see the module) and warn before the storage cap; failures only
+        warn (a later push retries). ``target``: the push just made (``None``: a push by hand, which counts as final)."""
         try:
-            freed = self._holder.free_unreferenced()
-            if freed:
-                log.info("%s: freed %.1f MB of deleted checkpoints", self.url, freed / 1e6)
+            if self._rewrite_due(target is None or target.final):
+                freed = self._holder.free_unreferenced()
+                self._last_rewrite = time.monotonic()
+                if freed:
+                    log.info("%s: freed %.1f MB of deleted checkpoints", self.url, freed / 1e6)
             self._used_storage = self._client.used_storage()
         except Exception as err:
             log.warning("%s: could not free old checkpoints' storage (%s); will retry after the next push",
