@@ -42,6 +42,15 @@ What it models, because the store depends on it:
   entries with ``name`` and ``results``; :meth:`refuse_card_field` adds one, as the Hub's rules
   tighten over time.
 
+* **Quotas, tokens and namespaces.** ``storage_limit`` (bytes): a commit that would take the
+  namespace's private repos past it is refused ``403 Private repository storage limit reached``
+  (huggingface_hub #3048/#3049); ``GET /api/models?author=`` lists the namespace's repos with their
+  ``usedStorage``. :meth:`fail` can add the ``RateLimit`` header (``"api";r=0;t=N``, the Hub's
+  signal) with or without ``Retry-After``. :meth:`scope_token` makes the token a fine-grained one
+  that may write only to some repos and may not create any (403 on ``create_repo``).
+  ``owners_only=True`` refuses, as the Hub does, creating or writing a repo outside the user's
+  namespace (off by default: many tests name repos under other users).
+
 Fault switches for tests: :meth:`fail` (status N for the next k requests, optionally with
 ``Retry-After``), :meth:`stall` (hold requests, optionally after part of the body),
 :meth:`stop`/:meth:`start` (refuse connections on the same port) and ``token=`` (401
@@ -84,6 +93,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"/api/whoami-v2"), "whoami"),
     ("POST", re.compile(r"/api/validate-yaml"), "validate_yaml"),
     ("POST", re.compile(r"/api/repos/create"), "create_repo"),
+    ("GET", re.compile(r"/api/(?:models|datasets)"), "list_repos"),
     ("GET", re.compile(_REPO), "repo_info"),
     ("GET", re.compile(_REPO + r"/revision/(?P<rev>[^/]+)"), "repo_info"),
     ("POST", re.compile(_REPO + r"/preupload/(?P<rev>[^/]+)"), "preupload"),
@@ -139,6 +149,7 @@ class _Fault:
     remaining: int
     status: int = 500
     retry_after: int | None = None
+    ratelimit: int | None = None
     seconds: float | None = 0.0
     after_bytes: int = 0
 
@@ -300,6 +311,8 @@ class HubServer:
         port: int = 0,
         lfs_uploads: bool = False,
         xet: bool = False,
+        storage_limit: int | None = None,
+        owners_only: bool = False,
     ):
         self.root = Path(root)
         self.token = token
@@ -311,6 +324,10 @@ class HubServer:
         self.xet = xet
         self._xet_outage: list[int] = [0, 503]  # preuploads left that go to the CAS, and the CAS's answer
         self._card_rules: dict[str, str] = {}  # metadata field -> why the Hub now refuses it
+        #: bytes the namespace's private repos may hold (``None``: no limit).
+        self.storage_limit = storage_limit
+        self.owners_only = owners_only
+        self._scope: tuple[set[str], bool] | None = None  # a fine-grained token: (repos it may write, may create)
         self.page_size = page_size
         self.port = port
         self._lock = threading.RLock()
@@ -373,12 +390,19 @@ class HubServer:
     # -- fault switches -----------------------------------------------------------------
 
     def fail(
-        self, status: int, *, times: int = 1, path: str | None = None, method: str | None = None, retry_after: int | None = None
+        self, status: int, *, times: int = 1, path: str | None = None, method: str | None = None, retry_after: int | None = None,
+        ratelimit: int | None = None,
     ) -> None:
-        """Answer the next ``times`` requests matching ``path`` (a regex) and ``method`` with ``status``."""
+        """Answer the next ``times`` requests matching ``path`` (a regex) and ``method`` with ``status``; ``retry_after``
+        and ``ratelimit`` (seconds until the quota resets, as the ``RateLimit`` header's ``t=``) add those headers."""
         pattern = re.compile(path) if path else None
         with self._lock:
-            self._faults.append(_Fault("fail", pattern, method, times, status=status, retry_after=retry_after))
+            self._faults.append(_Fault("fail", pattern, method, times, status=status, retry_after=retry_after, ratelimit=ratelimit))
+
+    def scope_token(self, repos: list[str], *, may_create: bool = False) -> None:
+        """Make the token a fine-grained one that may write only to ``repos`` (and create repos only if ``may_create``)."""
+        with self._lock:
+            self._scope = (set(repos), may_create)
 
     def stall(
         self, seconds: float | None, *, times: int = 1, path: str | None = None, method: str | None = None, after_bytes: int = 0
@@ -542,7 +566,7 @@ class HubServer:
     # -- API ----------------------------------------------------------------------------
 
     def _api_whoami(self, **_: Any):
-        auth = {"type": "access_token", "accessToken": {"role": "write"}}
+        auth = {"type": "access_token", "accessToken": {"role": "write" if self._scope is None else "fineGrained"}}
         return _json(200, {"type": "user", "name": self.user, "fullname": self.user, "orgs": [], "auth": auth})
 
     def _api_validate_yaml(self, body: BinaryIO, headers: Any, **_: Any):
@@ -560,13 +584,41 @@ class HubServer:
         if payload.get("type", "model") not in ("model", "dataset"):
             raise _HttpError(400, "this test server only hosts model and dataset repos")
         repo_id = f"{payload.get('organization') or self.user}/{payload['name']}"
+        namespace = repo_id.split("/")[0]
         with self._lock:
+            if self._scope is not None and not self._scope[1] or self.owners_only and namespace != self.user:
+                raise _HttpError(403, f'You don\'t have the rights to create a model under the namespace "{namespace}"')
             if repo_id in self._repos:
                 raise _HttpError(409, "You already created this model repo", url=f"{self.endpoint}/{repo_id}")
             private = payload.get("visibility", "private" if payload.get("private") else "public") == "private"
             ns, name = repo_id.split("/")
             self._repos[repo_id] = _Repo.create(self.root / "repos" / ns / name, repo_id, private)
         return _json(200, {"url": f"{self.endpoint}/{repo_id}", "name": repo_id, "id": repo_id})
+
+    def _api_list_repos(self, query: dict[str, str], **_: Any):
+        author = query.get("author")
+        with self._lock:
+            items = [
+                {"id": rid, "private": repo.state["private"], "usedStorage": repo.used_storage()}
+                for rid, repo in sorted(self._repos.items()) if author is None or rid.split("/")[0] == author
+            ]
+        return _json(200, items)
+
+    def _may_write(self, repo_id: str) -> None:
+        """Refuse a write the token may not make (a scoped token's other repos; another user's namespace)."""
+        with self._lock:
+            scoped_out = self._scope is not None and repo_id not in self._scope[0]
+        if scoped_out or self.owners_only and repo_id.split("/")[0] != self.user:
+            raise _HttpError(403, f"You don't have write access to {repo_id}")
+
+    def _check_storage_limit(self, repo: _Repo, new_blobs: dict[str, tuple[int, str, str]]) -> None:
+        if self.storage_limit is None or not repo.state["private"]:
+            return
+        namespace = repo.state["id"].split("/")[0]
+        used = sum(r.used_storage() for rid, r in self._repos.items() if rid.split("/")[0] == namespace and r.state["private"])
+        fresh = sum(size for sha, (size, _, _) in new_blobs.items() if sha not in repo.state["blobs"])
+        if used + fresh > self.storage_limit:
+            raise _HttpError(403, "Private repository storage limit reached", "StorageLimitReached")
 
     def _api_repo_info(self, ns: str, name: str, rev: str = "main", **_: Any):
         with self._lock:
@@ -589,6 +641,7 @@ class HubServer:
 
     def _api_preupload(self, ns: str, name: str, rev: str, body: BinaryIO, **_: Any):
         payload = json.loads(body.read())
+        self._may_write(f"{ns}/{name}")
         with self._lock:
             repo = self._repo(f"{ns}/{name}")
             tree = repo.tree(rev)
@@ -650,6 +703,7 @@ class HubServer:
         repo_id = f"{ns}/{name}"
         with self._lock:
             repo = self._repo(repo_id)
+        self._may_write(repo_id)
         header: dict[str, Any] = {}
         operations: list[tuple[str, str, str | None]] = []
         new_blobs: dict[str, tuple[int, str, str]] = {}
@@ -682,6 +736,7 @@ class HubServer:
             parent = header.get("parentCommit")
             if parent is not None and not repo.head.startswith(parent):
                 raise _HttpError(412, "A commit has happened since. Please refresh and try again.")
+            self._check_storage_limit(repo, new_blobs)
             tree = dict(repo.tree())
             for kind, path, sha in operations:
                 if kind == "add":
@@ -739,6 +794,7 @@ class HubServer:
 
     def _api_lfs_delete(self, ns: str, name: str, body: BinaryIO, **_: Any):
         payload = json.loads(body.read())
+        self._may_write(f"{ns}/{name}")
         shas = set(payload["deletions"]["sha"])
         with self._lock:
             self._repo(f"{ns}/{name}").delete_lfs(shas)
@@ -840,6 +896,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 raise _HttpError(status_now, f"CAS storage answered {status_now}")
             if fail is not None:
                 extra = {"Retry-After": str(fail.retry_after)} if fail.retry_after is not None else {}
+                if fail.ratelimit is not None:
+                    extra |= {"RateLimit": f'"api";r=0;t={fail.ratelimit}', "RateLimit-Policy": '"fixed window";"api";q=128;w=3600'}
                 raise _HttpError(fail.status, f"injected failure {fail.status}", headers=extra)
             # an LFS upload URL is pre-signed, as the real storage's are: it needs no token
             if entry.auth in ("missing", "invalid") and not self.path.startswith(("/api/validate-yaml", "/lfs-upload/")):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import HfApi, constants
 
+from fintts.train.stores import StoreError
 from fintts.train.stores.hub import pull
 from fintts.train.stores.hub.errors import HubUnavailable, classify
 from fintts_stand_ins import HubServer
@@ -211,3 +212,83 @@ def test_pushes_free_storage_at_the_session_end_not_after_each_push(hub, tmp_pat
     assert {p.split("/")[1] for p in hub.files(REPO) if p.startswith("checkpoints/")} == {"step-00000005"}
     store.release()
     store.close()
+
+
+# ---------------------------------------------------------------- items 4-6: quotas, rate limits, tokens, visibility
+
+
+def test_the_storage_limit_403_says_the_storage_is_full_not_the_token(tmp_path):
+    with HubServer(tmp_path / "hub", token=TOKEN, storage_limit=20_000) as hub:
+        store = make_store(hub, tmp_path / "run", storage_limit_gb=None)
+        store.acquire("session-a")
+        store.publish(save(store.root, 1, size=64_000), final=True)
+        assert not store.wait(timeout=30)
+        pending = store.pending()
+        assert "storage is full" in pending and "write role" not in pending, pending
+        store.close()
+
+
+def test_a_session_that_could_not_save_within_the_accounts_storage_is_refused_at_its_start(hub, tmp_path):
+    api = HfApi(endpoint=hub.endpoint, token=TOKEN)
+    api.create_repo("fintts-tester/older-voice", private=True)
+    api.upload_file(path_or_fileobj=b"w" * 50_000, path_in_repo="model.safetensors", repo_id="fintts-tester/older-voice")
+    store = make_store(hub, tmp_path / "run", storage_limit_gb=40_000 / 1e9)
+    with pytest.raises(StoreError, match=r"use 0\.0 GB of the account's .*Free space"):
+        store.acquire("session-a")
+    assert "lease.json" not in hub.files(REPO)
+
+
+def test_a_429_waits_as_the_ratelimit_header_says_and_uploads_nothing_twice(tmp_path, monkeypatch):
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)  # the stand-in's LFS path shows each upload
+    with HubServer(tmp_path / "hub", token=TOKEN, lfs_uploads=True) as hub:
+        store = make_store(hub, tmp_path / "run")
+        store.acquire("session-a")
+        hub.fail(429, path="/commit/", ratelimit=3, times=1)  # the hourly commit quota, said by RateLimit alone
+        store.publish(save(store.root, 1, size=64_000), final=True)
+        assert store.wait(timeout=60)
+        commits = [r for r in hub.requests if "/commit/" in r.path and r.status in (200, 429)]
+        refused = next(i for i, r in enumerate(commits) if r.status == 429)
+        assert commits[refused + 1].status == 200
+        assert len([r for r in hub.requests if r.path.startswith("/lfs-upload/")]) == 1  # the checkpoint's file, once
+        store.release()
+        store.close()
+
+
+def test_a_429_is_retried_no_sooner_than_the_ratelimit_reset(tmp_path):
+    with HubServer(tmp_path / "hub", token=TOKEN) as hub:
+        store = make_store(hub, tmp_path / "run")
+        store.acquire("session-a")
+        hub.fail(429, path="/commit/", ratelimit=3, times=1)
+        started = time.monotonic()
+        store.publish(save(store.root, 1), final=True)
+        assert store.wait(timeout=60)
+        assert time.monotonic() - started >= 2.9
+        store.release()
+        store.close()
+
+
+def test_a_token_that_may_not_create_repos_is_told_to_create_the_repo_first(hub, tmp_path):
+    hub.scope_token(["fintts-tester/other-voice"])
+    store = make_store(hub, tmp_path / "run")
+    with pytest.raises(StoreError) as refused:
+        store.acquire("session-a")
+    assert "create the repo first" in str(refused.value) and "write role" not in str(refused.value)
+
+
+def test_a_repo_in_someone_elses_namespace_is_refused(tmp_path):
+    with HubServer(tmp_path / "hub", token=TOKEN, owners_only=True) as hub:
+        store = make_store(hub, tmp_path / "run", repo="someone-else/voice")
+        with pytest.raises(StoreError, match="may not create someone-else/voice"):
+            store.acquire("session-a")
+
+
+def test_a_public_repo_is_refused_for_a_training_run_unless_asked_for(hub, tmp_path):
+    HfApi(endpoint=hub.endpoint, token=TOKEN).create_repo(REPO, private=False)
+    store = make_store(hub, tmp_path / "run")
+    with pytest.raises(StoreError, match="is public.*hub_public"):
+        store.acquire("session-a")
+    assert "lease.json" not in hub.files(REPO)
+    allowed = make_store(hub, tmp_path / "run", allow_public=True)
+    allowed.acquire("session-a")
+    allowed.release()
+    allowed.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from types import TracebackType
+from typing import Any
 
 from huggingface_hub.errors import (
     HfHubHTTPError,
@@ -24,6 +25,7 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
+from huggingface_hub.utils import parse_ratelimit_headers
 
 from fintts.errors import LeaseConflict, StoreError
 
@@ -67,6 +69,10 @@ class HubRepoError(HubError):
 
 class HubRefused(HubError):
     """The Hub refused a request for a reason retrying will not change (4xx)."""
+
+
+class HubStorageFull(HubRefused):
+    """The account's storage is full: every upload is refused until a person frees space or upgrades."""
 
 
 class HubUnavailable(HubError):
@@ -118,8 +124,15 @@ def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: s
             # for a repo that is there. Read again from the new head, never "repo not found".
             return HubMoved("the commit being read vanished (the repo's history was rewritten meanwhile); read again")
         if status in _RETRY_STATUSES:
-            retry_after = err.response.headers.get("Retry-After", "").strip()
-            return HubUnavailable(f"the Hub answered {status}", retry_after=float(retry_after) if retry_after.isdigit() else None)
+            wait = _retry_after(err.response.headers)
+            return HubUnavailable(f"the Hub answered {status}" + (f"; it asks to wait {wait:.0f} s" if wait else ""), retry_after=wait)
+        if status == 403 and "storage" in detail.lower() and "limit" in detail.lower():
+            # "403 Private repository storage limit reached" (huggingface_hub #3048/#3049): the account's quota, not the token
+            return HubStorageFull(
+                f"the Hub refused to store more in {repo_id}: the account's private storage is full (403: {detail}). Free "
+                "space (delete old repos or checkpoints: https://huggingface.co/settings/storage) or upgrade the account; "
+                "the checkpoints stay on this disk meanwhile"
+            )
         if status == 401 and not token:
             return HubAuthError(
                 f"{repo_id} cannot be read without a token (401: {detail}): it is private, or the name is wrong. Create a "
@@ -156,6 +169,23 @@ def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: s
     if isinstance(err, OSError):
         return HubLocalError(f"local file problem: {scrub(str(err), token)}")
     return HubError(f"{type(err).__name__}: {scrub(str(err), token)}")
+
+
+def _retry_after(headers: Any) -> float | None:
+    """How long the Hub asks to wait: the longer of ``Retry-After`` and the ``RateLimit`` header's ``t=``.
+
+    ``RateLimit: "api";r=0;t=55`` is the Hub's documented signal (huggingface_hub 2.4
+    ``utils/_http.py``, ``parse_ratelimit_headers``, after the IETF draft); a 429 of the hourly commit
+    quota may carry it alone.
+    """
+    waits = []
+    value = (headers.get("Retry-After") or "").strip()
+    if value.isdigit():
+        waits.append(float(value))
+    info = parse_ratelimit_headers(headers)
+    if info is not None and info.remaining == 0:
+        waits.append(float(info.reset_in_seconds))
+    return max(waits) if waits else None
 
 
 def _from_xet(err: BaseException) -> bool:

@@ -83,7 +83,7 @@ from fintts.train.stores.base import STATUS, Store
 from fintts.train.stores.hub import resume
 from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.commits import LOCAL_DIR, Commits, Outbox
-from fintts.train.stores.hub.errors import HubRefused
+from fintts.train.stores.hub.errors import HubRefused, HubStorageFull
 from fintts.train.stores.hub.lease import LeaseHolder
 from fintts.train.stores.hub.ledger import PUSHES, Ledger
 from fintts.train.stores.hub.publisher import Publisher, Target
@@ -95,6 +95,8 @@ log = logging.getLogger(__name__)
 BINDING = "repo.json"
 #: How long a failing session without a time limit waits at most for its newest checkpoint's push.
 SECURE_WAIT = 600.0
+#: A free account's private storage on the Hub (GB; huggingface_hub #3048/#3049).
+FREE_PRIVATE_STORAGE_GB = 100.0
 #: The shortest default lease timeout (seconds).
 MIN_LEASE_TIMEOUT = 900.0
 #: Seconds between a session's history rewrites that free deleted checkpoints' storage (its final push always may).
@@ -118,6 +120,9 @@ class HubStore(Store):
     ``sync_attempts``: tries of the calls that block the caller (acquire, resume, release).
     ``request_timeout``: seconds any one HTTP request may take. ``upload_timeout``: seconds one
     push's upload of its large files may take overall (never past the session's end).
+    ``allow_public``: train into a repo that is public (refused otherwise: checkpoints, samples of
+    the speaker and corpus text would go out publicly). ``storage_limit_gb``: the account's private
+    storage (a free account's 100 GB); a session that could not save within it is refused at its start.
     ``read_only``: for a reader (``fintts status``), which needs no token for a public repo and
     only a read token for a private one; a writer's missing token is an error at once.
 
@@ -145,6 +150,8 @@ class HubStore(Store):
         request_timeout: float = 60.0,
         upload_timeout: float = 1800.0,
         read_only: bool = False,
+        allow_public: bool = False,
+        storage_limit_gb: float | None = FREE_PRIVATE_STORAGE_GB,
     ):
         problem = repo_id_problem(repo_id)
         if problem:
@@ -163,6 +170,8 @@ class HubStore(Store):
         self.sync_attempts = max(1, sync_attempts)
         self.upload_timeout = upload_timeout
         self.rewrite_every = rewrite_every
+        self.allow_public = allow_public
+        self.storage_limit_gb = storage_limit_gb
         self._last_rewrite = time.monotonic()  # a session's first rewrite waits rewrite_every too (or its final push)
         self._client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout, anonymous_ok=read_only)
         self._folder_lock = LocalStore(self.root)  # the same one-process-per-folder lock as a local run's
@@ -224,9 +233,46 @@ class HubStore(Store):
     def _take_lease(self, session_id: str, force: bool) -> None:
         self._retrying("create the Hub repo", lambda: self._client.ensure_repo(self.private))
         self._repo_ready = True
+        self._check_visibility()
+        self._check_storage()
         self._outbox.clear_others()  # snapshots of a previous writer process
         self._holder.take(session_id, force, self._retrying)
         self._publisher.heartbeats(True)
+
+    def _check_visibility(self) -> None:
+        """Refuse a public repo unless asked: ``create_repo(private=True)`` leaves an existing repo as it is."""
+        if self.allow_public or self.private is False:
+            return
+        if self._retrying("look up the repo's visibility", self._client.is_private):
+            return
+        raise StoreError(
+            f"{self.repo_id} is public: a training run pushes its checkpoints, samples of the speaker's voice and the corpus "
+            f"text there for anyone to download. Make it private (https://huggingface.co/{self.repo_id}/settings), or "
+            "allow it with hub_public: true in the config (or hub_public=true after the config on the command line)"
+        )
+
+    def _check_storage(self) -> None:
+        """Refuse a session that could not save within the account's private storage, now rather than at hour 11.
+
+        Whether the Hub frees deleted files' storage at once is not ours to know (its docs allow a
+        lag), so the check is on what the Hub reports now, plus room for two pushes of this run.
+        """
+        if self.storage_limit_gb is None or not self.private:
+            return
+        try:
+            used = self._client.account_storage()
+        except Exception as err:  # the check is a courtesy: a listing that fails must not stop a session
+            log.warning("%s: could not check the account's storage (%s)", self.url, self._client.failure(err))
+            return
+        needed = 2 * max([int(p.get("bytes", 0)) for p in self._ledger.pushes()] or [0])
+        limit = self.storage_limit_gb * 1e9
+        if used is not None and used + needed > limit:
+            raise HubStorageFull(
+                f"the private repos of {self.repo_id.split('/')[0]} use {used / 1e9:.1f} GB of the account's "
+                f"{self.storage_limit_gb:g} GB; this run's next pushes need ~{needed / 1e9:.1f} GB more, and the Hub refuses "
+                "uploads past the limit (403 'Private repository storage limit reached'). Free space (delete old repos or "
+                "checkpoints: https://huggingface.co/settings/storage) or upgrade, then start the session again"
+            )
 
     def release(self, timeout: float | None = None) -> None:
         """Delete the lease and push the final ``status.json`` and card (a small commit), within ``timeout`` seconds.
