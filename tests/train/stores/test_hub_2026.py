@@ -292,3 +292,17 @@ def test_a_public_repo_is_refused_for_a_training_run_unless_asked_for(hub, tmp_p
     allowed.acquire("session-a")
     allowed.release()
     allowed.close()
+
+
+def test_a_token_that_may_not_free_storage_says_so_once_and_what_storage_grows_to(hub, tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    store = make_store(hub, tmp_path / "run")
+    store.acquire("session-a")
+    hub.fail(403, path="/lfs-files/batch", times=100)  # the token writes files but may not delete LFS objects
+    for step in (1, 2, 3):
+        store.prune(1)
+        store.publish(save(store.root, step, size=8000), final=True)  # final: each frees storage
+        assert store.wait(timeout=30)
+    store.close()
+    told = [r.getMessage() for r in caplog.records if "may not free" in r.getMessage()]
+    assert len(told) == 1 and "grows by every push" in told[0], [r.getMessage() for r in caplog.records]

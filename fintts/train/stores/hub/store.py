@@ -83,7 +83,7 @@ from fintts.train.stores.base import STATUS, Store
 from fintts.train.stores.hub import resume
 from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.commits import LOCAL_DIR, Commits, Outbox
-from fintts.train.stores.hub.errors import HubRefused, HubStorageFull
+from fintts.train.stores.hub.errors import HubAuthError, HubRefused, HubStorageFull
 from fintts.train.stores.hub.lease import LeaseHolder
 from fintts.train.stores.hub.ledger import PUSHES, Ledger
 from fintts.train.stores.hub.publisher import Publisher, Target
@@ -171,6 +171,7 @@ class HubStore(Store):
         self.upload_timeout = upload_timeout
         self.rewrite_every = rewrite_every
         self.allow_public = allow_public
+        self._told_no_freeing = False
         self.storage_limit_gb = storage_limit_gb
         self._last_rewrite = time.monotonic()  # a session's first rewrite waits rewrite_every too (or its final push)
         self._client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout, anonymous_ok=read_only)
@@ -466,8 +467,19 @@ class HubStore(Store):
                     log.info("%s: freed %.1f MB of deleted checkpoints", self.url, freed / 1e6)
             self._used_storage = self._client.used_storage()
         except Exception as err:
-            log.warning("%s: could not free old checkpoints' storage (%s); will retry after the next push",
-                        self.url, self._client.failure(err))
+            failure = self._client.failure(err)
+            if isinstance(failure, HubAuthError):  # e.g. a fine-grained token that may write files but not delete LFS objects
+                if not self._told_no_freeing:
+                    self._told_no_freeing = True
+                    per_push = self._ledger.last_push_bytes()
+                    log.warning(
+                        "%s: the token may not free deleted checkpoints' storage (%s): the repo's storage grows by every "
+                        "push (~%.2f GB each, ~%.0f GB over a 12-hour session of hourly pushes) until a write token frees "
+                        "it (`fintts push` with one, or delete the repo's old LFS files in its settings)",
+                        self.url, failure, per_push / 1e9, 12 * per_push / 1e9,
+                    )
+                return
+            log.warning("%s: could not free old checkpoints' storage (%s); will retry after the next push", self.url, failure)
             return
         if self.storage_cap_gb is not None and self._used_storage is not None:
             cap = self.storage_cap_gb * 1e9
