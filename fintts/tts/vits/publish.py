@@ -22,8 +22,14 @@ Decisions, for where a person might expect otherwise:
   the repo holds (``.gitattributes`` aside): a re-publish leaves exactly the new voice. When
   nothing differs, no commit is made. A repo that holds a fintts run (``status.json``,
   ``latest``, ``checkpoints/``) is refused: publishing there would delete the run.
-* **Visibility.** ``private`` creates the repo private; an existing repo keeps its visibility,
-  and a public one is refused when ``private`` was asked (its settings page changes it).
+* **Visibility.** A voice reproduces a person: a new repo is private unless ``private=False``
+  (``--public``) asks otherwise; an existing repo keeps its visibility, and a public one is refused
+  when ``private`` was asked (its settings page changes it). What is about to go where, and to
+  whom it will be visible, is said before the upload.
+* **Only the voice's files.** Hidden files and folders anywhere under ``model/`` (a ``.cache/``,
+  an editor's ``.swp``) are never uploaded, nor pickled files.
+* **Which voice it is called.** "the best voice" only when the run validated it; a ``model/`` that
+  no validation ever chose is published as "the voice in model/ (never validated)".
 * **The token** is a write token, from ``HF_TOKEN`` (or the cached ``hf auth login``); it is never
   printed or written anywhere (errors are scrubbed as the store's are).
 """
@@ -92,10 +98,14 @@ class Published:
                 f"{self.size / 1e6:.1f} MB{removed}; {what}")
 
 
-def publish(store: str | Path, hub_repo: str, *, private: bool = False, checkpoint: str | None = None,
+def publish(store: str | Path, hub_repo: str, *, private: bool | None = None, checkpoint: str | None = None,
             endpoint: str | None = None, token: str | None = None, onnx: bool = True,
             say: Callable[[str], None] = log.info) -> Published:
-    """Publish the voice of the run ``store`` (a folder or ``hf://USER/RUN``) to the Hub repo ``hub_repo``; see the module."""
+    """Publish the voice of the run ``store`` (a folder or ``hf://USER/RUN``) to the Hub repo ``hub_repo``; see the module.
+
+    ``private``: ``None`` (a new repo is private, an existing one keeps its visibility), ``True`` (refuse a public
+    existing repo) or ``False`` (a new repo is public).
+    """
     problem = repo_id_problem(hub_repo)
     if problem:
         raise UsageError(f"--hub-repo: {problem}")
@@ -107,11 +117,23 @@ def publish(store: str | Path, hub_repo: str, *, private: bool = False, checkpoi
     with tempfile.TemporaryDirectory(prefix="fintts-publish-") as tmp:
         run, status, source, name = _run_folder(store, checkpoint, Path(tmp) / "run", endpoint=endpoint, token=token)
         stage = Path(tmp) / "voice"
-        step, voice = _stage_voice(run, name, stage, onnx=onnx, say=say)
+        step, voice = _stage_voice(run, name, stage, onnx=onnx, say=say, validated=_validated(status))
         _write_card(stage, status, hub_repo, step)
         files = {rel: (stage / rel).stat().st_size for rel in _relative_files(stage)}
-        commit, removed, private = _upload(client, stage, files, private=private, message=f"Publish {voice} of {source}", say=say)
-    return Published(hub_repo, f"{client.endpoint}/{hub_repo}", files, removed, commit, private, f"{voice} of {source}")
+        what = f"{voice} of {source}"
+        commit, removed, private = _upload(client, stage, files, private=private, message=f"Publish {what}", say=say, what=what)
+    return Published(hub_repo, f"{client.endpoint}/{hub_repo}", files, removed, commit, private, what)
+
+
+def _validated(status: Mapping[str, Any]) -> bool:
+    """Did a validation of the run choose its ``model/`` (a best value, or any validation's figures)?"""
+    best = status.get("best") or {}
+    return (isinstance(best, Mapping) and best.get("value") is not None) or bool(status.get("evals"))
+
+
+def _hidden(rel: str) -> bool:
+    """A path with a hidden file or folder anywhere in it (``.cache/x``, ``sub/.swp``): never published."""
+    return any(part.startswith(".") for part in rel.split("/"))
 
 
 # -- the source --------------------------------------------------------------------------------
@@ -150,7 +172,7 @@ def _hub_run(repo: str, checkpoint: str | None, into: Path, *, endpoint: str | N
     try:
         head = client.head()
         files = client.files(head)
-        wanted = [p for p in files if p.startswith(MODEL_DIR + "/") and not p.endswith(PICKLED_SUFFIXES)]
+        wanted = [p for p in files if p.startswith(MODEL_DIR + "/") and not p.endswith(PICKLED_SUFFIXES) and not _hidden(p)]
         if not any(p == f"{MODEL_DIR}/config.json" for p in wanted):
             raise StoreError(f"{client.url} has no {MODEL_DIR}/ yet: the run has not exported a voice to publish")
         status = json_object(client.read(STATUS, head)) or {}
@@ -199,7 +221,8 @@ def _checkpoint_name(wanted: str, latest: str | None, status: Mapping[str, Any],
 # -- the voice ---------------------------------------------------------------------------------
 
 
-def _stage_voice(run: Path, name: str | None, stage: Path, *, onnx: bool, say: Callable[[str], None]) -> tuple[int | None, str]:
+def _stage_voice(run: Path, name: str | None, stage: Path, *, onnx: bool, say: Callable[[str], None],
+                 validated: bool = True) -> tuple[int | None, str]:
     """Write the voice to publish into ``stage``; the step whose weights it has (``None``: the run's best) and its name."""
     model = run / MODEL_DIR
     if name:
@@ -214,10 +237,10 @@ def _stage_voice(run: Path, name: str | None, stage: Path, *, onnx: bool, say: C
     else:
         for path in sorted(model.rglob("*")):
             rel = path.relative_to(model).as_posix()
-            if path.is_file() and rel != CARD and not path.name.endswith(PICKLED_SUFFIXES) and not rel.startswith("."):
+            if path.is_file() and rel != CARD and not path.name.endswith(PICKLED_SUFFIXES) and not _hidden(rel):
                 (stage / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, stage / rel)
-        step, voice = None, "the best voice"
+        step, voice = None, "the best voice" if validated else f"the voice in {MODEL_DIR}/ (never validated)"
     if onnx and not (stage / ONNX_FILE).is_file():
         say(f"making the ONNX graphs ({ONNX_FILE}, model.int8.onnx) of the voice")
         export_folder(stage)
@@ -265,11 +288,11 @@ def _check_can_write(client: HubClient) -> None:
                            "*write* token (https://huggingface.co/settings/tokens)")
 
 
-def _upload(client: HubClient, stage: Path, files: Mapping[str, int], *, private: bool, message: str,
-            say: Callable[[str], None]) -> tuple[str | None, list[str], bool]:
+def _upload(client: HubClient, stage: Path, files: Mapping[str, int], *, private: bool | None, message: str,
+            say: Callable[[str], None], what: str) -> tuple[str | None, list[str], bool]:
     """One commit that makes the repo hold exactly ``files``; (commit or ``None`` when nothing changed, removed, private)."""
     try:
-        client.ensure_repo(private)
+        client.ensure_repo(private is not False)  # a new repo is private unless public was asked for
         is_private = client.is_private()
         head = client.head()
         present = client.files(head)
@@ -283,6 +306,9 @@ def _upload(client: HubClient, stage: Path, files: Mapping[str, int], *, private
         raise StoreError(f"{client.repo_id} exists and is public, and --private was asked: nothing was published. Make it "
                          f"private in its settings ({client.endpoint}/{client.repo_id}/settings), or publish without --private")
     removed = sorted(p for p in present if p not in files and p != ".gitattributes")
+    visible = "private: only you (and your organisation) can see it" if is_private else "PUBLIC: anyone can download it"
+    say(f"publishing {what} to {client.url} ({visible}): {len(files)} files, {sum(files.values()) / 1e6:.1f} MB "
+        f"({', '.join(sorted(files))})")
     changed = [rel for rel in files if not _same(stage / rel, present.get(rel))]
     if not changed and not removed:
         say(f"{client.repo_id} already holds this voice: nothing to commit")

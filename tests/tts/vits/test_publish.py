@@ -59,7 +59,7 @@ def test_a_published_voice_speaks_through_transformers_pipeline_and_fintts(run, 
     files = hub_env.files(VOICE)
     assert set(files) == VOICE_FILES  # the voice at the root, and nothing of the run
     assert files["model.safetensors"] == (run / "model" / "model.safetensors").read_bytes()
-    assert "(public)" in result.stdout and "10 files" not in result.stdout
+    assert "(private)" in result.stdout and "10 files" not in result.stdout  # a voice reproduces a person: private unless asked
 
     (tmp_path / "README.md").write_bytes(files["README.md"])
     card = ModelCard.load(tmp_path / "README.md")
@@ -119,7 +119,7 @@ def test_private_creates_a_private_repo_and_a_public_one_is_not_silently_kept(ru
     published = publish(run, "fintts-tester/secret", private=True, endpoint=hub.endpoint, token=TOKEN, onnx=False)
     api = HfApi(endpoint=hub.endpoint, token=TOKEN)
     assert published.private and api.model_info("fintts-tester/secret").private
-    publish(run, VOICE, endpoint=hub.endpoint, token=TOKEN, onnx=False)
+    publish(run, VOICE, private=False, endpoint=hub.endpoint, token=TOKEN, onnx=False)  # asked for: public
     head = hub.head(VOICE)
     with pytest.raises(StoreError, match="exists and is public"):
         publish(run, VOICE, private=True, endpoint=hub.endpoint, token=TOKEN, onnx=False)
@@ -157,3 +157,24 @@ def test_the_licence_is_the_base_models_or_the_configs(tmp_path, run):
         load_config(tiny_config(tmp_path, init="facebook/mms-tts-fin", model={}, license="mit"))
     card = ModelCard.load(run / "model" / "README.md")  # the exported folder's card: the same writer
     assert card.data.pipeline_tag == "text-to-speech" and card.data.license == "apache-2.0" and "fintts say" in card.text
+
+
+def test_a_new_repo_is_private_unless_asked_hidden_files_stay_home_and_an_unvalidated_voice_is_not_the_best(run, hub, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(run, store)
+    (store / "model" / ".cache").mkdir()
+    (store / "model" / ".cache" / "token").write_text("hf_secret")
+    (store / "model" / "extra").mkdir()
+    (store / "model" / "extra" / ".notes.swp").write_text("private notes")
+    status = status_of(store)
+    status.pop("best", None)
+    status["evals"] = []
+    (store / "status.json").write_text(json.dumps(status))
+    said = []
+    published = publish(store, "fintts-tester/fresh", endpoint=hub.endpoint, token=TOKEN, onnx=False, say=said.append)
+    assert published.private and HfApi(endpoint=hub.endpoint, token=TOKEN).model_info("fintts-tester/fresh").private
+    files = hub.files("fintts-tester/fresh")
+    assert not any(part.startswith(".") for path in files if path != ".gitattributes" for part in path.split("/")), sorted(files)
+    assert "never validated" in published.voice and "best" not in published.voice
+    announced = next(m for m in said if m.startswith("publishing "))
+    assert "never validated" in announced and "private" in announced and "model.safetensors" in announced
