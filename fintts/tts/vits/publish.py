@@ -40,6 +40,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -71,6 +72,9 @@ HUB_RUN = "hf://"
 CARD = "README.md"
 #: What marks a repo as a fintts run (never a publish target: the publish would delete it).
 RUN_MARKERS = (STATUS, ckpt.LATEST, ckpt.CHECKPOINTS + "/")
+#: How many validation samples a published card carries.
+SAMPLES = 4
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 #: How long the upload of the voice's large files may take before the publish gives up (an MMS voice is ~145 MB).
 UPLOAD_SECONDS = 3600.0
 
@@ -118,7 +122,9 @@ def publish(store: str | Path, hub_repo: str, *, private: bool | None = None, ch
         run, status, source, name = _run_folder(store, checkpoint, Path(tmp) / "run", endpoint=endpoint, token=token)
         stage = Path(tmp) / "voice"
         step, voice = _stage_voice(run, name, stage, onnx=onnx, say=say, validated=_validated(status))
-        _write_card(stage, status, hub_repo, step)
+        samples = _samples(run, name or _best_checkpoint(status), stage)
+        _write_card(stage, status, hub_repo, step, [(caption, f"{client.endpoint}/{hub_repo}/resolve/main/{rel}")
+                                                     for caption, rel in samples])
         files = {rel: (stage / rel).stat().st_size for rel in _relative_files(stage)}
         what = f"{voice} of {source}"
         commit, removed, private = _upload(client, stage, files, private=private, message=f"Publish {what}", say=say, what=what)
@@ -185,6 +191,9 @@ def _hub_run(repo: str, checkpoint: str | None, into: Path, *, endpoint: str | N
                 present = ", ".join(sorted(checkpoint_names(files), key=ckpt.step_of)) or "none"
                 raise StoreError(f"{client.url} has no complete checkpoint {name}; it has {present}")
             wanted += [f"{prefix}model.safetensors", f"{prefix}{ckpt.MANIFEST}"]
+        heard = name or _best_checkpoint(status)
+        heard_prefix = f"{ckpt.CHECKPOINTS}/{heard}/samples/"
+        wanted += sorted(p for p in files if heard and p.startswith(heard_prefix) and p.endswith(".wav"))[:SAMPLES]
         client.download(wanted, head, into)
     except (StoreError, ckpt.CheckpointError, VoiceError):
         raise
@@ -266,13 +275,46 @@ def _voice_of_checkpoint(model: Path, folder: Path, stage: Path) -> None:
     save_voice(vits.eval(), stage, FinnishText.from_folder(model), speakers, onnx=False)
 
 
-def _write_card(stage: Path, status: Mapping[str, Any], repo: str, step: int | None) -> None:
+def _write_card(stage: Path, status: Mapping[str, Any], repo: str, step: int | None, samples: list[tuple[str, str]]) -> None:
     config = json.loads((stage / "config.json").read_text(encoding="utf-8"))
-    about = status.get("about") or {}
+    about = dict(status.get("about") or {})
+    # A public card names no path of the machine that trained or published: a base model that is a folder (a Kaggle
+    # input, a laptop's copy) is named by its folder's name, and the corpus (model-index's dataset) likewise.
+    init = str(about.get("init") or "unknown")
+    if not _hub_id(init) and init != "scratch":
+        init = Path(init).name or "a local model"
+    if about.get("data") and not _hub_id(str(about["data"])):
+        about["data"] = Path(str(about["data"])).name or "custom"
     piper = sorted(p.name[: -len(".json")] for p in stage.glob("*.onnx.json") if (stage / p.name[: -len(".json")]).is_file())
-    card = run_card(status, str(about.get("init") or "unknown"), where="repo", repo=repo, step=step,
+    card = run_card({**status, "about": about}, init, where="repo", repo=repo, step=step,
                     sample_rate=config.get("sampling_rate"), piper=piper[0] if piper else None)
-    (stage / CARD).write_text(render_model(card, name=repo.split("/")[-1]), encoding="utf-8")
+    (stage / CARD).write_text(render_model(card, name=repo.split("/")[-1], samples=samples), encoding="utf-8")
+
+
+def _hub_id(name: str) -> bool:
+    """``user/name`` as the Hub spells a repo, not a path (``/kaggle/input/x``, ``./x``, ``~/x``, ``C:\\x``)."""
+    return bool(_HUB_ID.fullmatch(name)) and not Path(name).expanduser().exists()
+
+
+def _best_checkpoint(status: Mapping[str, Any]) -> str | None:
+    best = status.get("best") or {}
+    name = best.get("checkpoint") if isinstance(best, Mapping) else None
+    return name if ckpt.is_checkpoint_name(name) else None
+
+
+def _samples(run: Path, checkpoint: str | None, stage: Path) -> list[tuple[str, str]]:
+    """Copy a few of the validation samples of ``checkpoint`` (the published voice's) into ``stage/samples``;
+    (caption, path in the repo) of each."""
+    folder = run / ckpt.CHECKPOINTS / checkpoint / "samples" if checkpoint else None
+    if folder is None or not folder.is_dir():
+        return []
+    found = []
+    for wav in sorted(p for p in folder.glob("*.wav") if p.is_file() and not p.is_symlink())[:SAMPLES]:
+        rel = f"samples/{wav.name}"
+        (stage / "samples").mkdir(exist_ok=True)
+        shutil.copyfile(wav, stage / rel)
+        found.append((f"validation sample {wav.stem} (step {ckpt.step_of(checkpoint)})", rel))
+    return found
 
 
 # -- the Hub -----------------------------------------------------------------------------------

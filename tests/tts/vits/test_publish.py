@@ -57,7 +57,8 @@ def test_a_published_voice_speaks_through_transformers_pipeline_and_fintts(run, 
     assert result.returncode == 0, result.stderr
     assert TOKEN not in result.stdout + result.stderr
     files = hub_env.files(VOICE)
-    assert set(files) == VOICE_FILES  # the voice at the root, and nothing of the run
+    assert {f for f in files if not f.startswith("samples/")} == VOICE_FILES  # the voice at the root, nothing of the run
+    assert any(f.startswith("samples/") and f.endswith(".wav") for f in files)  # and a few of its validation samples
     assert files["model.safetensors"] == (run / "model" / "model.safetensors").read_bytes()
     assert "(private)" in result.stdout and "10 files" not in result.stdout  # a voice reproduces a person: private unless asked
 
@@ -178,3 +179,20 @@ def test_a_new_repo_is_private_unless_asked_hidden_files_stay_home_and_an_unvali
     assert "never validated" in published.voice and "best" not in published.voice
     announced = next(m for m in said if m.startswith("publishing "))
     assert "never validated" in announced and "private" in announced and "model.safetensors" in announced
+
+
+def test_a_public_card_names_no_local_path_and_carries_validation_samples(run, hub, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(run, store)
+    status = status_of(store)
+    status["about"] = {**status["about"], "init": "/home/pekka/models/my-base-voice", "data": "/home/pekka/corpora/my-voice"}
+    (store / "status.json").write_text(json.dumps(status))
+    publish(store, "fintts-tester/clean", private=False, endpoint=hub.endpoint, token=TOKEN, onnx=False)
+    files = hub.files("fintts-tester/clean")
+    card = files["README.md"].decode()
+    assert "/home/pekka" not in card, card
+    (tmp_path / "README.md").write_text(card)
+    data = ModelCard.load(tmp_path / "README.md").data
+    assert data.base_model is None and data.eval_results[0].dataset_name == "my-voice"
+    samples = sorted(f for f in files if f.startswith("samples/"))
+    assert 1 <= len(samples) <= 4 and all(f"/resolve/main/{s}" in card for s in samples) and "<audio controls" in card
