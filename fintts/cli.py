@@ -178,6 +178,7 @@ def cmd_publish(args) -> int:
 
     private = True if args.private else False if args.public else None  # None: a new repo private, an existing one as it is
     published = publish(args.store, args.hub_repo, private=private, checkpoint=args.checkpoint, onnx=not args.no_onnx,
+                        speaker=args.speaker,
                         say=lambda message: print(f"note: {message}", file=sys.stderr))
     print(published.format())
     return EXIT_OK
@@ -386,6 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", metavar="step-N", help="publish this checkpoint's weights (or latest, best) instead of "
                    "the run's best voice (model/)")
     p.add_argument("--no-onnx", action="store_true", help="do not make model.onnx and model.int8.onnx when the voice has none")
+    p.add_argument("--speaker", help="a voice of several speakers: the one the repo's root speaks (default: the first); "
+                   "all of them go to all-speakers/")
     p.set_defaults(func=cmd_publish)
 
     p = sub.add_parser("say", help="speak Finnish text into a wav file (and the speakers) with a trained voice")

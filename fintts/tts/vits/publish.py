@@ -28,6 +28,15 @@ Decisions, for where a person might expect otherwise:
   whom it will be visible, is said before the upload.
 * **Only the voice's files.** Hidden files and folders anywhere under ``model/`` (a ``.cache/``,
   an editor's ``.swp``) are never uploaded, nor pickled files.
+* **A voice of several speakers speaks one by default.** transformers' ``VitsModel`` uses no
+  speaker embedding at all when ``speaker_id`` is not given (``modeling_vits.py``: ``if
+  num_speakers > 1 and speaker_id is not None``), and nothing in its config sets a default, so
+  ``pipeline("text-to-speech", model=repo)`` would speak as no speaker of the corpus. The repo's
+  root is therefore the voice of one speaker (``speaker``, default the first, as fintts speaks):
+  that speaker's embedding is folded into the biases it conditions (the stochastic duration
+  predictor's first convolution, each flow layer's WaveNet inputs, the decoder's first convolution;
+  exact to float rounding) and ``num_speakers`` is 1. The full voice, every speaker, is in
+  ``all-speakers/``, and the card says how to pick another.
 * **Which voice it is called.** "the best voice" only when the run validated it; a ``model/`` that
   no validation ever chose is published as "the voice in model/ (never validated)".
 * **The token** is a write token, from ``HF_TOKEN`` (or the cached ``hf auth login``); it is never
@@ -72,6 +81,8 @@ HUB_RUN = "hf://"
 CARD = "README.md"
 #: What marks a repo as a fintts run (never a publish target: the publish would delete it).
 RUN_MARKERS = (STATUS, ckpt.LATEST, ckpt.CHECKPOINTS + "/")
+#: The folder of a published voice of several speakers that holds all of them (the root speaks one).
+ALL_SPEAKERS = "all-speakers"
 #: How many validation samples a published card carries.
 SAMPLES = 4
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
@@ -103,7 +114,7 @@ class Published:
 
 
 def publish(store: str | Path, hub_repo: str, *, private: bool | None = None, checkpoint: str | None = None,
-            endpoint: str | None = None, token: str | None = None, onnx: bool = True,
+            endpoint: str | None = None, token: str | None = None, onnx: bool = True, speaker: str | int | None = None,
             say: Callable[[str], None] = log.info) -> Published:
     """Publish the voice of the run ``store`` (a folder or ``hf://USER/RUN``) to the Hub repo ``hub_repo``; see the module.
 
@@ -122,9 +133,10 @@ def publish(store: str | Path, hub_repo: str, *, private: bool | None = None, ch
         run, status, source, name = _run_folder(store, checkpoint, Path(tmp) / "run", endpoint=endpoint, token=token)
         stage = Path(tmp) / "voice"
         step, voice = _stage_voice(run, name, stage, onnx=onnx, say=say, validated=_validated(status))
+        speakers = _one_speaker_at_root(stage, speaker, hub_repo, onnx=onnx, say=say)
         samples = _samples(run, name or _best_checkpoint(status), stage)
         _write_card(stage, status, hub_repo, step, [(caption, f"{client.endpoint}/{hub_repo}/resolve/main/{rel}")
-                                                     for caption, rel in samples])
+                                                     for caption, rel in samples], speakers)
         files = {rel: (stage / rel).stat().st_size for rel in _relative_files(stage)}
         what = f"{voice} of {source}"
         commit, removed, private = _upload(client, stage, files, private=private, message=f"Publish {what}", say=say, what=what)
@@ -275,7 +287,96 @@ def _voice_of_checkpoint(model: Path, folder: Path, stage: Path) -> None:
     save_voice(vits.eval(), stage, FinnishText.from_folder(model), speakers, onnx=False)
 
 
-def _write_card(stage: Path, status: Mapping[str, Any], repo: str, step: int | None, samples: list[tuple[str, str]]) -> None:
+def _one_speaker_at_root(stage: Path, speaker: str | int | None, repo: str, *, onnx: bool,
+                         say: Callable[[str], None]) -> list[str]:
+    """Make the voice at ``stage``'s root speak ``speaker`` by default, the full voice going to ``all-speakers/`` (see
+    the module); the card's lines on picking a speaker (none for a voice of one speaker)."""
+    config = json.loads((stage / "config.json").read_text(encoding="utf-8"))
+    count = int(config.get("num_speakers") or 1)
+    names = json.loads((stage / SPEAKERS_FILE).read_text(encoding="utf-8")) if (stage / SPEAKERS_FILE).is_file() else []
+    names = [str(n) for n in names] if len(names) == count else [str(i) for i in range(count)]
+    if count <= 1:
+        if speaker not in (None, 0, "0", *names[:1]):
+            raise UsageError(f"--speaker {speaker}: this voice has one speaker")
+        return []
+    index = _speaker_index(speaker, names)
+    if not config.get("use_stochastic_duration_prediction", True):
+        say(f"this voice's duration predictor cannot take a speaker into its weights: transformers users must pass "
+            f"speaker_id (0-{count - 1})")
+        return [f"The voice has {count} speakers ({', '.join(names)}); transformers takes one by number: "
+                '`tts(text, forward_params={"speaker_id": 1})` (without it the voice is no speaker of the corpus).', ""]
+    full = stage / ALL_SPEAKERS
+    for path in sorted(stage.rglob("*")):
+        rel = path.relative_to(stage).as_posix()
+        if path.is_file() and rel != CARD and not rel.startswith(("samples/", ALL_SPEAKERS + "/")):
+            (full / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, full / rel)
+    vits = VitsModel.from_pretrained(stage).eval()
+    _fold_speaker(vits, index)
+    vits.save_pretrained(stage)
+    (stage / SPEAKERS_FILE).write_text(json.dumps([names[index]]), encoding="utf-8")
+    for graph in stage.glob("*.onnx*"):  # of every speaker: made again for the one at the root (with onnx)
+        graph.unlink()
+    if onnx:
+        export_folder(stage)
+    say(f"the voice has {count} speakers: the repo's root speaks {names[index]} (--speaker picks another), "
+        f"{ALL_SPEAKERS}/ holds all of them")
+    others = ", ".join(f"{i}: {n}" for i, n in enumerate(names))
+    return [
+        f"The repo's root speaks **{names[index]}**, one of the {count} speakers the voice was trained on; "
+        f"`{ALL_SPEAKERS}/` holds the voice with all of them ({others}). Pick another by number:",
+        "",
+        "```python",
+        "import torch",
+        "from transformers import AutoTokenizer, VitsModel",
+        "",
+        f'model = VitsModel.from_pretrained("{repo}", subfolder="{ALL_SPEAKERS}")',
+        f'tokenizer = AutoTokenizer.from_pretrained("{repo}", subfolder="{ALL_SPEAKERS}")',
+        "with torch.no_grad():",
+        f'    speech = model(**tokenizer("hyvää huomenta", return_tensors="pt"), speaker_id={(index + 1) % count}).waveform',
+        "```",
+        "",
+        f"With fintts: `fintts.load_voice(FOLDER, speaker=NAME)` on a download of `{ALL_SPEAKERS}/`.",
+        "",
+    ]
+
+
+def _speaker_index(speaker: str | int | None, names: list[str]) -> int:
+    if speaker is None:
+        return 0
+    if str(speaker) in names:
+        return names.index(str(speaker))
+    if str(speaker).isdigit() and int(speaker) < len(names):
+        return int(speaker)
+    raise UsageError(f"--speaker {speaker}: this voice's speakers are {', '.join(names)} (or 0-{len(names) - 1})")
+
+
+def _fold_speaker(vits: VitsModel, index: int) -> None:
+    """Fold speaker ``index``'s embedding into the biases it is added to at inference, and drop the others.
+
+    In transformers' VITS (``modeling_vits.py``) the speaker embedding ``g`` only ever enters as
+    ``conv(x) + cond(g)``: the stochastic duration predictor's ``conv_pre`` output plus ``cond(g)``, each
+    flow WaveNet layer's ``in_layers[i](x)`` plus its slice of ``cond_layer(g)``, the decoder's
+    ``conv_pre`` output plus ``cond(g)``; a constant per channel, so it belongs in that convolution's
+    bias. (The posterior encoder also takes it, but only in training.)
+    """
+    g = vits.embed_speaker.weight[index].detach()[None, :, None]
+    with torch.no_grad():
+        predictor = vits.duration_predictor
+        predictor.conv_pre.bias += predictor.cond(g)[0, :, 0]
+        for layer in vits.flow.flows:
+            wavenet = layer.wavenet
+            shift = wavenet.cond_layer(g)[0, :, 0]
+            width = 2 * wavenet.hidden_size
+            for i, conv in enumerate(wavenet.in_layers):
+                conv.bias += shift[i * width:(i + 1) * width]
+        vits.decoder.conv_pre.bias += vits.decoder.cond(g)[0, :, 0]
+    vits.config.num_speakers = 1
+    del vits.embed_speaker
+
+
+def _write_card(stage: Path, status: Mapping[str, Any], repo: str, step: int | None, samples: list[tuple[str, str]],
+                speakers: list[str]) -> None:
     config = json.loads((stage / "config.json").read_text(encoding="utf-8"))
     about = dict(status.get("about") or {})
     # A public card names no path of the machine that trained or published: a base model that is a folder (a Kaggle
@@ -288,6 +389,8 @@ def _write_card(stage: Path, status: Mapping[str, Any], repo: str, step: int | N
     piper = sorted(p.name[: -len(".json")] for p in stage.glob("*.onnx.json") if (stage / p.name[: -len(".json")]).is_file())
     card = run_card({**status, "about": about}, init, where="repo", repo=repo, step=step,
                     sample_rate=config.get("sampling_rate"), piper=piper[0] if piper else None)
+    if speakers:  # the root speaks one speaker: how to pick another replaces the run card's speaker_id line
+        card = dataclasses.replace(card, usage=[line for line in card.usage if not line.startswith("The voice has ")] + speakers)
     (stage / CARD).write_text(render_model(card, name=repo.split("/")[-1], samples=samples), encoding="utf-8")
 
 

@@ -57,9 +57,11 @@ def test_a_published_voice_speaks_through_transformers_pipeline_and_fintts(run, 
     assert result.returncode == 0, result.stderr
     assert TOKEN not in result.stdout + result.stderr
     files = hub_env.files(VOICE)
-    assert {f for f in files if not f.startswith("samples/")} == VOICE_FILES  # the voice at the root, nothing of the run
+    assert {f for f in files if "/" not in f} == VOICE_FILES  # the voice at the root, nothing of the run
     assert any(f.startswith("samples/") and f.endswith(".wav") for f in files)  # and a few of its validation samples
-    assert files["model.safetensors"] == (run / "model" / "model.safetensors").read_bytes()
+    # two speakers: the root speaks the first by default, all-speakers/ is the trained voice as it is
+    assert files["all-speakers/model.safetensors"] == (run / "model" / "model.safetensors").read_bytes()
+    assert json.loads(files["speakers.json"]) == ["espeak_f2"] and json.loads(files["config.json"])["num_speakers"] == 1
     assert "(private)" in result.stdout and "10 files" not in result.stdout  # a voice reproduces a person: private unless asked
 
     (tmp_path / "README.md").write_bytes(files["README.md"])
@@ -82,7 +84,7 @@ def test_a_published_voice_speaks_through_transformers_pipeline_and_fintts(run, 
 
     folder = download_voice(VOICE, tmp_path / "laptop", endpoint=hub_env.endpoint, token=TOKEN)  # fintts say --hub-repo's way
     assert folder == tmp_path / "laptop"  # the repo's root is the voice
-    waveform, rate = load_voice(folder, "espeak_m3", backend="onnx").synthesize("Kello on 7.30.")
+    waveform, rate = load_voice(folder, backend="onnx").synthesize("Kello on 7.30.")
     assert rate == 16000 and waveform.size > 1000
     print(f"published repo: {sum(map(len, files.values()))} bytes in {len(files)} files")
 
@@ -99,12 +101,12 @@ def test_a_republish_replaces_the_voice_in_one_commit_and_removes_stale_files(ru
     # one commit; the stale file goes, and so do the best voice's graphs and Piper voice: not of this checkpoint's
     # weights (and onnx=False makes none for it)
     assert len(hub.commits(VOICE)) == commits + 1
-    assert sorted(published.removed) == ["fi_FI-fintts.onnx", "fi_FI-fintts.onnx.json", "model.int8.onnx", "model.onnx",
-                                         "old/voice.onnx"]
+    graphs = ["fi_FI-fintts.onnx", "fi_FI-fintts.onnx.json", "model.int8.onnx", "model.onnx"]
+    assert sorted(published.removed) == [f"all-speakers/{g}" for g in graphs] + ["old/voice.onnx"]
     files = hub.files(VOICE)
     assert "old/voice.onnx" not in files and "model.safetensors" in files
     weights = load_file(run / checkpoint.CHECKPOINTS / checkpoint.name_for_step(other) / "model.safetensors")
-    (hub.root / "w.safetensors").write_bytes(files["model.safetensors"])
+    (hub.root / "w.safetensors").write_bytes(files["all-speakers/model.safetensors"])
     voice = load_file(hub.root / "w.safetensors")
     assert voice.keys() == {k.removeprefix("model.") for k in weights}
     assert all(torch.equal(voice[k.removeprefix("model.")], v) for k, v in weights.items())  # the checkpoint's own weights
@@ -196,3 +198,28 @@ def test_a_public_card_names_no_local_path_and_carries_validation_samples(run, h
     assert data.base_model is None and data.eval_results[0].dataset_name == "my-voice"
     samples = sorted(f for f in files if f.startswith("samples/"))
     assert 1 <= len(samples) <= 4 and all(f"/resolve/main/{s}" in card for s in samples) and "<audio controls" in card
+
+
+def test_a_voice_of_several_speakers_speaks_its_chosen_one_without_speaker_id(run, hub, tmp_path):
+    from transformers import VitsModel
+
+    publish(run, "fintts-tester/two", private=False, endpoint=hub.endpoint, token=TOKEN, onnx=False, speaker="espeak_m3")
+    files = hub.files("fintts-tester/two")
+    for rel, data in files.items():
+        (tmp_path / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "repo" / rel).write_bytes(data)
+    root = VitsModel.from_pretrained(tmp_path / "repo").eval()
+    full = VitsModel.from_pretrained(tmp_path / "repo" / "all-speakers").eval()
+    ids = torch.tensor([[5, 9, 12, 7, 20, 3, 14]])
+    with torch.no_grad():
+        torch.manual_seed(11)
+        chosen = full(input_ids=ids, speaker_id=1).waveform  # espeak_m3 is the second speaker
+        torch.manual_seed(11)
+        default = root(input_ids=ids).waveform  # what pipeline("text-to-speech") does: no speaker_id
+        torch.manual_seed(11)
+        nobody = full(input_ids=ids).waveform
+    assert default.shape == chosen.shape and torch.allclose(default, chosen, atol=1e-5), (default - chosen).abs().max()
+    # without speaker_id the full voice is another sound (on this 2-step voice, a slight one: still far above rounding)
+    assert nobody.shape != chosen.shape or (nobody - chosen).abs().max() > 20 * (default - chosen).abs().max()
+    card = files["README.md"].decode()
+    assert "speaks **espeak_m3**" in card and 'subfolder="all-speakers"' in card and "speaker_id=" in card
