@@ -187,7 +187,9 @@ def cmd_pull(args) -> int:
 def cmd_publish(args) -> int:
     from fintts.tts.vits.publish import publish
 
-    published = publish(args.store, args.hub_repo, private=args.private, checkpoint=args.checkpoint, onnx=not args.no_onnx,
+    private = True if args.private else False if args.public else None  # None: a new repo private, an existing one as it is
+    published = publish(args.store, args.hub_repo, private=private, checkpoint=args.checkpoint, onnx=not args.no_onnx,
+                        speaker=args.speaker,
                         say=lambda message: print(f"note: {message}", file=sys.stderr))
     print(published.format())
     return EXIT_OK
@@ -408,10 +410,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", required=True, help="the run: its local folder, or hf://USER/RUN for a Hub run")
     p.add_argument("--hub-repo", required=True, metavar="USER/NAME", help="the repo to publish to (created when new; "
                    "a re-publish replaces its files)")
-    p.add_argument("--private", action="store_true", help="create the repo private")
+    visibility = p.add_mutually_exclusive_group()
+    visibility.add_argument("--private", action="store_true", help="refuse an existing public repo (a new repo is private anyway)")
+    visibility.add_argument("--public", action="store_true", help="create a new repo public (default: private; the voice "
+                            "reproduces a person)")
     p.add_argument("--checkpoint", metavar="step-N", help="publish this checkpoint's weights (or latest, best) instead of "
                    "the run's best voice (model/)")
     p.add_argument("--no-onnx", action="store_true", help="do not make model.onnx and model.int8.onnx when the voice has none")
+    p.add_argument("--speaker", help="a voice of several speakers: the one the repo's root speaks (default: the first); "
+                   "all of them go to all-speakers/")
     p.set_defaults(func=cmd_publish)
 
     p = sub.add_parser("say", help="speak Finnish text into a wav file (and the speakers) with a trained voice")

@@ -85,7 +85,7 @@ def duration_setting(default: str, *, auto: bool = False) -> Any:
 
 #: Settings of the whole run, which a phase cannot set for itself.
 RUN_SETTINGS = ("task", "run_name", "seed", "precision", "max_steps", "epochs", "session_limit", "store", "hub_repo",
-                "push_every", "hub_timeout", "storage_cap_gb", "collective_timeout", "exit_grace", "phases")
+                "push_every", "hub_timeout", "storage_cap_gb", "hub_public", "collective_timeout", "exit_grace", "phases")
 
 
 @dataclasses.dataclass
@@ -179,6 +179,9 @@ class TrainConfig:
     push_every: float | None = duration_setting("1h")
     #: with ``hub_repo``: warn before the repo's storage passes this many GB (0: no warning).
     storage_cap_gb: float = free_setting(0.0)
+    #: with ``hub_repo``: allow a repo that is public (``hub_public=true``); a run's checkpoints, samples of the speaker
+    #: and corpus text then go out publicly. Default: a public repo is refused (a new one is always made private).
+    hub_public: bool = free_setting(False)
     #: with ``hub_repo``: the longest any one Hub request may take before it counts as failed and is retried
     #: (never past the session's end). A stalled Hub then costs this, not the session.
     hub_timeout: float | None = duration_setting("60s")

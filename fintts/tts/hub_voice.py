@@ -43,7 +43,9 @@ def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint:
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
 
     def fetch(patterns: list[str]) -> Path:
-        return Path(snapshot_download(repo_id, allow_patterns=patterns, ignore_patterns=list(PICKLED), local_dir=out_dir,
+        # a published voice of several speakers keeps them all in all-speakers/ (fintts publish): the root's one is enough
+        ignored = [*PICKLED, "all-speakers/*"]
+        return Path(snapshot_download(repo_id, allow_patterns=patterns, ignore_patterns=ignored, local_dir=out_dir,
                                       endpoint=endpoint, token=token, library_name="fintts"))
 
     try:

@@ -18,7 +18,7 @@ licence and the usage text come from the task's :class:`~fintts.train.task.Card`
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
@@ -83,11 +83,20 @@ def render(status: Mapping[str, Any], card: Card, *, repo: str | None, loss_plot
     return _with_metadata(card, name, lines)
 
 
-def render_model(card: Card, *, name: str) -> str:
-    """The card of a model on its own (an exported folder, a published repo); ``name`` heads it (a repo's name)."""
+def render_model(card: Card, *, name: str, samples: Sequence[tuple[str, str]] = ()) -> str:
+    """The card of a model on its own (an exported folder, a published repo); ``name`` heads it (a repo's name).
+
+    ``samples``: (caption, URL) of audio the model made, shown as players. The Hub's widget only
+    appears for models an inference provider serves, so a visitor of a person's own repo hears
+    nothing unless the card itself carries sound.
+    """
     lines = [f"# {name}", ""]
     lines += [card.summary, ""] if card.summary else []
     lines += [f"- {fact}" for fact in card.facts] + ([""] if card.facts else [])
+    if samples:
+        lines += ["## Samples", ""]
+        for caption, url in samples:
+            lines += [f"{caption}:", "", f'<audio controls src="{url}"></audio>', ""]
     if card.usage:
         lines += ["## How to use", "", *card.usage, ""]
     return _with_metadata(card, name, lines)

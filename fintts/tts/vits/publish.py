@@ -22,8 +22,23 @@ Decisions, for where a person might expect otherwise:
   the repo holds (``.gitattributes`` aside): a re-publish leaves exactly the new voice. When
   nothing differs, no commit is made. A repo that holds a fintts run (``status.json``,
   ``latest``, ``checkpoints/``) is refused: publishing there would delete the run.
-* **Visibility.** ``private`` creates the repo private; an existing repo keeps its visibility,
-  and a public one is refused when ``private`` was asked (its settings page changes it).
+* **Visibility.** A voice reproduces a person: a new repo is private unless ``private=False``
+  (``--public``) asks otherwise; an existing repo keeps its visibility, and a public one is refused
+  when ``private`` was asked (its settings page changes it). What is about to go where, and to
+  whom it will be visible, is said before the upload.
+* **Only the voice's files.** Hidden files and folders anywhere under ``model/`` (a ``.cache/``,
+  an editor's ``.swp``) are never uploaded, nor pickled files.
+* **A voice of several speakers speaks one by default.** transformers' ``VitsModel`` uses no
+  speaker embedding at all when ``speaker_id`` is not given (``modeling_vits.py``: ``if
+  num_speakers > 1 and speaker_id is not None``), and nothing in its config sets a default, so
+  ``pipeline("text-to-speech", model=repo)`` would speak as no speaker of the corpus. The repo's
+  root is therefore the voice of one speaker (``speaker``, default the first, as fintts speaks):
+  that speaker's embedding is folded into the biases it conditions (the stochastic duration
+  predictor's first convolution, each flow layer's WaveNet inputs, the decoder's first convolution;
+  exact to float rounding) and ``num_speakers`` is 1. The full voice, every speaker, is in
+  ``all-speakers/``, and the card says how to pick another.
+* **Which voice it is called.** "the best voice" only when the run validated it; a ``model/`` that
+  no validation ever chose is published as "the voice in model/ (never validated)".
 * **The token** is a write token, from ``HF_TOKEN`` (or the cached ``hf auth login``); it is never
   printed or written anywhere (errors are scrubbed as the store's are).
 """
@@ -34,6 +49,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -65,6 +81,11 @@ HUB_RUN = "hf://"
 CARD = "README.md"
 #: What marks a repo as a fintts run (never a publish target: the publish would delete it).
 RUN_MARKERS = (STATUS, ckpt.LATEST, ckpt.CHECKPOINTS + "/")
+#: The folder of a published voice of several speakers that holds all of them (the root speaks one).
+ALL_SPEAKERS = "all-speakers"
+#: How many validation samples a published card carries.
+SAMPLES = 4
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 #: How long the upload of the voice's large files may take before the publish gives up (an MMS voice is ~145 MB).
 UPLOAD_SECONDS = 3600.0
 
@@ -92,10 +113,14 @@ class Published:
                 f"{self.size / 1e6:.1f} MB{removed}; {what}")
 
 
-def publish(store: str | Path, hub_repo: str, *, private: bool = False, checkpoint: str | None = None,
-            endpoint: str | None = None, token: str | None = None, onnx: bool = True,
+def publish(store: str | Path, hub_repo: str, *, private: bool | None = None, checkpoint: str | None = None,
+            endpoint: str | None = None, token: str | None = None, onnx: bool = True, speaker: str | int | None = None,
             say: Callable[[str], None] = log.info) -> Published:
-    """Publish the voice of the run ``store`` (a folder or ``hf://USER/RUN``) to the Hub repo ``hub_repo``; see the module."""
+    """Publish the voice of the run ``store`` (a folder or ``hf://USER/RUN``) to the Hub repo ``hub_repo``; see the module.
+
+    ``private``: ``None`` (a new repo is private, an existing one keeps its visibility), ``True`` (refuse a public
+    existing repo) or ``False`` (a new repo is public).
+    """
     problem = repo_id_problem(hub_repo)
     if problem:
         raise UsageError(f"--hub-repo: {problem}")
@@ -107,11 +132,26 @@ def publish(store: str | Path, hub_repo: str, *, private: bool = False, checkpoi
     with tempfile.TemporaryDirectory(prefix="fintts-publish-") as tmp:
         run, status, source, name = _run_folder(store, checkpoint, Path(tmp) / "run", endpoint=endpoint, token=token)
         stage = Path(tmp) / "voice"
-        step, voice = _stage_voice(run, name, stage, onnx=onnx, say=say)
-        _write_card(stage, status, hub_repo, step)
+        step, voice = _stage_voice(run, name, stage, onnx=onnx, say=say, validated=_validated(status))
+        speakers = _one_speaker_at_root(stage, speaker, hub_repo, onnx=onnx, say=say)
+        samples = _samples(run, name or _best_checkpoint(status), stage)
+        _write_card(stage, status, hub_repo, step, [(caption, f"{client.endpoint}/{hub_repo}/resolve/main/{rel}")
+                                                     for caption, rel in samples], speakers)
         files = {rel: (stage / rel).stat().st_size for rel in _relative_files(stage)}
-        commit, removed, private = _upload(client, stage, files, private=private, message=f"Publish {voice} of {source}", say=say)
-    return Published(hub_repo, f"{client.endpoint}/{hub_repo}", files, removed, commit, private, f"{voice} of {source}")
+        what = f"{voice} of {source}"
+        commit, removed, private = _upload(client, stage, files, private=private, message=f"Publish {what}", say=say, what=what)
+    return Published(hub_repo, f"{client.endpoint}/{hub_repo}", files, removed, commit, private, what)
+
+
+def _validated(status: Mapping[str, Any]) -> bool:
+    """Did a validation of the run choose its ``model/`` (a best value, or any validation's figures)?"""
+    best = status.get("best") or {}
+    return (isinstance(best, Mapping) and best.get("value") is not None) or bool(status.get("evals"))
+
+
+def _hidden(rel: str) -> bool:
+    """A path with a hidden file or folder anywhere in it (``.cache/x``, ``sub/.swp``): never published."""
+    return any(part.startswith(".") for part in rel.split("/"))
 
 
 # -- the source --------------------------------------------------------------------------------
@@ -150,7 +190,7 @@ def _hub_run(repo: str, checkpoint: str | None, into: Path, *, endpoint: str | N
     try:
         head = client.head()
         files = client.files(head)
-        wanted = [p for p in files if p.startswith(MODEL_DIR + "/") and not p.endswith(PICKLED_SUFFIXES)]
+        wanted = [p for p in files if p.startswith(MODEL_DIR + "/") and not p.endswith(PICKLED_SUFFIXES) and not _hidden(p)]
         if not any(p == f"{MODEL_DIR}/config.json" for p in wanted):
             raise StoreError(f"{client.url} has no {MODEL_DIR}/ yet: the run has not exported a voice to publish")
         status = json_object(client.read(STATUS, head)) or {}
@@ -163,6 +203,9 @@ def _hub_run(repo: str, checkpoint: str | None, into: Path, *, endpoint: str | N
                 present = ", ".join(sorted(checkpoint_names(files), key=ckpt.step_of)) or "none"
                 raise StoreError(f"{client.url} has no complete checkpoint {name}; it has {present}")
             wanted += [f"{prefix}model.safetensors", f"{prefix}{ckpt.MANIFEST}"]
+        heard = name or _best_checkpoint(status)
+        heard_prefix = f"{ckpt.CHECKPOINTS}/{heard}/samples/"
+        wanted += sorted(p for p in files if heard and p.startswith(heard_prefix) and p.endswith(".wav"))[:SAMPLES]
         client.download(wanted, head, into)
     except (StoreError, ckpt.CheckpointError, VoiceError):
         raise
@@ -199,7 +242,8 @@ def _checkpoint_name(wanted: str, latest: str | None, status: Mapping[str, Any],
 # -- the voice ---------------------------------------------------------------------------------
 
 
-def _stage_voice(run: Path, name: str | None, stage: Path, *, onnx: bool, say: Callable[[str], None]) -> tuple[int | None, str]:
+def _stage_voice(run: Path, name: str | None, stage: Path, *, onnx: bool, say: Callable[[str], None],
+                 validated: bool = True) -> tuple[int | None, str]:
     """Write the voice to publish into ``stage``; the step whose weights it has (``None``: the run's best) and its name."""
     model = run / MODEL_DIR
     if name:
@@ -214,10 +258,10 @@ def _stage_voice(run: Path, name: str | None, stage: Path, *, onnx: bool, say: C
     else:
         for path in sorted(model.rglob("*")):
             rel = path.relative_to(model).as_posix()
-            if path.is_file() and rel != CARD and not path.name.endswith(PICKLED_SUFFIXES) and not rel.startswith("."):
+            if path.is_file() and rel != CARD and not path.name.endswith(PICKLED_SUFFIXES) and not _hidden(rel):
                 (stage / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, stage / rel)
-        step, voice = None, "the best voice"
+        step, voice = None, "the best voice" if validated else f"the voice in {MODEL_DIR}/ (never validated)"
     if onnx and not (stage / ONNX_FILE).is_file():
         say(f"making the ONNX graphs ({ONNX_FILE}, model.int8.onnx) of the voice")
         export_folder(stage)
@@ -243,13 +287,137 @@ def _voice_of_checkpoint(model: Path, folder: Path, stage: Path) -> None:
     save_voice(vits.eval(), stage, FinnishText.from_folder(model), speakers, onnx=False)
 
 
-def _write_card(stage: Path, status: Mapping[str, Any], repo: str, step: int | None) -> None:
+def _one_speaker_at_root(stage: Path, speaker: str | int | None, repo: str, *, onnx: bool,
+                         say: Callable[[str], None]) -> list[str]:
+    """Make the voice at ``stage``'s root speak ``speaker`` by default, the full voice going to ``all-speakers/`` (see
+    the module); the card's lines on picking a speaker (none for a voice of one speaker)."""
     config = json.loads((stage / "config.json").read_text(encoding="utf-8"))
-    about = status.get("about") or {}
+    count = int(config.get("num_speakers") or 1)
+    names = json.loads((stage / SPEAKERS_FILE).read_text(encoding="utf-8")) if (stage / SPEAKERS_FILE).is_file() else []
+    names = [str(n) for n in names] if len(names) == count else [str(i) for i in range(count)]
+    if count <= 1:
+        if speaker not in (None, 0, "0", *names[:1]):
+            raise UsageError(f"--speaker {speaker}: this voice has one speaker")
+        return []
+    index = _speaker_index(speaker, names)
+    if not config.get("use_stochastic_duration_prediction", True):
+        say(f"this voice's duration predictor cannot take a speaker into its weights: transformers users must pass "
+            f"speaker_id (0-{count - 1})")
+        return [f"The voice has {count} speakers ({', '.join(names)}); transformers takes one by number: "
+                '`tts(text, forward_params={"speaker_id": 1})` (without it the voice is no speaker of the corpus).', ""]
+    full = stage / ALL_SPEAKERS
+    for path in sorted(stage.rglob("*")):
+        rel = path.relative_to(stage).as_posix()
+        if path.is_file() and rel != CARD and not rel.startswith(("samples/", ALL_SPEAKERS + "/")):
+            (full / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, full / rel)
+    vits = VitsModel.from_pretrained(stage).eval()
+    _fold_speaker(vits, index)
+    vits.save_pretrained(stage)
+    (stage / SPEAKERS_FILE).write_text(json.dumps([names[index]]), encoding="utf-8")
+    for graph in stage.glob("*.onnx*"):  # of every speaker: made again for the one at the root (with onnx)
+        graph.unlink()
+    if onnx:
+        export_folder(stage)
+    say(f"the voice has {count} speakers: the repo's root speaks {names[index]} (--speaker picks another), "
+        f"{ALL_SPEAKERS}/ holds all of them")
+    others = ", ".join(f"{i}: {n}" for i, n in enumerate(names))
+    return [
+        f"The repo's root speaks **{names[index]}**, one of the {count} speakers the voice was trained on; "
+        f"`{ALL_SPEAKERS}/` holds the voice with all of them ({others}). Pick another by number:",
+        "",
+        "```python",
+        "import torch",
+        "from transformers import AutoTokenizer, VitsModel",
+        "",
+        f'model = VitsModel.from_pretrained("{repo}", subfolder="{ALL_SPEAKERS}")',
+        f'tokenizer = AutoTokenizer.from_pretrained("{repo}", subfolder="{ALL_SPEAKERS}")',
+        "with torch.no_grad():",
+        f'    speech = model(**tokenizer("hyvää huomenta", return_tensors="pt"), speaker_id={(index + 1) % count}).waveform',
+        "```",
+        "",
+        f"With fintts: `fintts.load_voice(FOLDER, speaker=NAME)` on a download of `{ALL_SPEAKERS}/`.",
+        "",
+    ]
+
+
+def _speaker_index(speaker: str | int | None, names: list[str]) -> int:
+    if speaker is None:
+        return 0
+    if str(speaker) in names:
+        return names.index(str(speaker))
+    if str(speaker).isdigit() and int(speaker) < len(names):
+        return int(speaker)
+    raise UsageError(f"--speaker {speaker}: this voice's speakers are {', '.join(names)} (or 0-{len(names) - 1})")
+
+
+def _fold_speaker(vits: VitsModel, index: int) -> None:
+    """Fold speaker ``index``'s embedding into the biases it is added to at inference, and drop the others.
+
+    In transformers' VITS (``modeling_vits.py``) the speaker embedding ``g`` only ever enters as
+    ``conv(x) + cond(g)``: the stochastic duration predictor's ``conv_pre`` output plus ``cond(g)``, each
+    flow WaveNet layer's ``in_layers[i](x)`` plus its slice of ``cond_layer(g)``, the decoder's
+    ``conv_pre`` output plus ``cond(g)``; a constant per channel, so it belongs in that convolution's
+    bias. (The posterior encoder also takes it, but only in training.)
+    """
+    g = vits.embed_speaker.weight[index].detach()[None, :, None]
+    with torch.no_grad():
+        predictor = vits.duration_predictor
+        predictor.conv_pre.bias += predictor.cond(g)[0, :, 0]
+        for layer in vits.flow.flows:
+            wavenet = layer.wavenet
+            shift = wavenet.cond_layer(g)[0, :, 0]
+            width = 2 * wavenet.hidden_size
+            for i, conv in enumerate(wavenet.in_layers):
+                conv.bias += shift[i * width:(i + 1) * width]
+        vits.decoder.conv_pre.bias += vits.decoder.cond(g)[0, :, 0]
+    vits.config.num_speakers = 1
+    del vits.embed_speaker
+
+
+def _write_card(stage: Path, status: Mapping[str, Any], repo: str, step: int | None, samples: list[tuple[str, str]],
+                speakers: list[str]) -> None:
+    config = json.loads((stage / "config.json").read_text(encoding="utf-8"))
+    about = dict(status.get("about") or {})
+    # A public card names no path of the machine that trained or published: a base model that is a folder (a Kaggle
+    # input, a laptop's copy) is named by its folder's name, and the corpus (model-index's dataset) likewise.
+    init = str(about.get("init") or "unknown")
+    if not _hub_id(init) and init != "scratch":
+        init = Path(init).name or "a local model"
+    if about.get("data") and not _hub_id(str(about["data"])):
+        about["data"] = Path(str(about["data"])).name or "custom"
     piper = sorted(p.name[: -len(".json")] for p in stage.glob("*.onnx.json") if (stage / p.name[: -len(".json")]).is_file())
-    card = run_card(status, str(about.get("init") or "unknown"), where="repo", repo=repo, step=step,
+    card = run_card({**status, "about": about}, init, where="repo", repo=repo, step=step,
                     sample_rate=config.get("sampling_rate"), piper=piper[0] if piper else None)
-    (stage / CARD).write_text(render_model(card, name=repo.split("/")[-1]), encoding="utf-8")
+    if speakers:  # the root speaks one speaker: how to pick another replaces the run card's speaker_id line
+        card = dataclasses.replace(card, usage=[line for line in card.usage if not line.startswith("The voice has ")] + speakers)
+    (stage / CARD).write_text(render_model(card, name=repo.split("/")[-1], samples=samples), encoding="utf-8")
+
+
+def _hub_id(name: str) -> bool:
+    """``user/name`` as the Hub spells a repo, not a path (``/kaggle/input/x``, ``./x``, ``~/x``, ``C:\\x``)."""
+    return bool(_HUB_ID.fullmatch(name)) and not Path(name).expanduser().exists()
+
+
+def _best_checkpoint(status: Mapping[str, Any]) -> str | None:
+    best = status.get("best") or {}
+    name = best.get("checkpoint") if isinstance(best, Mapping) else None
+    return name if ckpt.is_checkpoint_name(name) else None
+
+
+def _samples(run: Path, checkpoint: str | None, stage: Path) -> list[tuple[str, str]]:
+    """Copy a few of the validation samples of ``checkpoint`` (the published voice's) into ``stage/samples``;
+    (caption, path in the repo) of each."""
+    folder = run / ckpt.CHECKPOINTS / checkpoint / "samples" if checkpoint else None
+    if folder is None or not folder.is_dir():
+        return []
+    found = []
+    for wav in sorted(p for p in folder.glob("*.wav") if p.is_file() and not p.is_symlink())[:SAMPLES]:
+        rel = f"samples/{wav.name}"
+        (stage / "samples").mkdir(exist_ok=True)
+        shutil.copyfile(wav, stage / rel)
+        found.append((f"validation sample {wav.stem} (step {ckpt.step_of(checkpoint)})", rel))
+    return found
 
 
 # -- the Hub -----------------------------------------------------------------------------------
@@ -265,11 +433,11 @@ def _check_can_write(client: HubClient) -> None:
                            "*write* token (https://huggingface.co/settings/tokens)")
 
 
-def _upload(client: HubClient, stage: Path, files: Mapping[str, int], *, private: bool, message: str,
-            say: Callable[[str], None]) -> tuple[str | None, list[str], bool]:
+def _upload(client: HubClient, stage: Path, files: Mapping[str, int], *, private: bool | None, message: str,
+            say: Callable[[str], None], what: str) -> tuple[str | None, list[str], bool]:
     """One commit that makes the repo hold exactly ``files``; (commit or ``None`` when nothing changed, removed, private)."""
     try:
-        client.ensure_repo(private)
+        client.ensure_repo(private is not False)  # a new repo is private unless public was asked for
         is_private = client.is_private()
         head = client.head()
         present = client.files(head)
@@ -283,6 +451,9 @@ def _upload(client: HubClient, stage: Path, files: Mapping[str, int], *, private
         raise StoreError(f"{client.repo_id} exists and is public, and --private was asked: nothing was published. Make it "
                          f"private in its settings ({client.endpoint}/{client.repo_id}/settings), or publish without --private")
     removed = sorted(p for p in present if p not in files and p != ".gitattributes")
+    visible = "private: only you (and your organisation) can see it" if is_private else "PUBLIC: anyone can download it"
+    say(f"publishing {what} to {client.url} ({visible}): {len(files)} files, {sum(files.values()) / 1e6:.1f} MB "
+        f"({', '.join(sorted(files))})")
     changed = [rel for rel in files if not _same(stage / rel, present.get(rel))]
     if not changed and not removed:
         say(f"{client.repo_id} already holds this voice: nothing to commit")

@@ -23,6 +23,33 @@ What it models, because the store depends on it:
   ``PUT /lfs-upload/...`` per file), as large files reach the real Hub. No response
   carries ``X-Xet-*`` headers or ``xetHash``: a client with ``hf_xet`` installed needs
   ``HF_HUB_DISABLE_XET`` for LFS uploads here. Downloads are plain GETs.
+* **Xet storage that fails** (``xet=True``). A real repo is Xet-backed: ``repo_info`` says
+  ``xetEnabled``, and ``huggingface_hub`` (2.4, ``_commit_api._upload_files``) sends every
+  ``"lfs"`` file through ``hf_xet`` whenever it is installed: ``hf_xet`` fetches a CAS token from
+  ``/api/models/{repo}/xet-write-token/{rev}`` (JSON ``accessToken``/``exp``/``casUrl``, and the
+  ``X-Xet-*`` headers ``utils/_xet.py`` reads) and then talks to that CAS itself. This stand-in's
+  CAS is ``{endpoint}/cas``; it stores nothing (it speaks no xorb or shard format), so it only
+  fails: :meth:`fail_xet` makes the next preuploads answer ``"lfs"`` for large files and the CAS
+  answer a status (or drop the connection), and the REAL ``hf_xet`` raises what it raises
+  (measured with hf_xet 1.8: ``ConnectionError("Server error: … (503 Service Unavailable) …")``
+  for a 5xx, ``ConnectionError("Network error: … (403 Forbidden) …")`` for a 401/403,
+  ``ConnectionError("Network error: Request middleware error …")`` for a dropped connection).
+  Outside an outage large files go inline, as on a repo without Xet.
+* **Card metadata validated on every commit.** A commit carrying ``README.md`` whose YAML front
+  matter the Hub does not accept is refused whole (400 "Invalid metadata in README.md"), and
+  ``/api/validate-yaml`` answers 400 with the same reasons. The rules here are a few of the
+  Hub's: ``license`` from its list, ``base_model`` a repo id (never a local path), ``model-index``
+  entries with ``name`` and ``results``; :meth:`refuse_card_field` adds one, as the Hub's rules
+  tighten over time.
+
+* **Quotas, tokens and namespaces.** ``storage_limit`` (bytes): a commit that would take the
+  namespace's private repos past it is refused ``403 Private repository storage limit reached``
+  (huggingface_hub #3048/#3049); ``GET /api/models?author=`` lists the namespace's repos with their
+  ``usedStorage``. :meth:`fail` can add the ``RateLimit`` header (``"api";r=0;t=N``, the Hub's
+  signal) with or without ``Retry-After``. :meth:`scope_token` makes the token a fine-grained one
+  that may write only to some repos and may not create any (403 on ``create_repo``).
+  ``owners_only=True`` refuses, as the Hub does, creating or writing a repo outside the user's
+  namespace (off by default: many tests name repos under other users).
 
 Fault switches for tests: :meth:`fail` (status N for the next k requests, optionally with
 ``Retry-After``), :meth:`stall` (hold requests, optionally after part of the body),
@@ -52,6 +79,12 @@ from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
 GITATTRIBUTES = b"*.safetensors filter=lfs diff=lfs merge=lfs -text\n*.bin filter=lfs diff=lfs merge=lfs -text\n"
 _LOGGED_BODY = 4096
+#: Some of the licence ids the Hub's card validator accepts (https://huggingface.co/docs/hub/repositories-licenses).
+LICENSES = {
+    "apache-2.0", "mit", "openrail", "bigscience-openrail-m", "creativeml-openrail-m", "cc0-1.0", "cc-by-4.0",
+    "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0", "cc-by-nc-nd-4.0", "gpl-3.0", "lgpl-3.0", "bsd-3-clause", "other",
+}
+_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 _CHUNK = 1 << 20
 # dataset repos share the model routes (one namespace of names): enough for a corpus on the Hub
 _REPO = r"/api/(?:models|datasets)/(?P<ns>[^/]+)/(?P<name>[^/]+)"
@@ -60,10 +93,12 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"/api/whoami-v2"), "whoami"),
     ("POST", re.compile(r"/api/validate-yaml"), "validate_yaml"),
     ("POST", re.compile(r"/api/repos/create"), "create_repo"),
+    ("GET", re.compile(r"/api/(?:models|datasets)"), "list_repos"),
     ("GET", re.compile(_REPO), "repo_info"),
     ("GET", re.compile(_REPO + r"/revision/(?P<rev>[^/]+)"), "repo_info"),
     ("POST", re.compile(_REPO + r"/preupload/(?P<rev>[^/]+)"), "preupload"),
     ("POST", re.compile(_REPO + r"/commit/(?P<rev>[^/]+)"), "commit"),
+    ("GET", re.compile(_REPO + r"/xet-(?P<kind>read|write)-token/(?P<rev>[^/]+)"), "xet_token"),
     ("GET", re.compile(_REPO + r"/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?"), "tree"),
     ("GET", re.compile(_REPO + r"/lfs-files"), "lfs_files"),
     ("POST", re.compile(_REPO + r"/lfs-files/batch"), "lfs_delete"),
@@ -114,6 +149,7 @@ class _Fault:
     remaining: int
     status: int = 500
     retry_after: int | None = None
+    ratelimit: int | None = None
     seconds: float | None = 0.0
     after_bytes: int = 0
 
@@ -227,6 +263,7 @@ class _Repo:
             commits[parent] = commit
             history.append(parent)
         self.state["history"], self.state["commits"] = history, commits
+        self.state["rewrites"] = self.state.get("rewrites", 0) + 1
         for sha in shas:
             if self.state["blobs"].get(sha, {}).get("lfs"):
                 del self.state["blobs"][sha]
@@ -273,6 +310,9 @@ class HubServer:
         page_size: int = 1000,
         port: int = 0,
         lfs_uploads: bool = False,
+        xet: bool = False,
+        storage_limit: int | None = None,
+        owners_only: bool = False,
     ):
         self.root = Path(root)
         self.token = token
@@ -280,6 +320,14 @@ class HubServer:
         self.lfs_threshold = lfs_threshold
         #: files of at least ``lfs_threshold`` bytes are uploaded through the LFS batch API before their commit.
         self.lfs_uploads = lfs_uploads
+        #: repos say they are Xet-backed (see the module); :meth:`fail_xet` sends large files to the failing CAS.
+        self.xet = xet
+        self._xet_outage: list[int] = [0, 503]  # preuploads left that go to the CAS, and the CAS's answer
+        self._card_rules: dict[str, str] = {}  # metadata field -> why the Hub now refuses it
+        #: bytes the namespace's private repos may hold (``None``: no limit).
+        self.storage_limit = storage_limit
+        self.owners_only = owners_only
+        self._scope: tuple[set[str], bool] | None = None  # a fine-grained token: (repos it may write, may create)
         self.page_size = page_size
         self.port = port
         self._lock = threading.RLock()
@@ -342,12 +390,19 @@ class HubServer:
     # -- fault switches -----------------------------------------------------------------
 
     def fail(
-        self, status: int, *, times: int = 1, path: str | None = None, method: str | None = None, retry_after: int | None = None
+        self, status: int, *, times: int = 1, path: str | None = None, method: str | None = None, retry_after: int | None = None,
+        ratelimit: int | None = None,
     ) -> None:
-        """Answer the next ``times`` requests matching ``path`` (a regex) and ``method`` with ``status``."""
+        """Answer the next ``times`` requests matching ``path`` (a regex) and ``method`` with ``status``; ``retry_after``
+        and ``ratelimit`` (seconds until the quota resets, as the ``RateLimit`` header's ``t=``) add those headers."""
         pattern = re.compile(path) if path else None
         with self._lock:
-            self._faults.append(_Fault("fail", pattern, method, times, status=status, retry_after=retry_after))
+            self._faults.append(_Fault("fail", pattern, method, times, status=status, retry_after=retry_after, ratelimit=ratelimit))
+
+    def scope_token(self, repos: list[str], *, may_create: bool = False) -> None:
+        """Make the token a fine-grained one that may write only to ``repos`` (and create repos only if ``may_create``)."""
+        with self._lock:
+            self._scope = (set(repos), may_create)
 
     def stall(
         self, seconds: float | None, *, times: int = 1, path: str | None = None, method: str | None = None, after_bytes: int = 0
@@ -368,9 +423,48 @@ class HubServer:
         """End every stall now (held requests then continue)."""
         self._stall_event.set()
 
+    def fail_xet(self, status: int = 503, *, times: int = 1) -> None:
+        """The next ``times`` preuploads send large files through Xet, whose CAS answers ``status`` to every request
+        (``0``: drops the connection); needs ``xet=True``."""
+        with self._lock:
+            self._xet_outage = [times, status]
+
+    def refuse_card_field(self, field: str, reason: str = "is no longer accepted") -> None:
+        """From now on a card whose metadata has ``field`` is refused (a rule the Hub tightened)."""
+        with self._lock:
+            self._card_rules[field] = reason
+
+    def card_problems(self, content: str) -> list[str]:
+        """Why the Hub would refuse a ``README.md`` of ``content`` (empty: it accepts it)."""
+        import yaml
+
+        if not content.startswith("---"):
+            return []
+        try:
+            meta = yaml.safe_load(content.split("\n---", 1)[0][3:]) or {}
+        except yaml.YAMLError as err:
+            return [f"the YAML front matter does not parse: {err}"]
+        if not isinstance(meta, dict):
+            return ["the YAML front matter is not a mapping"]
+        problems = []
+        licence = meta.get("license")
+        if licence is not None and licence not in LICENSES:
+            problems.append(f'"license" must be one of the Hub\'s licence ids, not {licence!r}')
+        bases = meta.get("base_model")
+        for base in bases if isinstance(bases, list) else [bases] if bases is not None else []:
+            if not isinstance(base, str) or not _REPO_ID.fullmatch(base) or ".." in base:
+                problems.append(f'"base_model" must be a model id on the Hub (user/name), not {base!r}')
+        for entry in meta.get("model-index") or []:
+            if not isinstance(entry, dict) or "name" not in entry or not isinstance(entry.get("results"), list):
+                problems.append('"model-index" entries need a "name" and a list of "results"')
+        with self._lock:
+            problems += [f'"{field}" {reason}' for field, reason in self._card_rules.items() if field in meta]
+        return problems
+
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
+            self._xet_outage = [0, 503]
 
     @property
     def requests(self) -> list[LoggedRequest]:
@@ -421,6 +515,11 @@ class HubServer:
                 for oid in repo.state["history"]
             ]
 
+    def rewrites(self, repo_id: str) -> int:
+        """How many times :meth:`permanently_delete_lfs_files` rewrote the repo's history."""
+        with self._lock:
+            return self._repo(repo_id).state.get("rewrites", 0)
+
     def used_storage(self, repo_id: str) -> int:
         with self._lock:
             return self._repo(repo_id).used_storage()
@@ -454,37 +553,72 @@ class HubServer:
         with self._lock:
             self._log.append(entry)
 
-    def _dispatch(self, method: str, url: str, body: BinaryIO) -> tuple[int, dict[str, str], bytes | Path]:
+    def _dispatch(self, method: str, url: str, body: BinaryIO, headers: Any = None) -> tuple[int, dict[str, str], bytes | Path]:
         parts = urlsplit(url)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         for route_method, pattern, name in _ROUTES:
             match = pattern.fullmatch(parts.path)
             if match and route_method == method:
                 args = {k: unquote(v) if v is not None else None for k, v in match.groupdict().items()}
-                return getattr(self, f"_api_{name}")(body=body, query=query, url=parts, method=method, **args)
+                return getattr(self, f"_api_{name}")(body=body, query=query, url=parts, method=method, headers=headers, **args)
         raise _HttpError(404, f"no route for {method} {parts.path}")
 
     # -- API ----------------------------------------------------------------------------
 
     def _api_whoami(self, **_: Any):
-        auth = {"type": "access_token", "accessToken": {"role": "write"}}
+        auth = {"type": "access_token", "accessToken": {"role": "write" if self._scope is None else "fineGrained"}}
         return _json(200, {"type": "user", "name": self.user, "fullname": self.user, "orgs": [], "auth": auth})
 
-    def _api_validate_yaml(self, **_: Any):
-        return _json(200, {"errors": [], "warnings": []})
+    def _api_validate_yaml(self, body: BinaryIO, headers: Any, **_: Any):
+        """JSON ``errors``/``warnings`` (what ``HfApi._validate_yaml`` reads before every commit carrying README.md),
+        or the reasons as text when asked for (``RepoCard.validate``'s ``Accept: text/plain``)."""
+        problems = self.card_problems(json.loads(body.read() or b"{}").get("content", ""))
+        if not problems:
+            return _json(200, {"errors": [], "warnings": []})
+        if "text/plain" in (headers.get("Accept") or ""):
+            return 400, {"Content-Type": "text/plain", "X-Error-Code": "BadRequest"}, "\n".join(problems).encode()
+        return _json(400, {"errors": [{"message": p} for p in problems], "warnings": []}, {"X-Error-Code": "BadRequest"})
 
     def _api_create_repo(self, body: BinaryIO, **_: Any):
         payload = json.loads(body.read() or b"{}")
         if payload.get("type", "model") not in ("model", "dataset"):
             raise _HttpError(400, "this test server only hosts model and dataset repos")
         repo_id = f"{payload.get('organization') or self.user}/{payload['name']}"
+        namespace = repo_id.split("/")[0]
         with self._lock:
+            if self._scope is not None and not self._scope[1] or self.owners_only and namespace != self.user:
+                raise _HttpError(403, f'You don\'t have the rights to create a model under the namespace "{namespace}"')
             if repo_id in self._repos:
                 raise _HttpError(409, "You already created this model repo", url=f"{self.endpoint}/{repo_id}")
             private = payload.get("visibility", "private" if payload.get("private") else "public") == "private"
             ns, name = repo_id.split("/")
             self._repos[repo_id] = _Repo.create(self.root / "repos" / ns / name, repo_id, private)
         return _json(200, {"url": f"{self.endpoint}/{repo_id}", "name": repo_id, "id": repo_id})
+
+    def _api_list_repos(self, query: dict[str, str], **_: Any):
+        author = query.get("author")
+        with self._lock:
+            items = [
+                {"id": rid, "private": repo.state["private"], "usedStorage": repo.used_storage()}
+                for rid, repo in sorted(self._repos.items()) if author is None or rid.split("/")[0] == author
+            ]
+        return _json(200, items)
+
+    def _may_write(self, repo_id: str) -> None:
+        """Refuse a write the token may not make (a scoped token's other repos; another user's namespace)."""
+        with self._lock:
+            scoped_out = self._scope is not None and repo_id not in self._scope[0]
+        if scoped_out or self.owners_only and repo_id.split("/")[0] != self.user:
+            raise _HttpError(403, f"You don't have write access to {repo_id}")
+
+    def _check_storage_limit(self, repo: _Repo, new_blobs: dict[str, tuple[int, str, str]]) -> None:
+        if self.storage_limit is None or not repo.state["private"]:
+            return
+        namespace = repo.state["id"].split("/")[0]
+        used = sum(r.used_storage() for rid, r in self._repos.items() if rid.split("/")[0] == namespace and r.state["private"])
+        fresh = sum(size for sha, (size, _, _) in new_blobs.items() if sha not in repo.state["blobs"])
+        if used + fresh > self.storage_limit:
+            raise _HttpError(403, "Private repository storage limit reached", "StorageLimitReached")
 
     def _api_repo_info(self, ns: str, name: str, rev: str = "main", **_: Any):
         with self._lock:
@@ -500,20 +634,25 @@ class HubServer:
                 "lastModified": repo.state["commits"][oid]["time"],
                 "siblings": [{"rfilename": path} for path in sorted(tree)],
                 "usedStorage": repo.used_storage(),
+                "xetEnabled": self.xet,
                 "tags": [],
             }
         return _json(200, info)
 
     def _api_preupload(self, ns: str, name: str, rev: str, body: BinaryIO, **_: Any):
         payload = json.loads(body.read())
+        self._may_write(f"{ns}/{name}")
         with self._lock:
             repo = self._repo(f"{ns}/{name}")
             tree = repo.tree(rev)
             blobs = repo.state["blobs"]
+            to_cas = self.xet and self._xet_outage[0] > 0
+            if to_cas:
+                self._xet_outage[0] -= 1
             files = [
                 {
                     "path": f["path"],
-                    "uploadMode": "lfs" if self.lfs_uploads and int(f.get("size", 0)) >= self.lfs_threshold else "regular",
+                    "uploadMode": "lfs" if (self.lfs_uploads or to_cas) and int(f.get("size", 0)) >= self.lfs_threshold else "regular",
                     "shouldIgnore": False,
                     "oid": blobs[tree[f["path"]]]["git"] if f["path"] in tree else None,
                 }
@@ -521,6 +660,16 @@ class HubServer:
             ]
             head = repo.head
         return _json(200, {"files": files, "commitOid": head})
+
+    def _api_xet_token(self, ns: str, name: str, kind: str, **_: Any):
+        """A CAS token for the repo, as JSON (what ``hf_xet`` reads) and as the ``X-Xet-*`` headers (``huggingface_hub``)."""
+        with self._lock:
+            self._repo(f"{ns}/{name}")
+        if not self.xet:
+            raise _HttpError(400, "this repo is not Xet-backed")
+        cas, expires = f"{self.endpoint}/cas", int(time.time()) + 3600
+        headers = {"X-Xet-Cas-Url": cas, "X-Xet-Access-Token": f"xet-{kind}-token", "X-Xet-Token-Expiration": str(expires)}
+        return _json(200, {"accessToken": f"xet-{kind}-token", "exp": expires, "casUrl": cas}, headers)
 
     def _api_lfs_batch(self, ns: str, name: str, body: BinaryIO, **_: Any):
         payload = json.loads(body.read())
@@ -554,6 +703,7 @@ class HubServer:
         repo_id = f"{ns}/{name}"
         with self._lock:
             repo = self._repo(repo_id)
+        self._may_write(repo_id)
         header: dict[str, Any] = {}
         operations: list[tuple[str, str, str | None]] = []
         new_blobs: dict[str, tuple[int, str, str]] = {}
@@ -570,6 +720,9 @@ class HubServer:
                 raise _HttpError(400, f"invalid path {path!r}")
             if key == "file":
                 data = base64.b64decode(value["content"]) if value.get("encoding") == "base64" else value["content"].encode()
+                problems = self.card_problems(data.decode("utf-8", errors="replace")) if path == "README.md" else []
+                if problems:
+                    raise _HttpError(400, "Invalid metadata in README.md. " + "; ".join(problems), "BadRequest")
                 sha = repo.store_blob(data)
                 new_blobs[sha] = (len(data), _git_sha1(data), path)
                 operations.append(("add", path, sha))
@@ -583,6 +736,7 @@ class HubServer:
             parent = header.get("parentCommit")
             if parent is not None and not repo.head.startswith(parent):
                 raise _HttpError(412, "A commit has happened since. Please refresh and try again.")
+            self._check_storage_limit(repo, new_blobs)
             tree = dict(repo.tree())
             for kind, path, sha in operations:
                 if kind == "add":
@@ -640,6 +794,7 @@ class HubServer:
 
     def _api_lfs_delete(self, ns: str, name: str, body: BinaryIO, **_: Any):
         payload = json.loads(body.read())
+        self._may_write(f"{ns}/{name}")
         shas = set(payload["deletions"]["sha"])
         with self._lock:
             self._repo(f"{ns}/{name}").delete_lfs(shas)
@@ -734,13 +889,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             stall, fail = hub._take_faults(method, urlsplit(self.path).path)
             body = _Body(self, int(self.headers.get("Content-Length") or 0), stall, hub)
             entry.body = body.excerpt
+            if self.path.startswith("/cas/"):  # the Xet CAS: authorised by its own token, and failing (see fail_xet)
+                status_now = hub._xet_outage[1]
+                if status_now == 0:
+                    raise _Aborted("the CAS dropped the connection")
+                raise _HttpError(status_now, f"CAS storage answered {status_now}")
             if fail is not None:
                 extra = {"Retry-After": str(fail.retry_after)} if fail.retry_after is not None else {}
+                if fail.ratelimit is not None:
+                    extra |= {"RateLimit": f'"api";r=0;t={fail.ratelimit}', "RateLimit-Policy": '"fixed window";"api";q=128;w=3600'}
                 raise _HttpError(fail.status, f"injected failure {fail.status}", headers=extra)
             # an LFS upload URL is pre-signed, as the real storage's are: it needs no token
             if entry.auth in ("missing", "invalid") and not self.path.startswith(("/api/validate-yaml", "/lfs-upload/")):
                 raise _HttpError(401, INVALID_CREDENTIALS)
-            status, out_headers, payload = hub._dispatch(method, self.path, body)
+            status, out_headers, payload = hub._dispatch(method, self.path, body, self.headers)
         except _Aborted:
             self.close_connection = True
             hub._record(entry)

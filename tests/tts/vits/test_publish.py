@@ -57,9 +57,12 @@ def test_a_published_voice_speaks_through_transformers_pipeline_and_fintts(run, 
     assert result.returncode == 0, result.stderr
     assert TOKEN not in result.stdout + result.stderr
     files = hub_env.files(VOICE)
-    assert set(files) == VOICE_FILES  # the voice at the root, and nothing of the run
-    assert files["model.safetensors"] == (run / "model" / "model.safetensors").read_bytes()
-    assert "(public)" in result.stdout and "10 files" not in result.stdout
+    assert {f for f in files if "/" not in f} == VOICE_FILES  # the voice at the root, nothing of the run
+    assert any(f.startswith("samples/") and f.endswith(".wav") for f in files)  # and a few of its validation samples
+    # two speakers: the root speaks the first by default, all-speakers/ is the trained voice as it is
+    assert files["all-speakers/model.safetensors"] == (run / "model" / "model.safetensors").read_bytes()
+    assert json.loads(files["speakers.json"]) == ["espeak_f2"] and json.loads(files["config.json"])["num_speakers"] == 1
+    assert "(private)" in result.stdout and "10 files" not in result.stdout  # a voice reproduces a person: private unless asked
 
     (tmp_path / "README.md").write_bytes(files["README.md"])
     card = ModelCard.load(tmp_path / "README.md")
@@ -81,7 +84,7 @@ def test_a_published_voice_speaks_through_transformers_pipeline_and_fintts(run, 
 
     folder = download_voice(VOICE, tmp_path / "laptop", endpoint=hub_env.endpoint, token=TOKEN)  # fintts say --hub-repo's way
     assert folder == tmp_path / "laptop"  # the repo's root is the voice
-    waveform, rate = load_voice(folder, "espeak_m3", backend="onnx").synthesize("Kello on 7.30.")
+    waveform, rate = load_voice(folder, backend="onnx").synthesize("Kello on 7.30.")
     assert rate == 16000 and waveform.size > 1000
     print(f"published repo: {sum(map(len, files.values()))} bytes in {len(files)} files")
 
@@ -98,12 +101,12 @@ def test_a_republish_replaces_the_voice_in_one_commit_and_removes_stale_files(ru
     # one commit; the stale file goes, and so do the best voice's graphs and Piper voice: not of this checkpoint's
     # weights (and onnx=False makes none for it)
     assert len(hub.commits(VOICE)) == commits + 1
-    assert sorted(published.removed) == ["fi_FI-fintts.onnx", "fi_FI-fintts.onnx.json", "model.int8.onnx", "model.onnx",
-                                         "old/voice.onnx"]
+    graphs = ["fi_FI-fintts.onnx", "fi_FI-fintts.onnx.json", "model.int8.onnx", "model.onnx"]
+    assert sorted(published.removed) == [f"all-speakers/{g}" for g in graphs] + ["old/voice.onnx"]
     files = hub.files(VOICE)
     assert "old/voice.onnx" not in files and "model.safetensors" in files
     weights = load_file(run / checkpoint.CHECKPOINTS / checkpoint.name_for_step(other) / "model.safetensors")
-    (hub.root / "w.safetensors").write_bytes(files["model.safetensors"])
+    (hub.root / "w.safetensors").write_bytes(files["all-speakers/model.safetensors"])
     voice = load_file(hub.root / "w.safetensors")
     assert voice.keys() == {k.removeprefix("model.") for k in weights}
     assert all(torch.equal(voice[k.removeprefix("model.")], v) for k, v in weights.items())  # the checkpoint's own weights
@@ -119,7 +122,7 @@ def test_private_creates_a_private_repo_and_a_public_one_is_not_silently_kept(ru
     published = publish(run, "fintts-tester/secret", private=True, endpoint=hub.endpoint, token=TOKEN, onnx=False)
     api = HfApi(endpoint=hub.endpoint, token=TOKEN)
     assert published.private and api.model_info("fintts-tester/secret").private
-    publish(run, VOICE, endpoint=hub.endpoint, token=TOKEN, onnx=False)
+    publish(run, VOICE, private=False, endpoint=hub.endpoint, token=TOKEN, onnx=False)  # asked for: public
     head = hub.head(VOICE)
     with pytest.raises(StoreError, match="exists and is public"):
         publish(run, VOICE, private=True, endpoint=hub.endpoint, token=TOKEN, onnx=False)
@@ -157,3 +160,66 @@ def test_the_licence_is_the_base_models_or_the_configs(tmp_path, run):
         load_config(tiny_config(tmp_path, init="facebook/mms-tts-fin", model={}, license="mit"))
     card = ModelCard.load(run / "model" / "README.md")  # the exported folder's card: the same writer
     assert card.data.pipeline_tag == "text-to-speech" and card.data.license == "apache-2.0" and "fintts say" in card.text
+
+
+def test_a_new_repo_is_private_unless_asked_hidden_files_stay_home_and_an_unvalidated_voice_is_not_the_best(run, hub, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(run, store)
+    (store / "model" / ".cache").mkdir()
+    (store / "model" / ".cache" / "token").write_text("hf_secret")
+    (store / "model" / "extra").mkdir()
+    (store / "model" / "extra" / ".notes.swp").write_text("private notes")
+    status = status_of(store)
+    status.pop("best", None)
+    status["evals"] = []
+    (store / "status.json").write_text(json.dumps(status))
+    said = []
+    published = publish(store, "fintts-tester/fresh", endpoint=hub.endpoint, token=TOKEN, onnx=False, say=said.append)
+    assert published.private and HfApi(endpoint=hub.endpoint, token=TOKEN).model_info("fintts-tester/fresh").private
+    files = hub.files("fintts-tester/fresh")
+    assert not any(part.startswith(".") for path in files if path != ".gitattributes" for part in path.split("/")), sorted(files)
+    assert "never validated" in published.voice and "best" not in published.voice
+    announced = next(m for m in said if m.startswith("publishing "))
+    assert "never validated" in announced and "private" in announced and "model.safetensors" in announced
+
+
+def test_a_public_card_names_no_local_path_and_carries_validation_samples(run, hub, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(run, store)
+    status = status_of(store)
+    status["about"] = {**status["about"], "init": "/home/pekka/models/my-base-voice", "data": "/home/pekka/corpora/my-voice"}
+    (store / "status.json").write_text(json.dumps(status))
+    publish(store, "fintts-tester/clean", private=False, endpoint=hub.endpoint, token=TOKEN, onnx=False)
+    files = hub.files("fintts-tester/clean")
+    card = files["README.md"].decode()
+    assert "/home/pekka" not in card, card
+    (tmp_path / "README.md").write_text(card)
+    data = ModelCard.load(tmp_path / "README.md").data
+    assert data.base_model is None and data.eval_results[0].dataset_name == "my-voice"
+    samples = sorted(f for f in files if f.startswith("samples/"))
+    assert 1 <= len(samples) <= 4 and all(f"/resolve/main/{s}" in card for s in samples) and "<audio controls" in card
+
+
+def test_a_voice_of_several_speakers_speaks_its_chosen_one_without_speaker_id(run, hub, tmp_path):
+    from transformers import VitsModel
+
+    publish(run, "fintts-tester/two", private=False, endpoint=hub.endpoint, token=TOKEN, onnx=False, speaker="espeak_m3")
+    files = hub.files("fintts-tester/two")
+    for rel, data in files.items():
+        (tmp_path / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "repo" / rel).write_bytes(data)
+    root = VitsModel.from_pretrained(tmp_path / "repo").eval()
+    full = VitsModel.from_pretrained(tmp_path / "repo" / "all-speakers").eval()
+    ids = torch.tensor([[5, 9, 12, 7, 20, 3, 14]])
+    with torch.no_grad():
+        torch.manual_seed(11)
+        chosen = full(input_ids=ids, speaker_id=1).waveform  # espeak_m3 is the second speaker
+        torch.manual_seed(11)
+        default = root(input_ids=ids).waveform  # what pipeline("text-to-speech") does: no speaker_id
+        torch.manual_seed(11)
+        nobody = full(input_ids=ids).waveform
+    assert default.shape == chosen.shape and torch.allclose(default, chosen, atol=1e-5), (default - chosen).abs().max()
+    # without speaker_id the full voice is another sound (on this 2-step voice, a slight one: still far above rounding)
+    assert nobody.shape != chosen.shape or (nobody - chosen).abs().max() > 20 * (default - chosen).abs().max()
+    card = files["README.md"].decode()
+    assert "speaks **espeak_m3**" in card and 'subfolder="all-speakers"' in card and "speaker_id=" in card

@@ -8,6 +8,7 @@ Rooms with one job each:
 - :mod:`.lease` — ``lease.json``: which session writes the run, and the commit lock on the branch head;
 - :mod:`.ledger` — what this session knows the Hub holds, behind the lock it shares with the push thread;
 - :mod:`.commits` — what each commit carries, and the snapshots (outbox) a full push sends;
+- :mod:`.card_gate` — which commits carry the run's card, and only one whose metadata the Hub accepts;
 - :mod:`.resume` — where a session resumes from, downloading the newest checkpoint from the Hub;
 - :mod:`.publisher` — the background worker: when to push, retries, heartbeats (its two threads);
 - :mod:`.store` — :class:`HubStore`, the :class:`~fintts.train.stores.base.Store` the trainer uses;

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from huggingface_hub import CommitOperationAdd, HfApi
-from huggingface_hub.errors import RemoteEntryNotFoundError
+from huggingface_hub.errors import HfHubHTTPError, RemoteEntryNotFoundError
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
 from fintts.errors import StoreError
@@ -109,7 +109,7 @@ class Backoff:
     base: float = 5.0
     cap: float = 300.0
     jitter: float = 0.5
-    retry_after_cap: float = 900.0
+    retry_after_cap: float = 3600.0  # the Hub's commit quota is hourly
 
     def delay(self, failures: int, retry_after: float | None = None) -> float:
         wait = min(self.cap, self.base * 2 ** max(failures - 1, 0)) * random.uniform(1 - self.jitter, 1)
@@ -193,7 +193,37 @@ class HubClient:
     # -- the calls ----------------------------------------------------------------------
 
     def ensure_repo(self, private: bool) -> None:
-        self._bounded(self.api.create_repo, self.repo_id, private=private, exist_ok=True)
+        """Create the repo (``private``) unless it exists; a token that may not create it is told what to do.
+
+        ``create_repo(exist_ok=True)`` answers a 401/403 by looking the repo up and re-raising the
+        refusal when it is not there (``hf_api.py``, 2.4): a fine-grained token scoped to one repo may
+        write to it but not create it, and no token may create a repo in someone else's namespace.
+        """
+        try:
+            self._bounded(self.api.create_repo, self.repo_id, private=private, exist_ok=True)
+        except HfHubHTTPError as err:
+            if err.response is None or err.response.status_code not in (401, 403) or not self._token:
+                raise
+            namespace = self.repo_id.split("/")[0]
+            raise HubAuthError(
+                f"the token may not create {self.repo_id} ({err.response.status_code}): create the repo first (private, at "
+                f"https://huggingface.co/new under {namespace}), or use a token that may create repos in {namespace} "
+                "(a write token, or a fine-grained one with that permission)"
+            ) from None
+
+    def account_storage(self) -> int | None:
+        """Bytes the private model and dataset repos of this repo's namespace use, as far as the token may see them.
+
+        A free account's private repos share one quota (100 GB; past it every upload is refused
+        with 403 "Private repository storage limit reached", huggingface_hub #3048/#3049); the Hub
+        has no call for the quota's use, so this sums the repos' ``usedStorage``. Spaces are not counted.
+        """
+        namespace = self.repo_id.split("/")[0]
+        total = 0
+        for lister in (self.api.list_models, self.api.list_datasets):
+            repos = self._bounded(lambda lister=lister: list(lister(author=namespace, expand=["usedStorage", "private"])))
+            total += sum(int(getattr(r, "used_storage", 0) or 0) for r in repos if getattr(r, "private", False))
+        return total
 
     def head(self) -> str:
         """The commit ``main`` points at. One request without client-side retries: fails fast when the Hub is down."""
@@ -211,6 +241,29 @@ class HubClient:
         if not info.get("sha"):
             raise HubUnavailable(f"the Hub did not say which commit {self.repo_id} is at")
         return RepoHead(info["sha"], _timestamp(info.get("lastModified")), _http_date(response.headers.get("Date")))
+
+    def card_problem(self, content: str) -> str | None:
+        """What the Hub finds wrong with a card's metadata (``None``: it accepts it), from its own validator.
+
+        The Hub validates ``README.md``'s metadata on every commit that carries it and refuses the
+        whole commit when a field does not pass; ``/api/validate-yaml`` is the same check without a
+        commit (``huggingface_hub`` 2.4 ``repocard.RepoCard.validate``: 400 and the reasons as text).
+        ``create_commit`` asks it too before each commit carrying ``README.md`` (``HfApi._validate_yaml``,
+        raising ``ValueError("Invalid metadata in README.md …")``); ``RepoCard.validate`` posts to
+        ``constants.ENDPOINT``, not this client's endpoint, hence the request here.
+        """
+        response = self._bounded(
+            get_session().post, f"{self.endpoint}/api/validate-yaml", json={"repoType": "model", "content": content},
+            headers=build_hf_headers(token=self._token_arg, library_name="fintts"),
+        )
+        if response.status_code == 400:  # {"errors": [{"message": …}], "warnings": […]}, as HfApi._validate_yaml reads it
+            try:
+                errors = [str(e.get("message")) for e in response.json().get("errors", []) if isinstance(e, dict)]
+            except (ValueError, AttributeError):
+                errors = [response.text.strip()]
+            return "; ".join(e for e in errors if e) or "the Hub refused the card's metadata"
+        hf_raise_for_status(response)
+        return None
 
     def used_storage(self) -> int | None:
         return getattr(self._bounded(self.api.model_info, self.repo_id), "used_storage", None)

@@ -3,7 +3,8 @@
 A full push is one commit (see :mod:`.store`): the checkpoint's files (only those its manifest
 lists), the deletions the keep-last rule asks for, ``latest``, the extras of a snapshot
 (``status.json`` with its ``saved`` block, the card, ``loss.png``, ``model/``, ``samples/``,
-``tb/``), ``pushes.json`` and the refreshed lease. The snapshot is taken by :class:`Outbox`
+``tb/``), ``pushes.json`` and the refreshed lease; the card only when it changed and its metadata
+passed the Hub's validator (see :mod:`.card_gate`), and never in a heartbeat. The snapshot is taken by :class:`Outbox`
 when the checkpoint is published, so a push sends one consistent state while the trainer goes
 on rewriting those files. Only regular files are sent: symbolic links are skipped with a warning.
 """
@@ -22,6 +23,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from fintts.train.report.card import CARD, LOSS_PLOT
 from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import MODEL_DIR, STATUS
+from fintts.train.stores.hub.card_gate import CardGate
 from fintts.train.stores.hub.client import HubClient
 from fintts.train.stores.hub.lease import LEASE, LeaseHolder
 from fintts.train.stores.hub.ledger import PUSHES, Ledger
@@ -49,9 +51,13 @@ class Commits:
     def __init__(self, root: Path, *, host: str, client: HubClient, ledger: Ledger, holder: LeaseHolder):
         self.root, self.host = root, host
         self._client, self._ledger, self._holder = client, ledger, holder
+        self.cards = CardGate(client)
 
-    def full(self, target: Target, files: dict[str, Any], on_hub: set[str]) -> tuple[list[Any], int, set[str], set[str]]:
-        """The commit for ``target``: its files, deletions, the extras; and its size, deleted and added checkpoints."""
+    def full(
+        self, target: Target, files: dict[str, Any], on_hub: set[str]
+    ) -> tuple[list[Any], int, set[str], set[str], bytes | None]:
+        """The commit for ``target``: its files, deletions, the extras; and its size, deleted and added checkpoints,
+        and the card it carries (``None``: none)."""
         protect, keep_last = self._ledger.rule()
         added = {target.name} | {
             n for n in protect - on_hub if (self.root / ckpt.CHECKPOINTS / n / ckpt.MANIFEST).is_file()
@@ -73,8 +79,13 @@ class Commits:
                 additions.append(CommitOperationAdd(prefix + rel, folder / rel))
                 size += (folder / rel).stat().st_size
         snapshot_files = extra_files(target.snapshot)
+        card = None
         for rel in snapshot_files:
             source = target.snapshot / rel
+            if rel == CARD:
+                card = self.cards.wanted(source)
+                if card is None:
+                    continue
             content = self.status_for_hub(source.read_bytes(), target.name, target.name) if rel == STATUS else source
             additions.append(CommitOperationAdd(rel, content))
             size += source.stat().st_size
@@ -83,11 +94,11 @@ class Commits:
             if ours:
                 deletions += [CommitOperationDelete(p) for p in sorted(files) if p.startswith(mirrored + "/") and p not in ours]
         additions += [CommitOperationAdd(ckpt.LATEST, f"{target.name}\n".encode())] + self.bookkeeping(with_lease=True)
-        return deletions + additions, size, deleted, added
+        return deletions + additions, size, deleted, added, card
 
-    def small(self, head: str, *, with_lease: bool) -> list[Any]:
-        """``status.json`` (saying where the newest checkpoint is) and the card as they are now, with ``pushes.json``
-        (and the refreshed lease), for a commit on ``head``."""
+    def small(self, head: str, *, with_lease: bool, with_card: bool) -> list[Any]:
+        """``status.json`` (saying where the newest checkpoint is) as it is now, ``with_card`` the card if it changed,
+        with ``pushes.json`` (and the refreshed lease), for a commit on ``head``."""
         operations = []
         if (self.root / STATUS).is_file():
             known, hub_latest = self._ledger.hub_latest()
@@ -96,8 +107,9 @@ class Commits:
                 _, hub_latest = self._ledger.hub_latest()
             local = ckpt.read_latest(self.root)
             operations.append(CommitOperationAdd(STATUS, self.status_for_hub((self.root / STATUS).read_bytes(), hub_latest, local)))
-        if (self.root / CARD).is_file():
-            operations.append(CommitOperationAdd(CARD, (self.root / CARD).read_bytes()))
+        card = self.cards.wanted(self.root / CARD) if with_card else None
+        if card is not None:
+            operations.append(CommitOperationAdd(CARD, card))
         return operations + self.bookkeeping(with_lease=with_lease)
 
     def status_for_hub(self, data: bytes, hub: str | None, local: str | None) -> bytes:

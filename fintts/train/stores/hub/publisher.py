@@ -69,7 +69,7 @@ class Publisher:
         *,
         push: Callable[[Target], None],
         heartbeat: Callable[[], None],
-        after_push: Callable[[], None],
+        after_push: Callable[[Target], None],
         classify: Callable[[BaseException], HubError],
         push_every: float,
         heartbeat_every: float,
@@ -204,7 +204,7 @@ class Publisher:
             try:
                 self._push(job)
                 self.landed(job)
-                self._after_push()
+                self._after_push(job)
             except Exception as err:
                 failure = self._classify(err)
                 failures += 1

@@ -21,23 +21,37 @@ from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import HubClient, checkpoint_names
 from fintts.train.stores.hub.commits import LOCAL_DIR
-from fintts.train.stores.hub.errors import HubRepoError, HubUnavailable
+from fintts.train.stores.hub.errors import HubMoved, HubRepoError, HubUnavailable
 from fintts.train.stores.hub.lease import Retrying
 from fintts.train.stores.hub.ledger import PUSHES, Ledger
 
 logger = logging.getLogger(__name__)
+#: How many times a resume starts over when the commit it was reading vanished (a history rewrite).
+REREADS = 3
 
 
 def resume_point(root: Path, client: HubClient, ledger: Ledger, retrying: Retrying, log: Callable[[str], None]) -> Path | None:
     """The newest complete checkpoint in ``root``, downloading it from the Hub when the Hub's is newer than the local one.
 
-    What the Hub holds is noted in ``ledger``; ``retrying(what, call)`` runs each request.
+    What the Hub holds is noted in ``ledger``; ``retrying(what, call)`` runs each request. A
+    download that loses its commit to a history rewrite (see :func:`look`) starts over from the new head.
     """
     local = ckpt.latest_complete(root, log)
+    for attempt in range(1, REREADS + 1):
+        try:
+            return _resume_point(root, local, client, ledger, retrying, log)
+        except HubMoved as err:
+            if attempt == REREADS:
+                raise
+            log(f"{err}; reading the run again from its new head")
+    raise AssertionError("unreachable")
+
+
+def _resume_point(
+    root: Path, local: Path | None, client: HubClient, ledger: Ledger, retrying: Retrying, log: Callable[[str], None]
+) -> Path | None:
     try:
-        head = retrying("look up the run on the Hub", client.head)
-        files = retrying("list the run on the Hub", lambda: client.files(head))
-        pointed = (retrying("read latest", lambda: client.read(ckpt.LATEST, head)) or b"").decode(errors="replace").strip()
+        head, files, pointed = retrying("look up the run on the Hub", lambda: look(client))
     except HubRepoError:
         return local  # no repo yet: a new run (acquire creates it)
     except HubUnavailable as err:
@@ -67,6 +81,15 @@ def resume_point(root: Path, client: HubClient, ledger: Ledger, retrying: Retryi
             "Inspect the repo, or start a new run in another repo."
         )
     return local
+
+
+def look(client: HubClient) -> tuple[str, dict[str, Any], str]:
+    """The head, its files and what its ``latest`` names, read together: a retry after a history rewrite (which
+    makes the head read before it vanish, see :mod:`.errors`) starts again from the new head."""
+    head = client.head()
+    files = client.files(head)
+    pointed = (client.read(ckpt.LATEST, head) or b"").decode(errors="replace").strip() if ckpt.LATEST in files else ""
+    return head, files, pointed
 
 
 def fetch_model(
@@ -129,9 +152,8 @@ def fetch_checkpoint(
 
 def remote_latest(client: HubClient, retrying: Retrying) -> str | None:
     """The checkpoint the Hub's ``latest`` names (``None`` for an empty run)."""
-    head = retrying("look up the run on the Hub", client.head)
-    pointed = retrying("read latest", lambda: client.read(ckpt.LATEST, head))
-    name = (pointed or b"").decode(errors="replace").strip() or None
+    _, _, pointed = retrying("read latest", lambda: look(client))
+    name = pointed or None
     if name is not None and not ckpt.is_checkpoint_name(name):
         logger.warning("%s: its latest names %r, which is not a checkpoint name; ignoring it", client.url, name)
         return None

@@ -5,12 +5,13 @@ store; this store makes them durable in a Hub model repo that has the same layou
 later session on an empty disk resumes from it and a laptop pulls the model from it.
 
 **One commit per pushed checkpoint.** Every full push is one atomic Hub commit with the
-checkpoint's files, the new ``latest``, ``status.json``, the run's card ``README.md``,
-``model/``, ``loss.png``, ``samples/`` and ``tb/`` (when present), the lease heartbeat,
-``pushes.json`` and the deletion of checkpoints pruned since the last push. The Hub
-therefore never shows a ``latest`` naming a half-uploaded checkpoint: a commit lands whole
-or not at all. Commits name their parent (``parent_commit``), so a concurrent writer makes
-ours fail instead of interleaving. When pushes happen is the :class:`Publisher`'s business.
+checkpoint's files, the new ``latest``, ``status.json``, the run's card ``README.md`` (when it
+changed and the Hub accepts its metadata, see :mod:`.card_gate`), ``model/``, ``loss.png``,
+``samples/`` and ``tb/`` (when present), the lease heartbeat, ``pushes.json`` and the deletion
+of checkpoints pruned since the last push. The Hub therefore never shows a ``latest`` naming a
+half-uploaded checkpoint: a commit lands whole or not at all. Commits name their parent
+(``parent_commit``), so a concurrent writer makes ours fail instead of interleaving.
+When pushes happen is the :class:`Publisher`'s business.
 
 **Local copies.** :meth:`HubStore.prune` never deletes the checkpoint being uploaded nor
 the newest one waiting to be; any other checkpoint it removes is either on the Hub or
@@ -18,9 +19,14 @@ superseded by a newer one that will be pushed instead. The same keep-last rule, 
 protected (best) checkpoints, is applied on the Hub at the next full push; a protected
 checkpoint not yet on the Hub rides along in that commit.
 
-**Bounded storage.** LFS objects no longer referenced at the head are freed for good after
-each push (``permanently_delete_lfs_files``, which rewrites history), so deleted checkpoints
-stop counting towards the repo's storage. :meth:`HubStore.describe` reports the repo size and
+**Bounded storage, few history rewrites.** LFS objects no longer referenced at the head are
+freed for good (``permanently_delete_lfs_files``, which rewrites history), so deleted
+checkpoints stop counting towards the repo's storage. Each rewrite gives every later commit a
+new id (a reader then reads again, see :mod:`.errors`), and the Hub's guidance is to keep a
+repo's history short, so storage is freed only at a session's final push, when ``rewrite_every``
+seconds passed since this session's last rewrite, or when the next push would cross
+``storage_cap_gb``: at most two rewrites in a 12-hour session (``benchmarks/hub_commits.py``).
+:meth:`HubStore.describe` reports the repo size and
 a warning is logged when the next push would cross ``storage_cap_gb``.
 
 **Where the newest checkpoint is.** Every ``status.json`` this store commits carries a
@@ -71,11 +77,13 @@ from typing import Any
 from fintts.errors import StoreError
 from fintts.train.machine.platform import host_name
 from fintts.train.repo_id import repo_id_problem
+from fintts.train.report.card import CARD
 from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import STATUS, Store
 from fintts.train.stores.hub import resume
 from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.commits import LOCAL_DIR, Commits, Outbox
+from fintts.train.stores.hub.errors import HubAuthError, HubRefused, HubStorageFull
 from fintts.train.stores.hub.lease import LeaseHolder
 from fintts.train.stores.hub.ledger import PUSHES, Ledger
 from fintts.train.stores.hub.publisher import Publisher, Target
@@ -87,6 +95,12 @@ log = logging.getLogger(__name__)
 BINDING = "repo.json"
 #: How long a failing session without a time limit waits at most for its newest checkpoint's push.
 SECURE_WAIT = 600.0
+#: A free account's private storage on the Hub (GB; huggingface_hub #3048/#3049).
+FREE_PRIVATE_STORAGE_GB = 100.0
+#: The shortest default lease timeout (seconds).
+MIN_LEASE_TIMEOUT = 900.0
+#: Seconds between a session's history rewrites that free deleted checkpoints' storage (its final push always may).
+REWRITE_EVERY = 6 * 3600.0
 
 
 class HubStore(Store):
@@ -96,12 +110,19 @@ class HubStore(Store):
     ``$HF_ENDPOINT`` or huggingface.co). ``token``: see
     :func:`~fintts.train.stores.hub.auth.find_token`. ``private``: visibility of a repo this
     store creates. ``push_every``: seconds between full pushes (``0``: every publish).
-    ``lease_timeout``: seconds without a heartbeat after which a lease may be taken over.
+    ``lease_timeout``: seconds without a heartbeat after which a lease may be taken over (default:
+    twice ``push_every``, at least 15 minutes: heartbeats, every third of it, then fall between
+    hourly pushes at most once, so a 12-hour session makes about 26 commits, not 146; a Kaggle
+    session that died has its lease released by ``fintts kaggle`` once Kaggle says it ended).
+    ``rewrite_every``: seconds between history rewrites that free storage (see above).
     ``storage_cap_gb``: warn before the repo outgrows this. ``host``: how the lease names
     this machine (default: :func:`~fintts.train.machine.platform.host_name`). ``backoff``: retry waits.
     ``sync_attempts``: tries of the calls that block the caller (acquire, resume, release).
     ``request_timeout``: seconds any one HTTP request may take. ``upload_timeout``: seconds one
     push's upload of its large files may take overall (never past the session's end).
+    ``allow_public``: train into a repo that is public (refused otherwise: checkpoints, samples of
+    the speaker and corpus text would go out publicly). ``storage_limit_gb``: the account's private
+    storage (a free account's 100 GB); a session that could not save within it is refused at its start.
     ``read_only``: for a reader (``fintts status``), which needs no token for a public repo and
     only a read token for a private one; a writer's missing token is an error at once.
 
@@ -120,7 +141,8 @@ class HubStore(Store):
         token: str | None = None,
         private: bool = True,
         push_every: float = 3600.0,
-        lease_timeout: float = 900.0,
+        lease_timeout: float | None = None,
+        rewrite_every: float = REWRITE_EVERY,
         storage_cap_gb: float | None = None,
         host: str | None = None,
         backoff: Backoff = Backoff(),
@@ -128,10 +150,14 @@ class HubStore(Store):
         request_timeout: float = 60.0,
         upload_timeout: float = 1800.0,
         read_only: bool = False,
+        allow_public: bool = False,
+        storage_limit_gb: float | None = FREE_PRIVATE_STORAGE_GB,
     ):
         problem = repo_id_problem(repo_id)
         if problem:
             raise StoreError(f"hub_repo: {problem}")
+        if lease_timeout is None:
+            lease_timeout = max(MIN_LEASE_TIMEOUT, 2 * push_every)
         if push_every < 0 or lease_timeout <= 0:
             raise StoreError("push_every must be >= 0 and lease_timeout > 0 seconds")
         self.repo_id = self.hub_repo = repo_id
@@ -143,6 +169,11 @@ class HubStore(Store):
         self.backoff = backoff
         self.sync_attempts = max(1, sync_attempts)
         self.upload_timeout = upload_timeout
+        self.rewrite_every = rewrite_every
+        self.allow_public = allow_public
+        self._told_no_freeing = False
+        self.storage_limit_gb = storage_limit_gb
+        self._last_rewrite = time.monotonic()  # a session's first rewrite waits rewrite_every too (or its final push)
         self._client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout, anonymous_ok=read_only)
         self._folder_lock = LocalStore(self.root)  # the same one-process-per-folder lock as a local run's
         self._ledger = Ledger(self.root / PUSHES)
@@ -169,7 +200,7 @@ class HubStore(Store):
         self._holder.session_seconds = None if deadline is None else max(0.0, deadline - time.time())
 
     def problem(self) -> str | None:
-        return self._publisher.fatal or self._publisher.last_error
+        return self._publisher.fatal or self._publisher.last_error or self._commits.cards.problem()
 
     # -- lease ----------------------------------------------------------------------------
 
@@ -203,9 +234,46 @@ class HubStore(Store):
     def _take_lease(self, session_id: str, force: bool) -> None:
         self._retrying("create the Hub repo", lambda: self._client.ensure_repo(self.private))
         self._repo_ready = True
+        self._check_visibility()
+        self._check_storage()
         self._outbox.clear_others()  # snapshots of a previous writer process
         self._holder.take(session_id, force, self._retrying)
         self._publisher.heartbeats(True)
+
+    def _check_visibility(self) -> None:
+        """Refuse a public repo unless asked: ``create_repo(private=True)`` leaves an existing repo as it is."""
+        if self.allow_public or self.private is False:
+            return
+        if self._retrying("look up the repo's visibility", self._client.is_private):
+            return
+        raise StoreError(
+            f"{self.repo_id} is public: a training run pushes its checkpoints, samples of the speaker's voice and the corpus "
+            f"text there for anyone to download. Make it private (https://huggingface.co/{self.repo_id}/settings), or "
+            "allow it with hub_public: true in the config (or hub_public=true after the config on the command line)"
+        )
+
+    def _check_storage(self) -> None:
+        """Refuse a session that could not save within the account's private storage, now rather than at hour 11.
+
+        Whether the Hub frees deleted files' storage at once is not ours to know (its docs allow a
+        lag), so the check is on what the Hub reports now, plus room for two pushes of this run.
+        """
+        if self.storage_limit_gb is None or not self.private:
+            return
+        try:
+            used = self._client.account_storage()
+        except Exception as err:  # the check is a courtesy: a listing that fails must not stop a session
+            log.warning("%s: could not check the account's storage (%s)", self.url, self._client.failure(err))
+            return
+        needed = 2 * max([int(p.get("bytes", 0)) for p in self._ledger.pushes()] or [0])
+        limit = self.storage_limit_gb * 1e9
+        if used is not None and used + needed > limit:
+            raise HubStorageFull(
+                f"the private repos of {self.repo_id.split('/')[0]} use {used / 1e9:.1f} GB of the account's "
+                f"{self.storage_limit_gb:g} GB; this run's next pushes need ~{needed / 1e9:.1f} GB more, and the Hub refuses "
+                "uploads past the limit (403 'Private repository storage limit reached'). Free space (delete old repos or "
+                "checkpoints: https://huggingface.co/settings/storage) or upgrade, then start the session again"
+            )
 
     def release(self, timeout: float | None = None) -> None:
         """Delete the lease and push the final ``status.json`` and card (a small commit), within ``timeout`` seconds.
@@ -222,7 +290,7 @@ class HubStore(Store):
         if self._holder.lease is None:
             return
         self._publisher.heartbeats(False)
-        self._holder.release(timeout, lambda head: self._commits.small(head, with_lease=False), self._retrying)
+        self._holder.release(timeout, lambda head: self._commits.small(head, with_lease=False, with_card=True), self._retrying)
 
     def notes(self) -> list[str]:
         """The lease's ceiling, when it cut the timeout this run's slow pushes asked for."""
@@ -311,7 +379,10 @@ class HubStore(Store):
         """The writer's own ``status.json``; for anyone else (``fintts status``) the Hub's, falling back to the mirror's."""
         if self._holder.lease is None:
             try:
-                status = json_object(self._client.read(STATUS, self._client.head()))
+                status = self._client.retrying(  # read again from the new head if a history rewrite took the old one
+                    "read the run's status", lambda: json_object(self._client.read(STATUS, self._client.head())),
+                    attempts=2, backoff=self.backoff,
+                )
                 if status is not None:
                     return status
             except Exception as err:  # a status display must work offline: use the local mirror
@@ -358,27 +429,57 @@ class HubStore(Store):
         head = self._holder.checked_head()
         files = self._client.files(head)
         on_hub = checkpoint_names(files)
-        operations, size, deleted, added = self._commits.full(target, files, on_hub)
+        operations, size, deleted, added, card = self._commits.full(target, files, on_hub)
         self._client.upload(operations, self.upload_timeout)  # the bulk of the push, holding no lock
         # only this session commits while it holds the lease (its heartbeats meanwhile touch no checkpoint)
-        info = self._holder.commit(lambda head: operations, f"{target.name}" + (" (end of session)" if target.final else ""))
+        try:
+            info = self._holder.commit(lambda head: operations, f"{target.name}" + (" (end of session)" if target.final else ""))
+        except Exception as err:
+            failure = self._client.failure(err)
+            if card is not None and isinstance(failure, HubRefused) and CARD in str(failure):
+                self._commits.cards.refused(card, str(failure))  # the retry goes without it
+            raise
+        if card is not None:
+            self._commits.cards.sent(card)
         seconds = time.monotonic() - started
         self._ledger.pushed(target.name, (on_hub - deleted) | added, seconds, size, info.commit_url)
         log.info("%s: pushed %s (%.1f MB in %.1fs)", self.url, target.name, size / 1e6, seconds)
 
     def _push_heartbeat(self) -> None:
-        self._holder.commit(lambda head: self._commits.small(head, with_lease=True), "heartbeat")
+        self._holder.commit(lambda head: self._commits.small(head, with_lease=True, with_card=False), "heartbeat")
 
-    def _tidy_storage(self) -> None:
-        """Free LFS objects of deleted files and warn before the storage cap; failures only warn (next push retries)."""
+    def _rewrite_due(self, final: bool) -> bool:
+        """Free storage now (a history rewrite)? At a final push, every ``rewrite_every``, or near the storage cap."""
+        if final or time.monotonic() - self._last_rewrite >= self.rewrite_every:
+            return True
+        if self.storage_cap_gb is None or self._used_storage is None:
+            return False
+        return self._used_storage + 2 * self._ledger.last_push_bytes() > self.storage_cap_gb * 1e9
+
+    def _tidy_storage(self, target: Target | None = None) -> None:
+        """Free LFS objects of deleted files when due (see the module) and warn before the storage cap; failures only
+        warn (a later push retries). ``target``: the push just made (``None``: a push by hand, which counts as final)."""
         try:
-            freed = self._holder.free_unreferenced()
-            if freed:
-                log.info("%s: freed %.1f MB of deleted checkpoints", self.url, freed / 1e6)
+            if self._rewrite_due(target is None or target.final):
+                freed = self._holder.free_unreferenced()
+                self._last_rewrite = time.monotonic()
+                if freed:
+                    log.info("%s: freed %.1f MB of deleted checkpoints", self.url, freed / 1e6)
             self._used_storage = self._client.used_storage()
         except Exception as err:
-            log.warning("%s: could not free old checkpoints' storage (%s); will retry after the next push",
-                        self.url, self._client.failure(err))
+            failure = self._client.failure(err)
+            if isinstance(failure, HubAuthError):  # e.g. a fine-grained token that may write files but not delete LFS objects
+                if not self._told_no_freeing:
+                    self._told_no_freeing = True
+                    per_push = self._ledger.last_push_bytes()
+                    log.warning(
+                        "%s: the token may not free deleted checkpoints' storage (%s): the repo's storage grows by every "
+                        "push (~%.2f GB each, ~%.0f GB over a 12-hour session of hourly pushes) until a write token frees "
+                        "it (`fintts push` with one, or delete the repo's old LFS files in its settings)",
+                        self.url, failure, per_push / 1e9, 12 * per_push / 1e9,
+                    )
+                return
+            log.warning("%s: could not free old checkpoints' storage (%s); will retry after the next push", self.url, failure)
             return
         if self.storage_cap_gb is not None and self._used_storage is not None:
             cap = self.storage_cap_gb * 1e9

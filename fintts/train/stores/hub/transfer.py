@@ -17,7 +17,9 @@ from fintts.errors import StoreError
 from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import LOSS_PLOT, HubClient, checkpoint_names, json_object
+from fintts.train.stores.hub.errors import HubMoved
 from fintts.train.stores.hub.lease import LEASE
+from fintts.train.stores.hub.resume import REREADS
 from fintts.train.stores.hub.store import HubStore
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,17 @@ def pull(
     """
     out = Path(out_dir).expanduser().resolve()
     client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout, anonymous_ok=True)
+    for attempt in range(1, REREADS + 1):
+        try:
+            return _pull(client, out, checkpoint, full)
+        except HubMoved:
+            if attempt == REREADS:
+                raise
+            log.warning("%s: its history was rewritten while pulling; pulling again from the new head", client.url)
+    raise AssertionError("unreachable")
+
+
+def _pull(client: HubClient, out: Path, checkpoint: str, full: bool) -> Path:
     try:
         head = client.head()
         files = client.files(head)
