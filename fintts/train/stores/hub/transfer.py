@@ -77,7 +77,7 @@ def pull(
     client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout, anonymous_ok=True)
     for attempt in range(1, REREADS + 1):
         try:
-            return _pull(client, out, checkpoint, full)
+            return _pull(client, out, checkpoint, full, samples)
         except HubMoved:
             if attempt == REREADS:
                 raise
@@ -85,7 +85,7 @@ def pull(
     raise AssertionError("unreachable")
 
 
-def _pull(client: HubClient, out: Path, checkpoint: str, full: bool) -> Path:
+def _pull(client: HubClient, out: Path, checkpoint: str, full: bool, samples: bool) -> Path:
     try:
         head = client.head()
         files = client.files(head)
