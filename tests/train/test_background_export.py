@@ -178,3 +178,53 @@ def test_a_newer_best_ends_the_export_of_the_older_one_at_once_and_its_own_is_ke
         exports.close()
     assert consistent(local_model(tmp_path)) and warnings == []
     assert json.loads((final / "derived.json").read_text())["model.safetensors"] == hashlib.sha256(b"weights of step 8").hexdigest()
+
+
+def hub_model(hub) -> dict[str, bytes]:
+    return {path.removeprefix("model/"): data for path, data in hub.files(REPO).items() if path.startswith("model/")}
+
+
+def hub_state(hub) -> dict:
+    files = hub.files(REPO)
+    latest = files["latest"].decode().strip()
+    return json.loads(files[f"checkpoints/{latest}/state.json"])
+
+
+@pytest.mark.slow
+def test_a_pending_export_is_made_on_a_fresh_disk_after_a_hub_resume(tmp_path, hub_env):
+    """A Kaggle session always starts on an empty disk: the Hub's model/ (a validated best's export) is fetched and its
+    slow part made; the flag is cleared only once the Hub's model/ has it."""
+    hub = hub_env
+    config = write_config(tmp_path, **SLOW, max_steps=100_000, fault_seconds=120.0)
+    first = tmp_path / "first"
+    hub_args = ("--hub-repo", REPO, "--push-every", "0", "--no-progress")
+    process = start_cli("train", str(config), "--store", str(first), *hub_args, cwd=tmp_path)
+    deadline = time.time() + 120
+    while not (list(first.glob(".model-later-*/")) and checkpoint.read_latest(first)) and time.time() < deadline:
+        assert process.poll() is None, process.stdout.read()
+        time.sleep(0.05)
+    out = stop(process, signal.SIGTERM)
+    assert process.returncode == 0, out
+    left = hub_state(hub)
+    assert left["export_pending"] is True and left["best_step"] is not None, left
+    assert "model.safetensors" in hub_model(hub) and "derived.json" not in hub_model(hub)
+
+    # the next session: another disk, no new best (eval_every 0), a quick slow part
+    config = write_config(tmp_path, **{**SLOW, "eval_every": 0}, max_steps=left["step"] + 8, fault_seconds=0.5)
+    second = tmp_path / "second"
+    result = cli("train", str(config), "--store", str(second), *hub_args, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(hub.files(REPO)["status.json"])["state"] == "finished"
+    assert consistent(hub_model(hub)), sorted(hub_model(hub))  # the slow part of the best's own weights, on the Hub
+    assert hub_model(hub)["model.safetensors"] == left_weights(hub, left)
+    assert hub_state(hub)["export_pending"] is False
+    assert not list(second.glob(".model-*")), list(second.glob(".model-*"))
+
+
+def left_weights(hub, state: dict) -> bytes:
+    """The best's weights as the first session's last push left them on the Hub (model/ only moves forward)."""
+    for commit in reversed(hub.landed(REPO)):
+        sha = commit["tree"].get("model/model.safetensors")
+        if sha and f"checkpoints/{checkpoint.name_for_step(state['step'])}/state.json" in commit["tree"]:
+            return hub.blob(REPO, sha)
+    raise AssertionError("no push of the first session's last checkpoint carried model/")

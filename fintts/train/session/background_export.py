@@ -134,8 +134,9 @@ class BackgroundExport:
         self.generation = 0
         self._job: _Job | None = None
         self._wanted: Callable[[Path], None] | None = None
-        #: the newest export's slow part was stopped unfinished: the next session makes it.
-        self._stopped = False
+        #: ``final`` lacks its slow part and no process of this session is making it (stopped, failed, or never started
+        #: here): the next session makes it. Only a finished swap or a newer export clears it.
+        self._unmade = False
         self._step = 0
 
     def exported(self, derive: Callable[[Path], None] | None, step: int) -> None:
@@ -144,11 +145,17 @@ class BackgroundExport:
         if self._job is not None:  # made from weights model/ no longer holds
             self._job.end()
             self._job = None
-        self._wanted, self._step, self._stopped = derive, step, False
+        self._wanted, self._step, self._unmade = derive, step, False
         self.poll()
 
+    def unmade(self, step: int, why: str) -> None:
+        """``final`` (the export of ``step``) lacks its slow part and this session cannot make it (``why``): it stays
+        pending for the next session, whatever this session's later checkpoints say."""
+        self._step, self._unmade = step, True
+        self._warn(f"the export of {self.final} at step {step} still lacks its slow part ({why}); the next session makes it")
+
     def pending(self) -> bool:
-        return self._job is not None or self._wanted is not None or self._stopped
+        return self._job is not None or self._wanted is not None or self._unmade
 
     def poll(self) -> float | None:
         """Swap in a finished, still current job (its seconds are returned) and start the wanted one if none runs."""
@@ -161,12 +168,16 @@ class BackgroundExport:
                 job.remove()
             elif error is not None:
                 job.remove()
-                self._warn(f"could not finish the export of {self.final} at step {self._step} ({error}); it holds the quick part only")
+                self._unmade = True
+                self._warn(f"could not finish the export of {self.final} at step {self._step} ({error}); it holds the quick "
+                           "part only; the next session tries again")
             else:
                 err = replace_export(self.final, lambda fresh: os.replace(job.folder, fresh))
                 job.remove()
                 if err is not None:
-                    self._warn(f"could not complete {self.final} at step {self._step} ({err}); it holds the quick part only")
+                    self._unmade = True
+                    self._warn(f"could not complete {self.final} at step {self._step} ({err}); it holds the quick part only; "
+                               "the next session tries again")
                 else:
                     swapped = seconds
         if self._job is None and self._wanted is not None:
@@ -188,7 +199,9 @@ class BackgroundExport:
                 )
         except OSError as err:
             shutil.rmtree(folder, ignore_errors=True)
-            self._warn(f"could not start the export of {self.final} at step {self._step} ({err}); it holds the quick part only")
+            self._unmade = True
+            self._warn(f"could not start the export of {self.final} at step {self._step} ({err}); it holds the quick part only; "
+                       "the next session tries again")
             return
         self._job = _Job(self.generation, folder, time.time(), process)
 
@@ -216,7 +229,7 @@ class BackgroundExport:
         if self._job is not None or self._wanted is not None:
             if self._job is not None:
                 self._job.end()
-            self._job, self._wanted, self._stopped = None, None, True
+            self._job, self._wanted, self._unmade = None, None, True
 
 
 def _child_environment() -> dict[str, str]:

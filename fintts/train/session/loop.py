@@ -42,7 +42,7 @@ from fintts.train.report.summary import SessionSummary
 from fintts.train.run import checkpoint
 from fintts.train.run.rng import capture_rng
 from fintts.train.run.state import TrainerState
-from fintts.train.session import ending, resume, stopping, validating, watching
+from fintts.train.session import ending, pending_export, resume, stopping, validating, watching
 from fintts.train.session.background_export import BackgroundExport
 from fintts.train.session.facts import SessionFacts
 from fintts.train.session.saving import is_disk_full, write_checkpoint
@@ -175,9 +175,8 @@ class Trainer:
             self._build(resuming=folder is not None)
             started = time.time()
             resumed_from = self._resume(folder) if folder is not None else self._begin()
-            if facts.main and self.state.export_pending and (self.store.root / MODEL_DIR).is_dir():
-                # an earlier session ended before the slow part of model/'s export was made
-                validating.export_later(self.built, self.state, self.exports)
+            if facts.main and self.state.export_pending:  # an earlier session ended before model/'s slow part was made
+                pending_export.make_pending(self.built, self.state, self.exports, facts)
             facts.spent("resume", started)
             facts.record.start_step = facts.record.end_step = self.state.step
             self.state.sessions.append(facts.record)
