@@ -5,30 +5,12 @@ the same settings; benchmarks/gpu_check.py's ``nccl_failure`` part runs it on NC
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
 from fintts.train.processes.collective import NCCL_ERROR_HANDLING
 from fintts.train.run import checkpoint
-from trainer_helpers import FAULTY, children, start_cli, status_of, write_config
-
-
-def environment(pid: int) -> dict[str, str]:
-    pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return dict(pair.decode(errors="replace").split("=", 1) for pair in pairs if b"=" in pair)
-
-
-def training(launcher: int) -> list[int]:
-    """The launcher's training processes (``python -m fintts train``), not its collective check's."""
-    found = []
-    for pid in children(launcher):
-        try:
-            if b"train" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
-                found.append(pid)
-        except OSError:
-            continue
-    return found
+from trainer_helpers import FAULTY, environment_of, start_cli, status_of, training_processes, write_config
 
 
 @pytest.mark.slow
@@ -39,9 +21,9 @@ def test_a_hung_peer_fails_the_session_under_the_nccl_settings_the_processes_get
     store = tmp_path / "store"
     process = start_cli("train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress", cwd=tmp_path)
     deadline = time.time() + 90
-    while len(training(process.pid)) < 2 and time.time() < deadline:  # after the launcher's collective check
+    while len(training_processes(process.pid)) < 2 and time.time() < deadline:  # after the launcher's collective check
         time.sleep(0.05)
-    seen = [environment(pid) for pid in training(process.pid)]
+    seen = [environment_of(pid) for pid in training_processes(process.pid)]
     out, _ = process.communicate(timeout=180)
     assert len(seen) == 2, out
     for env in seen:

@@ -75,7 +75,7 @@ import yaml
 
 from fintts.process_exit import end_with_parent
 from fintts.train.config import ConfigError, RunConfig, as_run_config
-from fintts.train.machine.clock import session_clock
+from fintts.train.machine.clock import SessionClock, session_clock
 from fintts.train.machine.platform import ORIGIN_VARIABLE, START_VARIABLE
 from fintts.train.processes.collective import NCCL_ERROR_HANDLING
 from fintts.train.processes.collective_check import check_collectives
@@ -175,9 +175,10 @@ def launch(
     else:
         flags = [*(["--allow-config-change"] if allow_config_change else []), *(["--force"] if force else []),
                  *([] if progress else ["--no-progress"])]
+        clock = session_clock(config.train, own_process=own_process)  # before the check: its seconds are the session's
         if not (check := check_collectives(count, cuda=gpus > 0)).ok:
             raise LaunchFailed(check.message, 1)
-        summary = _Processes(config, count, flags, out or sys.stdout, cpu=gpus == 0, own_process=own_process).run()
+        summary = _Processes(config, count, flags, out or sys.stdout, cpu=gpus == 0, clock=clock).run()
     if summary_json:
         write_summary(summary, summary_json)
     return summary
@@ -186,14 +187,15 @@ def launch(
 class _Processes:
     """The ``count`` training processes of one session, from start to the last exit."""
 
-    def __init__(self, config: RunConfig, count: int, flags: list[str], out: IO[str], *, cpu: bool, own_process: bool):
+    def __init__(self, config: RunConfig, count: int, flags: list[str], out: IO[str], *, cpu: bool,
+                 clock: tuple[SessionClock, str]):
         self.config, self.count, self.flags, self.out, self.cpu = config, count, flags, out, cpu
         self.logs = config.train.local_dir() / LOGS
         self.processes: list[subprocess.Popen] = []
         self.log_files: list[IO[bytes]] = []
         self.exit_grace = config.train.exit_grace or 0.0
         #: the session's clock, the processes' own (they get its start)
-        self.clock, self.origin = session_clock(config.train, own_process=own_process)
+        self.clock, self.origin = clock
         #: processes ended because they outlived the first one's ended session (or the session) by ``exit_grace``.
         self.ended_late: set[int] = set()
 
