@@ -191,9 +191,11 @@ def hub_state(hub) -> dict:
 
 
 @pytest.mark.slow
-def test_a_pending_export_is_made_on_a_fresh_disk_after_a_hub_resume(tmp_path, hub_env):
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_pending_export_is_made_on_a_fresh_disk_after_a_hub_resume(tmp_path, hub_env, processes):
     """A Kaggle session always starts on an empty disk: the Hub's model/ (a validated best's export) is fetched and its
-    slow part made; the flag is cleared only once the Hub's model/ has it."""
+    slow part made (with two processes, the other waits off the device meanwhile); the flag is cleared only once the
+    Hub's model/ has it."""
     hub = hub_env
     config = write_config(tmp_path, **SLOW, max_steps=100_000, fault_seconds=120.0)
     first = tmp_path / "first"
@@ -212,7 +214,7 @@ def test_a_pending_export_is_made_on_a_fresh_disk_after_a_hub_resume(tmp_path, h
     # the next session: another disk, no new best (eval_every 0), a quick slow part
     config = write_config(tmp_path, **{**SLOW, "eval_every": 0}, max_steps=left["step"] + 8, fault_seconds=0.5)
     second = tmp_path / "second"
-    result = cli("train", str(config), "--store", str(second), *hub_args, cwd=tmp_path)
+    result = cli("train", str(config), "--store", str(second), "--num-processes", str(processes), *hub_args, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(hub.files(REPO)["status.json"])["state"] == "finished"
     assert consistent(hub_model(hub)), sorted(hub_model(hub))  # the slow part of the best's own weights, on the Hub

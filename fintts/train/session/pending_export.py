@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from fintts.errors import StoreError
 from fintts.train.run.state import TrainerState
 from fintts.train.session import validating
 from fintts.train.session.background_export import BackgroundExport
@@ -55,8 +58,7 @@ def fetch_model(facts: SessionFacts, final: Path) -> str | None:
     store = facts.store
     if not store.hub_repo:
         return f"this disk has no {MODEL_DIR}/ to make it from, and the run is not on the Hub"
-    from fintts.errors import StoreError  # lazy: the Hub's client imports what a local run never needs
-    from fintts.train.stores.hub import Backoff, HubClient
+    from fintts.train.stores.hub import Backoff, HubClient  # lazy: the Hub's client imports what a local run never needs
 
     staging = final.with_name(f".{final.name}-later-fetch")
     shutil.rmtree(staging, ignore_errors=True)
@@ -64,7 +66,7 @@ def fetch_model(facts: SessionFacts, final: Path) -> str | None:
         client = HubClient.connect(store.hub_repo, timeout=facts.config.train.hub_timeout)
         client.deadline = facts.clock.deadline  # the time training must stop by
 
-        def retrying(what, call):
+        def retrying(what: str, call: Callable[[], Any]) -> Any:
             return client.retrying(what, call, attempts=HUB_ATTEMPTS, backoff=Backoff())
 
         head = retrying("look up the run on the Hub", client.head)
