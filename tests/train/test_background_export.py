@@ -262,7 +262,7 @@ def test_the_export_process_holds_no_credential_and_is_the_first_to_go(tmp_path,
     secrets = {"HF_TOKEN": "hf_fromTheEnvironment", "KAGGLE_API_TOKEN": "KGAT_x", "KAGGLE_USER_SECRETS_TOKEN": "secrets",
                "KAGGLE_KEY": "k", "KAGGLE_USERNAME": "me", "HUGGING_FACE_HUB_TOKEN": "hf_old", "AWS_SECRET_ACCESS_KEY": "a"}
     launch = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
-    for name, value in {**secrets, **launch, "HF_HOME": str(login)}.items():
+    for name, value in {**secrets, **launch, "HF_HOME": str(login), "TOKENIZERS_PARALLELISM": "false"}.items():
         monkeypatch.setenv(name, value)
     warnings: list[str] = []
     exports, record = start_export(tmp_path, 0.2, warnings, monkeypatch)
@@ -273,6 +273,7 @@ def test_the_export_process_holds_no_credential_and_is_the_first_to_go(tmp_path,
         exports.close()
     env = facts["env"]
     assert not set(secrets) & set(env) and not set(launch) & set(env), sorted(env)
+    assert env["TOKENIZERS_PARALLELISM"] == "false"  # a setting, not a credential: kept
     assert facts["token"] is None  # neither the variable nor the cached login is within its reach
     assert facts["oom_score_adj"] == "1000"  # the OOM killer takes it before any training process
     assert facts["threads"] == facts["interop_threads"] == max(1, len(os.sched_getaffinity(0)) // 4)

@@ -57,10 +57,11 @@ WAIT_STEP = 0.1
 SAY_EVERY = 60.0
 #: The child's niceness (Linux and macOS): the CPU that feeds the devices goes to training first.
 NICENESS = 19
-#: Words that mark an environment variable as a credential (``HF_TOKEN``, ``KAGGLE_API_TOKEN``,
-#: ``KAGGLE_USER_SECRETS_TOKEN``: enough to fetch the Kaggle secrets, ``HF_TOKEN`` among them); a child that only writes
-#: files needs none, so none is handed on.
-SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "_KEY", "AUTH")
+#: Words of a variable's name (split at ``_``) that mark it as a credential (``HF_TOKEN``, ``KAGGLE_API_TOKEN``,
+#: ``KAGGLE_USER_SECRETS_TOKEN``: enough to fetch the Kaggle secrets, ``HF_TOKEN`` among them; ``AWS_SECRET_ACCESS_KEY``);
+#: a child that only writes files needs none, so none is handed on (``TOKENIZERS_PARALLELISM`` is no credential).
+SECRET_WORDS = frozenset({"TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "KEY",
+                          "AUTH"})
 #: Credential variables the words miss: huggingface_hub's OIDC exchange (utils/_auth.py ``get_token``) and Kaggle's user.
 SECRETS = ("HF_OIDC_RESOURCE", "KAGGLE_KEY", "KAGGLE_USERNAME")
 #: A launch's process-group variables (:mod:`fintts.train.session.launcher`, torchrun's): the child joins no group.
@@ -298,7 +299,7 @@ def child_environment(temp: Path) -> dict[str, str]:
     token file at ``$HF_TOKEN_PATH``, by default ``$HF_HOME/token``: constants.py), and no download either (offline)."""
     env = {
         key: value for key, value in os.environ.items()
-        if key not in SECRETS and key not in LAUNCH_VARIABLES and not any(word in key.upper() for word in SECRET_WORDS)
+        if key not in SECRETS and key not in LAUNCH_VARIABLES and not SECRET_WORDS & set(key.upper().split("_"))
     }
     home = temp / "huggingface"
     env.update({name: str(temp) for name in TEMP_VARIABLES})
