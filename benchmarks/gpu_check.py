@@ -52,6 +52,8 @@ PARTS = [
     ("background_export", "the ONNX export in the background beside training: step time with and without it", 100, 150),
     ("step_share", "the share of a session in optimizer steps (benchmarks/step_share.py)", 140, 150),
     ("bench", "fintts bench --compare: each speed switch, SDPA, the largest micro-batch under the T4 cap", 180, 180),
+    ("nccl_failure", "a hung process of two: failed status and the newest checkpoint under NCCL's settings (two GPUs; else gloo)",
+     120, 150),
     ("chatterbox", "Chatterbox's T3 at real size in fp16 under the T4 cap: full + checkpointing, LoRA, full", 240, 120),
 ]
 TITLES = {name: title for name, title, _, _ in PARTS}

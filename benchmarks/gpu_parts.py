@@ -349,10 +349,8 @@ def part_mas(p: Part) -> None:
 def part_resume(p: Part) -> None:
     """Session A with a budget, B resumes it a few steps on, C trains the same steps unbroken; B's weights against C's."""
     from fintts.cli import main as fintts
-    from fintts.train.machine.platform import process_start_time
 
     s = p.sizes
-    started = process_start_time("self") or time.time()  # the session clock's origin off Kaggle
     if p.cuda:  # bit-identical where CUDA allows: its deterministic kernels, warned where an operation has none
         torch.use_deterministic_algorithms(True, warn_only=True)
     broken, whole = p.fresh_store("broken"), p.fresh_store("whole")
@@ -371,10 +369,11 @@ def part_resume(p: Part) -> None:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        started = time.time()  # the session clock's origin off Kaggle for main([...]) in a running program: the call
         a = session(broken, "a", "--budget", f"{s['budget']}s", "--max-steps", "100000")
         ended = time.time() - started
         stop = a["end_step"]
-        p.check(f"a {s['budget']} s session stops inside its budget (process start to exit)", f"{ended:.1f} s, stopped by "
+        p.check(f"a {s['budget']} s session stops inside its budget (the call to its return)", f"{ended:.1f} s, stopped by "
                 f"{a['reason']} at step {stop}", ended <= s["budget"] and a["reason"] == "deadline")
         p.check("it saves: a complete checkpoint of its last step, safe in the store",
                 f"{Path(a['latest_checkpoint'] or '-').name}, durable: {a['durable']}",
@@ -399,7 +398,7 @@ def part_resume(p: Part) -> None:
     p.check(f"resumed at step {stop} and trained to {target}: the weights equal the unbroken run's", text,
             None if stated else same, why="not bit-identical on CUDA: the difference is stated" if stated else "")
     outcome = "bit-identical" if same else f"max |Δ| {difference['max_abs']:.3g}"
-    p.summary = (f"{s['budget']} s budget: stopped at step {stop} after {ended:.1f} s from the process's start, saved, resumed to "
+    p.summary = (f"{s['budget']} s budget: stopped at step {stop} after {ended:.1f} s from the call, saved, resumed to "
                  f"{target}; against the unbroken run: {outcome}")
     fintts_cmd = f"fintts train {p.config_label} data=OUT/corpus init=OUT/mms-sized precision=fp16"
     p.commands = [f"{fintts_cmd} --store /tmp/broken --budget {s['budget']}s --max-steps 100000",
@@ -470,6 +469,102 @@ def part_background_export(p: Part) -> None:
             ratio <= EXPORT_SLOWDOWN, cuda_only=True)
     p.summary = (f"{off['after_validation']:.3f} s/step without, {on['after_validation']:.3f} with the export running "
                  f"({ratio:.2f}×); final save with the export's wait {on['phases'].get('final', 0):.1f} s")
+
+
+# ---------------------------------------------------------------------- a hung process on NCCL
+
+#: the stand-in task whose ``hang`` fault makes one process sleep in a step (tests/stand_ins, installed for its entry point).
+FAULTY = "faulty-toy"
+#: the hung process's step; checkpoints every 4 steps: the newest before the hang is step 8.
+HANG_AT, NEWEST = 10, "step-00000008"
+
+
+def part_nccl_failure(p: Part) -> None:
+    """Two processes, the second hung in its step 10: the first one's next vote times out and, under the NCCL settings
+    the launcher gives (fintts.train.processes.collective.NCCL_ERROR_HANDLING), raises in the process, which ends the
+    session itself: ``failed`` status, its newest checkpoint kept and said, instead of NCCL's watchdog killing it. On
+    NCCL where two GPUs exist (NCCL refuses two ranks on one GPU); elsewhere on gloo, the same path under the same
+    settings, and it says so."""
+    import subprocess
+
+    from fintts.train.processes.collective import NCCL_ERROR_HANDLING
+
+    gpus = torch.cuda.device_count() if p.cuda else 0
+    backend = "nccl" if gpus >= 2 else "gloo"
+    p.figures["gpus"], p.figures["backend"] = gpus, backend
+    store = p.fresh_store("hung")
+    config = p.work / "hung.yaml"
+    config.write_text(yaml.safe_dump({
+        "task": FAULTY, "max_steps": 100_000, "eval_every": 0, "checkpoint_every_steps": 4, "fault": "hang", "fault_at": HANG_AT,
+        "fault_rank": 1, "collective_timeout": "20s", "exit_grace": "5s", "num_workers": 0,
+    }))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests" / "stand_ins"), os.environ.get("PYTHONPATH", "")])}
+    if backend == "gloo":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    _stand_in_task(p, env)
+    command = [sys.executable, "-m", "fintts", "train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress"]
+    p.commands.append(f"{'CUDA_VISIBLE_DEVICES= ' if backend == 'gloo' else ''}fintts train OUT/hung.yaml --store /tmp/hung "
+                      "--num-processes 2   # hung.yaml: task faulty-toy, fault hang, fault_at 10, fault_rank 1")
+    started = time.time()
+    launcher = subprocess.Popen(command, cwd=p.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen: list[dict] = []
+    while len(seen) < 2 and launcher.poll() is None and time.time() - started < 90:
+        seen = [_environment(pid) for pid in _training_processes(launcher.pid)]
+        time.sleep(0.1)
+    out, _ = launcher.communicate(timeout=240)
+    seconds = time.time() - started
+    (p.work / "hung.log").write_text(out)
+    reached = [{name: env.get(name) for name in NCCL_ERROR_HANDLING} for env in seen]
+    p.figures |= {"settings_seen": reached, "exit_code": launcher.returncode, "seconds": round(seconds, 1)}
+    status = json.loads((store / "status.json").read_text()) if (store / "status.json").is_file() else {}
+    latest = (store / "latest").read_text().strip() if (store / "latest").is_file() else None
+    p.figures |= {"state": status.get("state"), "step": status.get("step"), "latest": latest}
+    p.save()
+    p.check("the launcher's NCCL error handling reaches both training processes", json.dumps(reached),
+            len(reached) == 2 and all(found == NCCL_ERROR_HANDLING for found in reached))
+    kept = f"{NEWEST} is safe in" in out
+    p.check(f"a process hung in step {HANG_AT}: the session ends `failed` by its own failure path, its newest checkpoint "
+            f"kept and said ({backend})", f"exit {launcher.returncode}, status {status.get('state')} at step {status.get('step')}, "
+            f"latest {latest}, said: {kept}, {seconds:.0f} s", launcher.returncode == 1 and status.get("state") == "failed"
+            and latest == NEWEST and kept)
+    p.check("the same on NCCL (two GPUs)", backend, True if backend == "nccl" else None,
+            why="" if backend == "nccl" else f"{gpus} GPU(s) here: NCCL refuses two ranks on one GPU; ran on gloo")
+    p.summary = (f"{backend}: hung process 1 at step {HANG_AT}; the session ended {status.get('state')} at step {status.get('step')} "
+                 f"with {latest} kept, {seconds:.0f} s from launch" + ("" if backend == "nccl" else f" (NCCL not run: {gpus} GPU(s))"))
+
+
+def _stand_in_task(p: Part, env: dict) -> None:
+    """The stand-in task is found through its entry point: installed from tests/stand_ins when it is not (no network)."""
+    from importlib.metadata import entry_points
+
+    if any(point.name == FAULTY for point in entry_points(group="fintts.tasks")):
+        return
+    install = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-e", str(ROOT / "tests" / "stand_ins")]
+    p.commands.append(" ".join(install[2:]))
+    import subprocess
+
+    subprocess.run(install, check=True, env=env, capture_output=True)
+
+
+def _training_processes(launcher: int) -> list[int]:
+    """The launcher's training processes (``python -m fintts train``), not its collective check's."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == launcher and \
+                    b"train" in (stat.parent / "cmdline").read_bytes().split(b"\0"):
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _environment(pid: int) -> dict:
+    try:
+        pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return {}
+    return dict(pair.decode(errors="replace").split("=", 1) for pair in pairs if b"=" in pair)
 
 
 # ---------------------------------------------------------------------- the step share
@@ -562,6 +657,7 @@ def _sdpa() -> str:
 PARTS = {
     "stand_ins": part_stand_ins, "fp16_step": part_fp16_step, "mas": part_mas, "resume": part_resume,
     "background_export": part_background_export, "step_share": part_step_share, "bench": part_bench,
+    "nccl_failure": part_nccl_failure,
 }
 
 # Chatterbox's part lives in a file of its own (it imports this module's judgements, so it is registered last)

@@ -73,7 +73,9 @@ def cmd_train(args) -> int:
             force=args.force,
             progress=not args.no_progress,
             summary_json=args.summary_json,  # written before a launched process leaves its process group
-            own_process=True,  # --budget counts from this process's start: its imports are part of the session
+            # the fintts command: --budget counts from this process's start, its imports are part of the session; a call of
+            # main([...]) inside a program that has run for a while counts from the call
+            own_process=args.own_process,
         )
     except LaunchFailed as err:
         print(f"error: {err}", file=sys.stderr)
@@ -530,6 +532,7 @@ def main(argv: list[str] | None = None) -> int:
     # (huggingface_hub/utils/logging.py, _configure_library_root_logger): each warning would show twice
     logging.getLogger("huggingface_hub").propagate = False
     args = cli_args.parse(build_parser(), argv)
+    args.own_process = argv is None  # the process's own command line (the fintts command, python -m fintts)
     try:
         return args.func(args)
     except ConfigDrift as err:

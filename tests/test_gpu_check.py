@@ -129,3 +129,22 @@ def test_a_stopped_check_ends_the_running_part_and_leaves_its_report(tmp_path):
     assert list(parts) == ["stand_ins", "fp16_step", "mas"] and parts["fp16_step"]["passed"]
     assert parts["mas"]["status"] == "interrupted" and "SIGTERM" in parts["mas"]["error"]
     assert "| mas | interrupted, not passed |" in (out / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_nccl_failure_part_runs_its_gloo_half_on_the_cpu_and_says_where_nccl_was_not_run(tmp_path):
+    out = tmp_path / "check"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--out", str(out), "--dry-run", "--only", "nccl_failure"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=400, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    parts = {part["name"]: part for part in json.loads((out / "report.json").read_text())["parts"]}
+    part = parts["nccl_failure"]
+    assert part["passed"], (part, result.stdout, (out / part["log"]).read_text()[-3000:])
+    checks = {check["target"].split(" (")[0]: check for check in part["checks"]}
+    assert checks["the launcher's NCCL error handling reaches both training processes"]["met"] is True
+    ending = next(check for target, check in checks.items() if target.startswith("a process hung in step 10"))
+    assert ending["met"] is True and "status failed at step 9, latest step-00000008" in ending["value"]
+    nccl = checks["the same on NCCL"]
+    assert nccl["met"] is None and "ran on gloo" in nccl["why"]  # one machine without two GPUs says so
+    assert result.returncode == 0, result.stdout + result.stderr

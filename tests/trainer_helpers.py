@@ -225,3 +225,21 @@ def train_cli(config, store, *extra, timeout=120):
 
 def status_of(store):
     return json.loads((store / "status.json").read_text())
+
+
+def training_processes(launcher: int) -> list[int]:
+    """A launcher's training processes (``python -m fintts train``), not its collective check's."""
+    found = []
+    for pid in children(launcher):
+        try:
+            if b"train" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def environment_of(pid: int) -> dict[str, str]:
+    """A running process's environment (Linux's /proc)."""
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(pair.decode(errors="replace").split("=", 1) for pair in pairs if b"=" in pair)

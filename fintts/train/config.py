@@ -85,7 +85,8 @@ def duration_setting(default: str, *, auto: bool = False) -> Any:
 
 #: Settings of the whole run, which a phase cannot set for itself.
 RUN_SETTINGS = ("task", "run_name", "seed", "precision", "max_steps", "epochs", "session_limit", "store", "hub_repo",
-                "push_every", "hub_timeout", "storage_cap_gb", "hub_public", "collective_timeout", "exit_grace", "phases")
+                "push_every", "hub_timeout", "storage_cap_gb", "hub_public", "collective_timeout", "exit_grace", "export_wait",
+                "phases")
 
 
 @dataclasses.dataclass
@@ -192,6 +193,9 @@ class TrainConfig:
     #: with several processes: how long another process may outlive a first process that ended its session
     #: cleanly before the launcher ends it.
     exit_grace: float | None = duration_setting("30s")
+    #: without a ``session_limit``: how long the end of a session waits at most for ``model/``'s slow export (a voice's
+    #: ONNX graphs) before it leaves it to the next session (``none``: as long as it takes).
+    export_wait: float | None = duration_setting("10m")
     #: stages of the run, each with its own settings (e.g. a full fine-tune, then an adapter on one
     #: speaker); empty: one stage with the settings above. Fingerprinted phase by phase.
     phases: list[Phase] = dataclasses.field(default_factory=list, metadata={"math": "per phase"})

@@ -19,8 +19,14 @@ the summary) whenever the clock ends a session before its export. A child proces
 when the clock leaves no time for it, :meth:`settle` kills it and the export is recorded as pending
 for the next session. The child also keeps the export's warnings, logging switches and GIL off the
 training process. It is ended with its parent (``PR_SET_PDEATHSIG`` on Linux), ignores the
-terminal's SIGINT and the session's SIGTERM (the parent decides what a signal means), gets no Hub or
-Kaggle token in its environment, and runs at the lowest CPU priority: the CPU also feeds the devices.
+terminal's SIGINT and the session's SIGTERM (the parent decides what a signal means), and is the
+machine's first to go: the lowest CPU priority, the OOM killer's first choice (``oom_score_adj``
+1000), a few threads (:func:`export_threads`), since the CPU also feeds the devices. One the kernel
+kills (out of memory) is started again, :data:`RETRIES` times, then left to the next session. It
+holds nothing it could leak (:func:`child_environment`): no token or credential variable, no Hugging
+Face login file, no launch's ``RANK``/``MASTER_*``, and a private temporary folder of its own that
+the session removes when the child ends, however it ends (onnxruntime's quantiser leaves ~150 MB in
+``$TMPDIR`` for an MMS voice when killed mid-way).
 
 The task names its slow part as a module-level function (or a :func:`functools.partial` of one
 with JSON arguments); the child imports it by name, so nothing is pickled between the two.
@@ -47,10 +53,32 @@ from fintts.train.session.saving import replace_export
 
 #: Seconds between looks at a signal or the deadline while the final save waits for an export.
 WAIT_STEP = 0.1
+#: Seconds between the lines that say the final save is still waiting for an export.
+SAY_EVERY = 60.0
 #: The child's niceness (Linux and macOS): the CPU that feeds the devices goes to training first.
 NICENESS = 19
-#: Environment variables a child that only writes files never needs (tokens are never handed on).
-SECRETS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN", "KAGGLE_KEY", "KAGGLE_USERNAME")
+#: Words of a variable's name (split at ``_``) that mark it as a credential (``HF_TOKEN``, ``KAGGLE_API_TOKEN``,
+#: ``KAGGLE_USER_SECRETS_TOKEN``: enough to fetch the Kaggle secrets, ``HF_TOKEN`` among them; ``AWS_SECRET_ACCESS_KEY``);
+#: a child that only writes files needs none, so none is handed on (``TOKENIZERS_PARALLELISM`` is no credential).
+SECRET_WORDS = frozenset({"TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "KEY",
+                          "AUTH"})
+#: Credential variables the words miss: huggingface_hub's OIDC exchange (utils/_auth.py ``get_token``) and Kaggle's user.
+SECRETS = ("HF_OIDC_RESOURCE", "KAGGLE_KEY", "KAGGLE_USERNAME")
+#: A launch's process-group variables (:mod:`fintts.train.session.launcher`, torchrun's): the child joins no group.
+LAUNCH_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE",
+                    "MASTER_ADDR", "MASTER_PORT", "FINTTS_LAUNCHER_PID")
+#: Variables that name the temporary folder (Python's ``tempfile`` reads the first that is set).
+TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+#: Variables that set the threads of torch and the libraries under it (torch reads ``OMP_NUM_THREADS`` at start).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+#: Times a child killed by a signal this session did not send (the OOM killer's SIGKILL) is started again.
+RETRIES = 2
+#: The child's ``/proc/self/oom_score_adj``: the OOM killer's first choice (a process may raise its own unprivileged).
+OOM_SCORE_ADJ = 1000
+#: The child's first lines: it asks to die with the session before it imports torch (seconds, under load), so a session
+#: killed meanwhile leaves no child importing on; then it imports this module and makes the slow part.
+_BOOT = ("import sys; from fintts.process_exit import end_with_parent; end_with_parent(int(sys.argv[3])) or sys.exit(1); "
+         "from fintts.train.session.background_export import main; main(sys.argv[1:])")
 #: Lines of the child's own output kept for a warning when it fails.
 TAIL_LINES = 8
 
@@ -80,6 +108,19 @@ class _Job:
     folder: Path
     started: float
     process: subprocess.Popen
+    derive: Callable[[Path], None]
+    #: how many times this export was started before (after kills)
+    tries: int = 0
+    #: the session ended this process itself (a newer best, the clock): not a kill to retry
+    ended: bool = False
+
+    @property
+    def temp(self) -> Path:
+        return self.folder.with_name(self.folder.name + ".tmp")
+
+    def killed(self) -> bool:
+        """Killed by a signal this session did not send (the OOM killer's SIGKILL, a person's kill), once :meth:`done`."""
+        return not self.ended and self.process.returncode is not None and self.process.returncode < 0
 
     @property
     def result(self) -> Path:
@@ -108,12 +149,14 @@ class _Job:
     def end(self) -> None:
         """Kill the child (it ignores SIGTERM and SIGINT) and remove what it left."""
         if self.process.poll() is None:
+            self.ended = True
             self.process.kill()
         self.process.wait()
         self.remove()
 
     def remove(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+        for folder in (self.folder, self.temp):
+            shutil.rmtree(folder, ignore_errors=True)
         for path in (self.result, self.output):
             path.unlink(missing_ok=True)
 
@@ -134,8 +177,9 @@ class BackgroundExport:
         self.generation = 0
         self._job: _Job | None = None
         self._wanted: Callable[[Path], None] | None = None
-        #: the newest export's slow part was stopped unfinished: the next session makes it.
-        self._stopped = False
+        #: ``final`` lacks its slow part and no process of this session is making it (stopped, failed, or never started
+        #: here): the next session makes it. Only a finished swap or a newer export clears it.
+        self._unmade = False
         self._step = 0
 
     def exported(self, derive: Callable[[Path], None] | None, step: int) -> None:
@@ -144,11 +188,17 @@ class BackgroundExport:
         if self._job is not None:  # made from weights model/ no longer holds
             self._job.end()
             self._job = None
-        self._wanted, self._step, self._stopped = derive, step, False
+        self._wanted, self._step, self._unmade = derive, step, False
         self.poll()
 
+    def unmade(self, step: int, why: str) -> None:
+        """``final`` (the export of ``step``) lacks its slow part and this session cannot make it (``why``): it stays
+        pending for the next session, whatever this session's later checkpoints say."""
+        self._step, self._unmade = step, True
+        self._warn(f"the export of {self.final} at step {step} still lacks its slow part ({why}); the next session makes it")
+
     def pending(self) -> bool:
-        return self._job is not None or self._wanted is not None or self._stopped
+        return self._job is not None or self._wanted is not None or self._unmade
 
     def poll(self) -> float | None:
         """Swap in a finished, still current job (its seconds are returned) and start the wanted one if none runs."""
@@ -159,49 +209,73 @@ class BackgroundExport:
             seconds, error = job.outcome()
             if job.generation != self.generation:
                 job.remove()
+            elif error is not None and job.killed() and job.tries < RETRIES:
+                job.remove()
+                self._warn(f"the export of {self.final} at step {self._step} was killed ({error}); starting it again "
+                           f"({job.tries + 1} of {RETRIES})")
+                self._start(job.derive, tries=job.tries + 1)
             elif error is not None:
                 job.remove()
-                self._warn(f"could not finish the export of {self.final} at step {self._step} ({error}); it holds the quick part only")
+                self._unmade = True
+                self._warn(f"could not finish the export of {self.final} at step {self._step} ({error}); it holds the quick "
+                           "part only; the next session tries again")
             else:
                 err = replace_export(self.final, lambda fresh: os.replace(job.folder, fresh))
                 job.remove()
                 if err is not None:
-                    self._warn(f"could not complete {self.final} at step {self._step} ({err}); it holds the quick part only")
+                    self._unmade = True
+                    self._warn(f"could not complete {self.final} at step {self._step} ({err}); it holds the quick part only; "
+                               "the next session tries again")
                 else:
                     swapped = seconds
         if self._job is None and self._wanted is not None:
             self._start(self._wanted)
         return swapped
 
-    def _start(self, derive: Callable[[Path], None]) -> None:
+    def _start(self, derive: Callable[[Path], None], tries: int = 0) -> None:
         self._wanted = None
         spec = describe(derive)  # a task's mistake, raised here and not hidden in a child's log
         folder = self._work.with_name(f"{self._work.name}-{self.generation}")
-        shutil.rmtree(folder, ignore_errors=True)
+        temp = folder.with_name(folder.name + ".tmp")  # beside it: a killed session's is removed at the next start
+        for leftover in (folder, temp):
+            shutil.rmtree(leftover, ignore_errors=True)
         try:
             shutil.copytree(self.final, folder, copy_function=_link_or_copy)
+            temp.mkdir(mode=0o700)
             with open(folder.with_name(folder.name + ".log"), "wb") as output:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", __name__, json.dumps(spec), str(folder), str(os.getpid())],
-                    stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=_child_environment(),
+                    [sys.executable, "-c", _BOOT, json.dumps(spec), str(folder), str(os.getpid())],
+                    stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=child_environment(temp),
                     close_fds=True,
                 )
         except OSError as err:
-            shutil.rmtree(folder, ignore_errors=True)
-            self._warn(f"could not start the export of {self.final} at step {self._step} ({err}); it holds the quick part only")
+            for leftover in (folder, temp):
+                shutil.rmtree(leftover, ignore_errors=True)
+            self._unmade = True
+            self._warn(f"could not start the export of {self.final} at step {self._step} ({err}); it holds the quick part only; "
+                       "the next session tries again")
             return
-        self._job = _Job(self.generation, folder, time.time(), process)
+        self._job = _Job(self.generation, folder, time.time(), process, derive, tries)
 
-    def settle(self, deadline: float | None, interrupted: Callable[[], bool] = lambda: False) -> float | None:
+    def settle(self, deadline: float | None, interrupted: Callable[[], bool] = lambda: False,
+               say: Callable[[str], None] = lambda line: None) -> float | None:
         """Finish the newest export before ``deadline`` (a ``time.time()``; ``None``: none) unless ``interrupted()``; the
         seconds waited, or ``None`` when it did not finish: then its process is ended, ``final`` keeps the quick part,
-        :meth:`pending` stays true (the next session makes it) and a person is told."""
-        started = time.time()
+        :meth:`pending` stays true (the next session makes it) and a person is told. A wait is said (``say``) when it
+        begins and each :data:`SAY_EVERY` seconds: every process of the session waits with this one."""
+        started = said = time.time()
         while self._job is not None or self._wanted is not None:
             job = self._job
             if job is not None:
+                if not job.done():
+                    bound = "" if deadline is None else f", at most {max(0.0, deadline - time.time()):.0f} s more"
+                    say(f"waiting for the slow part of the export of {self.final} at step {self._step} (started "
+                        f"{time.time() - job.started:.0f} s ago){bound}; Ctrl-C stops waiting: the next session makes it")
                 while not job.done() and (deadline is None or time.time() < deadline) and not interrupted():
                     time.sleep(WAIT_STEP)
+                    if time.time() - said >= SAY_EVERY:
+                        said = time.time()
+                        say(f"still waiting for the export of {self.final} at step {self._step} ({said - started:.0f} s so far)")
                 if not job.done():
                     self.close()
                     self._warn(f"the export of {self.final} at step {self._step} was not finished in this session: it holds "
@@ -216,13 +290,34 @@ class BackgroundExport:
         if self._job is not None or self._wanted is not None:
             if self._job is not None:
                 self._job.end()
-            self._job, self._wanted, self._stopped = None, None, True
+            self._job, self._wanted, self._unmade = None, None, True
 
 
-def _child_environment() -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in SECRETS}
-    env["PYTHONUNBUFFERED"] = "1"
+def child_environment(temp: Path) -> dict[str, str]:
+    """This process's environment less every credential and launch variable, with ``temp`` (an empty private folder)
+    as its temporary folder and its Hugging Face home, so no cached login is within reach (huggingface_hub reads the
+    token file at ``$HF_TOKEN_PATH``, by default ``$HF_HOME/token``: constants.py), and no download either (offline)."""
+    env = {
+        key: value for key, value in os.environ.items()
+        if key not in SECRETS and key not in LAUNCH_VARIABLES and not SECRET_WORDS & set(key.upper().split("_"))
+    }
+    home = temp / "huggingface"
+    env.update({name: str(temp) for name in TEMP_VARIABLES})
+    env.update({name: str(export_threads()) for name in THREAD_VARIABLES})
+    env.update(HF_HOME=str(home), HF_TOKEN_PATH=str(home / "token"), HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    # the task's function and this module from where this process imported them (a notebook's sys.path.insert, a checkout)
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(os.path.abspath(entry) for entry in sys.path if entry))
     return env
+
+
+def export_threads() -> int:
+    """The child's threads: a quarter of the CPUs this process may use, at least one. The rest stay the training's
+    (its processes and their data loaders); a Kaggle T4×2 box has 4 vCPUs for two training processes."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, cpus // 4)
 
 
 def _exit_text(code: int | None) -> str:
@@ -251,6 +346,17 @@ def _link_or_copy(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
+def _limit_interop_threads() -> None:
+    """torch's intra-op threads follow ``OMP_NUM_THREADS``; its inter-op pool does not, and can be sized only before
+    its first use."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            torch.set_num_interop_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+        except RuntimeError:
+            pass  # already in use: the import of the export's module started it
+
+
 def _child(spec_text: str, folder: Path, parent: int) -> int:
     """The child's whole life: make the slow part in ``folder`` and say how it went beside it."""
     if not end_with_parent(parent):  # the session died while this module was imported (seconds)
@@ -261,6 +367,10 @@ def _child(spec_text: str, folder: Path, parent: int) -> int:
         os.nice(NICENESS)
     except (OSError, AttributeError):
         pass  # not allowed here: the export keeps the training's priority
+    try:
+        Path("/proc/self/oom_score_adj").write_text(str(OOM_SCORE_ADJ))  # raising one's own needs no privilege
+    except OSError:
+        pass  # not Linux: the OOM killer is the kernel's own business
     started = time.time()
     result = folder.with_name(folder.name + ".json")
     spec = json.loads(spec_text)
@@ -268,6 +378,7 @@ def _child(spec_text: str, folder: Path, parent: int) -> int:
         func: Any = importlib.import_module(spec["module"])
         for part in spec["name"].split("."):
             func = getattr(func, part)
+        _limit_interop_threads()
         func(*spec["args"], folder, **spec["kwargs"])
     except Exception as err:
         result.write_text(json.dumps({"error": f"{type(err).__name__}: {err}", "seconds": time.time() - started}))
@@ -276,5 +387,6 @@ def _child(spec_text: str, folder: Path, parent: int) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    exit_process(_child(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])))
+def main(argv: list[str]) -> None:
+    """The child's entry (see :data:`_BOOT`): the spec of its slow part, its folder, the session's process id."""
+    exit_process(_child(argv[0], Path(argv[1]), int(argv[2])))

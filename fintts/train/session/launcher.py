@@ -32,6 +32,10 @@ What this process does while they train:
   notebook kernel restarted or killed mid-session leaves no process training on, holding
   the GPUs and writing checkpoints beside the next session. What they saved stays; the
   next session resumes from the newest complete checkpoint, as after any kill.
+- **A timeout is an exception, also on NCCL.** The processes get
+  :data:`~fintts.train.processes.collective.NCCL_ERROR_HANDLING`: a collective that waits past its
+  bound raises in the process, which then ends its session as failed, instead of NCCL's watchdog
+  killing it first.
 - **One clock.** The processes get this process's session start (``FINTTS_SESSION_START``),
   so they and the launcher agree on the session's end.
 - **No process outlives the session, and the first one is never cut short.** A failing
@@ -71,8 +75,9 @@ import yaml
 
 from fintts.process_exit import end_with_parent
 from fintts.train.config import ConfigError, RunConfig, as_run_config
-from fintts.train.machine.clock import session_clock
+from fintts.train.machine.clock import SessionClock, session_clock
 from fintts.train.machine.platform import ORIGIN_VARIABLE, START_VARIABLE
+from fintts.train.processes.collective import NCCL_ERROR_HANDLING
 from fintts.train.processes.collective_check import check_collectives
 from fintts.train.report.summary import SessionSummary
 from fintts.train.session.loop import Trainer
@@ -146,6 +151,8 @@ def launch(
         if parent is not None and not end_with_parent(int(parent)):
             raise LaunchFailed("the process that launched this one has ended (a kernel restarted, say); it does not train "
                                "without it", 1)
+        for name, value in NCCL_ERROR_HANDLING.items():  # started by torchrun or accelerate: read when the group is made
+            os.environ.setdefault(name, value)
         try:
             summary = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
         except BaseException:
@@ -168,9 +175,10 @@ def launch(
     else:
         flags = [*(["--allow-config-change"] if allow_config_change else []), *(["--force"] if force else []),
                  *([] if progress else ["--no-progress"])]
+        clock = session_clock(config.train, own_process=own_process)  # before the check: its seconds are the session's
         if not (check := check_collectives(count, cuda=gpus > 0)).ok:
             raise LaunchFailed(check.message, 1)
-        summary = _Processes(config, count, flags, out or sys.stdout, cpu=gpus == 0, own_process=own_process).run()
+        summary = _Processes(config, count, flags, out or sys.stdout, cpu=gpus == 0, clock=clock).run()
     if summary_json:
         write_summary(summary, summary_json)
     return summary
@@ -179,14 +187,15 @@ def launch(
 class _Processes:
     """The ``count`` training processes of one session, from start to the last exit."""
 
-    def __init__(self, config: RunConfig, count: int, flags: list[str], out: IO[str], *, cpu: bool, own_process: bool):
+    def __init__(self, config: RunConfig, count: int, flags: list[str], out: IO[str], *, cpu: bool,
+                 clock: tuple[SessionClock, str]):
         self.config, self.count, self.flags, self.out, self.cpu = config, count, flags, out, cpu
         self.logs = config.train.local_dir() / LOGS
         self.processes: list[subprocess.Popen] = []
         self.log_files: list[IO[bytes]] = []
         self.exit_grace = config.train.exit_grace or 0.0
         #: the session's clock, the processes' own (they get its start)
-        self.clock, self.origin = session_clock(config.train, own_process=own_process)
+        self.clock, self.origin = clock
         #: processes ended because they outlived the first one's ended session (or the session) by ``exit_grace``.
         self.ended_late: set[int] = set()
 
@@ -216,7 +225,7 @@ class _Processes:
         threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // self.count))
         for rank in range(self.count):
             env = {
-                **os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(self.count),
+                **NCCL_ERROR_HANDLING, **os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(self.count),
                 "RANK": str(rank), "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(self.count),
                 "OMP_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1",
                 START_VARIABLE: repr(self.clock.start), ORIGIN_VARIABLE: self.origin, PARENT_VARIABLE: str(os.getpid()),

@@ -35,14 +35,14 @@ from fintts.train.config import ConfigDrift, RunConfig, as_run_config, fingerpri
 from fintts.train.decision import Decision, Flags, StopReason, decide
 from fintts.train.machine.clock import ENDING, TRAINING, SessionInterrupted, StopRequest
 from fintts.train.machine.platform import library_versions
-from fintts.train.processes.collective import vote
+from fintts.train.processes.collective import announce, await_main, vote
 from fintts.train.report.metrics import Board, LossWindow
 from fintts.train.report.progress import SessionBar
 from fintts.train.report.summary import SessionSummary
 from fintts.train.run import checkpoint
 from fintts.train.run.rng import capture_rng
 from fintts.train.run.state import TrainerState
-from fintts.train.session import ending, resume, stopping, validating, watching
+from fintts.train.session import ending, pending_export, resume, stopping, validating, watching
 from fintts.train.session.background_export import BackgroundExport
 from fintts.train.session.facts import SessionFacts
 from fintts.train.session.saving import is_disk_full, write_checkpoint
@@ -175,9 +175,12 @@ class Trainer:
             self._build(resuming=folder is not None)
             started = time.time()
             resumed_from = self._resume(folder) if folder is not None else self._begin()
-            if facts.main and self.state.export_pending and (self.store.root / MODEL_DIR).is_dir():
-                # an earlier session ended before the slow part of model/'s export was made
-                validating.export_later(self.built, self.state, self.exports)
+            if self.state.export_pending:  # an earlier session ended before model/'s slow part was made
+                if facts.main:  # (it may download model/ from the Hub: the others wait off the device meanwhile)
+                    pending_export.make_pending(self.built, self.state, self.exports, facts)
+                    announce("pending-export")
+                else:
+                    await_main("pending-export", facts.clock.end)
             facts.spent("resume", started)
             facts.record.start_step = facts.record.end_step = self.state.step
             self.state.sessions.append(facts.record)

@@ -139,16 +139,19 @@ def poll_exports(exports: BackgroundExport, state: TrainerState, clock: SessionC
 def settle_exports(reason: StopReason, state: TrainerState, exports: BackgroundExport | None, facts: SessionFacts, *,
                    durable: float | None) -> None:
     """Before the final save, the main process finishes the newest background export (so the final push carries it)
-    while the others wait off the device. It gives up when only the final save's own time is left, or on a signal
-    (a stop asked for by a signal, or one while it waits): the export is then the next session's to make."""
+    while the others wait off the device. It gives up when only the final save's own time is left (without a session
+    limit: after ``export_wait``), or on a signal (a stop asked for by a signal, or one while it waits): the export is
+    then the next session's to make."""
     clock, stop = facts.clock, facts.stop
     if facts.main:
         closing = clock.closing_time()
         need = durable or clock.initial_reserve / 2
         deadline = time.time() if reason in (StopReason.SIGINT, StopReason.SIGTERM) else (
             None if closing is None else closing - 2 * need)
+        if deadline is None and facts.config.train.export_wait is not None:
+            deadline = time.time() + facts.config.train.export_wait
         seen = stop.received
-        seconds = exports.settle(deadline, interrupted=lambda: stop.received > seen)
+        seconds = exports.settle(deadline, interrupted=lambda: stop.received > seen, say=facts.log)
         state.export_pending = exports.pending()  # what the final checkpoint tells the next session
         if seconds:
             facts.log(f"waited {seconds:.1f} s for the export of {MODEL_DIR}/ to finish")

@@ -157,15 +157,18 @@ def read_mms_discriminator(path: Path | str, discriminator: VitsDiscriminator) -
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise UsageError(
             f"{path}: refused: it holds objects that torch.load(weights_only=True) does not load, so nothing in it was "
-            f"unpickled or run ({reason})"
+            f"unpickled or run ({_first_line(err)})"
         ) from None
-    except (RuntimeError, EOFError) as err:
-        raise UsageError(f"{path}: not a readable torch checkpoint ({str(err).strip().splitlines()[0]})") from None
+    except (RuntimeError, EOFError, ValueError) as err:  # an empty file: EOFError without a message
+        raise UsageError(f"{path}: not a readable torch checkpoint ({_first_line(err)})") from None
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("model"), dict):
         raise UsageError(f"{path}: not a VITS discriminator checkpoint (expected a dict with a 'model' state dict)")
+    odd = sorted(str(key) for key, value in checkpoint["model"].items() if not isinstance(value, Tensor))
+    if odd:
+        raise UsageError(f"{path}: not a VITS discriminator checkpoint: its 'model' holds values that are not tensors "
+                         f"({_preview(odd)})")
     expected = discriminator.state_dict()
 
     converted: dict[str, Tensor] = {}
@@ -192,6 +195,11 @@ def read_mms_discriminator(path: Path | str, discriminator: VitsDiscriminator) -
         details = ", ".join(f"{k} {tuple(converted[k].shape)} != {tuple(expected[k].shape)}" for k in wrong_shapes[:5])
         raise UsageError(f"{path}: tensor shapes differ from {discriminator.config}: {details}")
     return {key: value.to(expected[key].dtype).contiguous() for key, value in converted.items()}
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def load_mms_discriminator(path: Path | str, config: DiscriminatorConfig | None = None) -> VitsDiscriminator:

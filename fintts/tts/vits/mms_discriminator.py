@@ -10,12 +10,14 @@ generator's adversarial and feature-matching gradients mean something from the f
 where a fresh one spends the first thousands of steps learning what speech is.
 
 ``auto`` with an MMS ``init`` (``facebook/mms-tts-fin``, or a local copy whose folder is named
-``mms-tts-fin``) fetches that file once per run, converts it (:func:`read_mms_discriminator`:
+``mms-tts-fin``) fetches that file once per run (:func:`fetch_release`: through fintts's bounded Hub
+client, pinned to one commit, checked against the Hub's checksum), converts it (:func:`read_mms_discriminator`:
 ``torch.load(weights_only=True)``, so no code a pickle names runs) and keeps the converted
 weights as ``cache/discriminators/mms-tts-<lang>-D_100000.safetensors`` in the run's folder;
 the downloaded original is deleted. Any other ``init`` has no released discriminator that
 matches it, and starts a fresh one. When the file cannot be had (an offline session, no Hub,
-no such file, a file ``weights_only`` refuses, shapes that do not fit ``discriminator_config``)
+no such file, a fetch too slow, a checksum that differs, a file ``weights_only`` refuses, an empty file or one
+whose values are not tensors, shapes that do not fit ``discriminator_config``)
 training starts with a fresh discriminator and the session's warnings (its summary,
 ``status.json``) say why and what to do. A session that resumes from a checkpoint, or a phase
 that starts from the previous phase's weights, fetches nothing: those weights replace
@@ -28,16 +30,20 @@ when it wraps the model (it broadcasts rank 0's parameters), so every process st
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import shutil
 import tempfile
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from huggingface_hub import constants, get_hf_file_metadata, hf_hub_download, hf_hub_url
+from huggingface_hub import constants
 from safetensors.torch import load_model, save_file
 
-from fintts.errors import ConfigError, UsageError
+from fintts.errors import ConfigError, StoreError, UsageError
 from fintts.tts.vits.discriminator import DiscriminatorConfig, VitsDiscriminator, read_mms_discriminator
 
 #: the setting that picks the pretrained discriminator that matches ``init``
@@ -46,6 +52,10 @@ AUTO = "auto"
 MMS_RELEASE = "facebook/mms-tts"
 #: the training step of every released MMS checkpoint
 MMS_STEP = 100_000
+#: seconds the whole fetch of a release may take (190 MB at 0.7 MB/s); a Hub that trickles costs this, then a fresh one
+FETCH_SECONDS = 300.0
+#: seconds any one request of the fetch may take
+REQUEST_SECONDS = 30.0
 #: converted discriminators, under the run's cache folder
 CACHE_SUBDIR = "discriminators"
 #: a file a ``discriminator:`` path may name: an original checkpoint, or converted weights
@@ -180,35 +190,83 @@ def offline() -> bool:
 def fetch_release(lang: str, discriminator: VitsDiscriminator, out: Path, *, log: Callable[[str], None] = print) -> None:
     """Download ``lang``'s released discriminator, convert it for ``discriminator`` and write it to ``out``.
 
-    One quick request first: an unreachable Hub is said in a second instead of after the download's
-    own retries (about 25 s), and a missing file by name. The original goes to a temporary folder
-    beside ``out`` and is deleted once converted; ``out`` appears whole (written, then renamed).
+    Through fintts's Hub client (:class:`~fintts.train.stores.hub.HubClient`: every request bounded, and none
+    sent after :data:`FETCH_SECONDS`), pinned to the release's commit as it is looked up, so the file is the one
+    that commit lists, and checked against the checksum the Hub lists for it (the LFS sha256, or the git blob's
+    sha1 for a small file): a file changed, cut short or corrupted on the way is refused. The whole download
+    gets :data:`FETCH_SECONDS`: a Hub that trickles costs the session that long, not its start. The original
+    goes to a ``.download-*`` folder beside ``out`` and is deleted once converted (a killed session's is
+    removed by the next fetch); ``out`` appears whole (written, then renamed).
 
     Raises:
-        Unavailable: offline, unreachable, or no such file.
+        Unavailable: offline, unreachable, too slow, no such file, or a file that fails its checksum.
         UsageError: the file is refused by ``weights_only`` or does not fit ``discriminator``.
     """
+    from fintts.train.stores.hub import HubClient  # lazy: the Hub's client is only needed for a fetch
+
     filename = release_file(lang)
     if offline():
         raise Unavailable(f"the session is offline (HF_HUB_OFFLINE), so {MMS_RELEASE}/{filename} cannot be fetched")
     endpoint = os.environ.get("HF_ENDPOINT") or None  # read now: huggingface_hub read it once, at import
+    client = HubClient.connect(MMS_RELEASE, endpoint=endpoint, timeout=REQUEST_SECONDS, anonymous_ok=True)
+    client.deadline = time.time() + FETCH_SECONDS
     try:
-        metadata = get_hf_file_metadata(hf_hub_url(MMS_RELEASE, filename, endpoint=endpoint), timeout=30, endpoint=endpoint)
-    except Exception as err:  # httpx's connection errors and the Hub's HTTP errors alike: all end in the fallback
-        status = getattr(getattr(err, "response", None), "status_code", None)
-        if status == 404:
-            raise Unavailable(f"{MMS_RELEASE} has no {filename} (HTTP 404)") from None
-        raise Unavailable(f"{endpoint or constants.ENDPOINT} could not be reached for {MMS_RELEASE}/{filename} "
-                          f"({type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else 'no message'})") from None
-    size = f"{metadata.size / 1e6:.0f} MB" if metadata.size else "size unknown"
-    log(f"discriminator: fetching {MMS_RELEASE}/{filename} ({size}) once for this run")
+        revision = client.head()  # the release's commit: the listing and the download are of this one
+        listed = client.files(revision).get(filename)
+    except Exception as err:  # httpx's connection errors and the Hub's HTTP errors alike: said token-free, then the fallback
+        reason = err if isinstance(err, StoreError) else client.failure(err)
+        raise Unavailable(f"{endpoint or constants.ENDPOINT} could not be reached for {MMS_RELEASE}/{filename} ({reason})") from None
+    if listed is None:
+        raise Unavailable(f"{MMS_RELEASE} has no {filename} (at its commit {revision[:12]})")
+    size = f"{listed.size / 1e6:.0f} MB" if listed.size else "size unknown"
+    log(f"discriminator: fetching {MMS_RELEASE}/{filename} ({size}, commit {revision[:12]}) once for this run")
     out.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in out.parent.glob(".download-*"):  # a killed session's (the run's folder is this session's alone)
+        shutil.rmtree(leftover, ignore_errors=True)
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".download-") as folder:
-        try:
-            original = hf_hub_download(MMS_RELEASE, filename, local_dir=folder, endpoint=endpoint)
-        except Exception as err:
-            raise Unavailable(f"the download of {MMS_RELEASE}/{filename} failed ({type(err).__name__}: {err})") from None
+        original = Path(folder) / filename
+        _bounded_download(client, filename, revision, Path(folder))
+        _check(original, listed, f"{MMS_RELEASE}/{filename} at {revision[:12]}")
         state = read_mms_discriminator(original, discriminator)
         partial = Path(folder) / out.name
-        save_file(state, str(partial), metadata={"source": f"{MMS_RELEASE}/{filename}", "etag": metadata.etag or ""})
+        save_file(state, str(partial), metadata={"source": f"{MMS_RELEASE}/{filename}", "revision": revision})
         os.replace(partial, out)
+
+
+def _bounded_download(client, filename: str, revision: str, folder: Path) -> None:
+    """``client.download`` on a thread of its own, given up at the client's deadline: a download that keeps trickling
+    never trips a per-request bound (the thread is a daemon; what it still writes goes with its folder)."""
+    failure: list[BaseException] = []
+
+    def fetch() -> None:
+        try:
+            client.download([filename], revision, folder)
+        except BaseException as err:  # handed to the caller's thread
+            failure.append(err)
+
+    worker = threading.Thread(target=fetch, name="fintts-fetch-discriminator", daemon=True)
+    worker.start()
+    worker.join(max(0.0, client.deadline - time.time()))
+    if worker.is_alive():
+        raise Unavailable(f"the download of {MMS_RELEASE}/{filename} took more than {FETCH_SECONDS:.0f} s")
+    if failure:
+        err = failure[0]
+        reason = err if isinstance(err, StoreError) else client.failure(err)
+        raise Unavailable(f"the download of {MMS_RELEASE}/{filename} failed ({reason})") from None
+
+
+def _check(path: Path, listed, what: str) -> None:
+    """The file is the one the Hub lists: its LFS sha256, or (a file stored in git) its blob's sha1 (``git hash-object``)."""
+    lfs = getattr(listed, "lfs", None)
+    expected = getattr(lfs, "sha256", None) if lfs is not None else None
+    data = path.read_bytes()
+    if expected:
+        got = hashlib.sha256(data).hexdigest()
+    else:
+        expected = getattr(listed, "blob_id", None)
+        got = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    if not expected:
+        raise Unavailable(f"the Hub lists no checksum for {what}, so the download cannot be checked")
+    if got != expected:
+        raise Unavailable(f"{what}: the download does not match the checksum the Hub lists ({got[:12]} != {expected[:12]}); "
+                          "it was not used")

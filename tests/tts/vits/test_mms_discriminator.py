@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,45 @@ def test_the_setting_is_checked_when_the_config_loads(tmp_path):
         assert load_config(tiny_config(tmp_path, discriminator=good)).task.discriminator == good
     with pytest.raises(ConfigError, match=r"discriminator: 'mms' is not one of: auto"):
         load_config(tiny_config(tmp_path, discriminator="mms"))
+
+
+@pytest.mark.parametrize("content, why", [
+    ({"model": {"discriminators.0.conv_post.bias": 1.0}}, "values that are not tensors"),
+    (None, "not a readable torch checkpoint"),  # an empty file
+], ids=["values-not-tensors", "empty-file"])
+def test_a_release_that_is_no_discriminator_starts_fresh_and_says_why(tmp_path, hub_env, content, why):
+    file = tmp_path / "odd" / "D_100000.pth"
+    file.parent.mkdir()
+    if content is None:
+        file.write_bytes(b"")
+    else:
+        torch.save(content, file)
+    release(hub_env, tmp_path, file=file)
+    _, source, [warning] = start(tmp_path / "cache")
+    assert source == "fresh" and why in warning and "starts with a fresh one" in warning
+
+
+def test_the_fetch_is_pinned_checked_and_leaves_no_partial_download(tmp_path, hub_env):
+    original = release(hub_env, tmp_path)
+    leftover = cached_file(tmp_path / "cache", "fin").parent / ".download-killed"
+    leftover.mkdir(parents=True)
+    (leftover / "D_100000.pth.incomplete").write_bytes(b"half of it")  # a session killed mid-download
+    discriminator, _, warnings = start(tmp_path / "cache")
+    assert warnings == []
+    assert_same(discriminator.state_dict(), converted(original))
+    assert [p.name for p in leftover.parent.iterdir()] == [cached_file(tmp_path / "cache", "fin").name]
+    head = HfApi(endpoint=hub_env.endpoint, token=TOKEN).model_info(MMS_RELEASE).sha
+    downloads = [r.path for r in hub_env.requests if r.method == "GET" and r.path.endswith(release_file("fin"))]
+    assert downloads and all(f"/resolve/{head}/" in path for path in downloads), downloads  # the commit looked up, not main
+
+
+def test_a_release_download_that_trickles_is_given_up_and_the_run_starts_fresh(tmp_path, hub_env, monkeypatch):
+    from fintts.tts.vits import mms_discriminator
+
+    release(hub_env, tmp_path)
+    monkeypatch.setattr(mms_discriminator, "FETCH_SECONDS", 3.0)  # 5 min as shipped
+    hub_env.stall(30, path=r"/resolve/.*D_100000\.pth", times=10)
+    started = time.monotonic()
+    _, source, [warning] = start(tmp_path / "cache")
+    assert time.monotonic() - started < 10
+    assert source == "fresh" and "took more than 3 s" in warning, warning
