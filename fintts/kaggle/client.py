@@ -36,6 +36,21 @@ NO_CREDENTIALS = (
 
 #: Kaggle's answers worth asking again: a time-out, too many requests, its own and its gateways' failures.
 TRANSIENT = frozenset({408, 429, 500, 502, 503, 504})
+#: How kaggle ≥ 2.2.5 words a 401/403 of a kernel's status or log (``KaggleApi.kernels_status``, ``kernels_logs``).
+DENIED = "Permission 'kernels.get' was denied"
+#: What to do about each refusal. 401: the credentials are wrong or expired; an OAuth login (``kaggle auth login``) lasts
+#: 12 hours and the client never refreshes it (issue 41), so a chain of sessions outlives it. 409 on a push: the
+#: notebook's editor holds a session of its own (Kaggle refuses a new version then).
+HINTS = {
+    401: "Kaggle did not accept the credentials: an OAuth login (kaggle auth login) expires after 12 hours and is never "
+         "refreshed, so authenticate again (kaggle auth login), or use an API token that does not expire "
+         "(KAGGLE_API_TOKEN or ~/.kaggle/access_token, from kaggle.com/settings → API → Generate New Token); then run the "
+         "same command: it picks the run up",
+    403: "these credentials may not do that (Kaggle also answers 403 for a name it does not know)",
+    404: "check the name (user/slug)",
+    409: "the notebook's editor has a session running: stop the notebook's session in the editor (the power button, or "
+         "kaggle.com → Your Work → the notebook → Stop session), then run this again",
+}
 #: Only these mean Kaggle did not act on the request, so a push (not idempotent) is sent again on them alone.
 NOT_ACTED_ON = frozenset({429})
 
@@ -110,16 +125,18 @@ def _call_once(what: str, call: Callable[[], _T]) -> _T:
             return call()
     except requests.HTTPError as err:
         status = err.response.status_code if err.response is not None else "?"
-        hint = {401: "check the Kaggle credentials", 403: "these credentials may not do that",
-                404: "check the name (user/slug)"}.get(status, "")
+        hint = HINTS.get(status, "")
         retry_after = _seconds(err.response.headers.get("Retry-After")) if err.response is not None else None
         raise KaggleError(f"Kaggle refused to {what} ({status}: {err}){'; ' + hint if hint else ''}",
                           status if isinstance(status, int) else None, transient=status in TRANSIENT,
                           retry_after=retry_after) from None
     except (requests.RequestException, TimeoutError) as err:  # time-outs and lost connections
         raise KaggleError(f"could not reach Kaggle to {what} ({type(err).__name__}); check the network", transient=True) from None
-    except ValueError as err:  # the client's own checks of names and metadata
-        raise KaggleError(f"cannot {what}: {err}") from None
+    except ValueError as err:  # the client's own checks of names and metadata, and its words for a refusal
+        # kaggle 2.2.5 kernels_status/kernels_logs turn Kaggle's 401/403 into this ValueError (kaggle-cli PR #951):
+        # kept as a 403, so callers can tell "refused" (which may mean "absent", kaggle-cli #548) from a bad name
+        denied = DENIED in str(err)
+        raise KaggleError(f"cannot {what}: {err}", 403 if denied else None) from None
 
 
 def _within(seconds: float, call: Callable[[], _T]) -> _T:

@@ -72,7 +72,9 @@ def upload(corpus: str | Path, ref: str, *, notes: str = "", api: Any = None, lo
         calling(f"look up {ref}", lambda: api.dataset_status(ref))
         exists = True
     except KaggleError as err:
-        if err.status != 404:
+        # absent: a 404, or since 2026 a 403 (kaggle-cli PR #951, #548); ref is in the credentials' own namespace
+        # (check_ref), so a 403 cannot be someone else's dataset we may not see
+        if err.status not in (403, 404):
             raise
         exists = False
     with tempfile.TemporaryDirectory(prefix="fintts-corpus-") as tmp:

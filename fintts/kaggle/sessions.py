@@ -58,6 +58,7 @@ once, with the same instructions, instead of a second session failing the same w
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import sys
@@ -71,11 +72,12 @@ from fintts.errors import StoreError
 from fintts.kaggle import quota as weekly
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
 from fintts.kaggle.kernel import KernelSettings, Pushed, kernel_ref, push
-from fintts.kaggle.secret import MISSING, attach_hint
+from fintts.kaggle.secret import FOUND, LOOK_BACK, MISSING, attach_hint, token_dataset
 from fintts.train.config import parse_duration
 from fintts.train.machine.clock import hms
 from fintts.train.run.checkpoint import CHECKPOINTS, LATEST, is_checkpoint_name, step_of
 from fintts.train.stores.base import MODEL_DIR, STATUS
+from fintts.train.stores.hub.auth import SECRET_NAME
 from fintts.train.stores.hub.client import Backoff, HubClient, json_object
 from fintts.train.stores.hub.errors import HubRepoError
 from fintts.train.stores.hub.lease import LEASE, Lease
@@ -114,6 +116,8 @@ class Session:
     #: A lease the ended kernel left is one that differs from it: judged by the lease's own words, not by comparing
     #: this machine's clock with Kaggle's (they may be minutes apart).
     lease_before: tuple[str, str] | None = None
+    #: the token dataset this version was pushed with (``""``: none)
+    token_dataset: str = ""
 
     @property
     def gpu_hours(self) -> float:
@@ -133,7 +137,7 @@ EXIT_SECRET = 2
 
 def create_notebook(settings: KernelSettings, api: Any, kernel: str, out: IO[str]) -> Pushed:
     """Save ``kernel`` without running it, so that it exists for its secret; say what to do next."""
-    saved = push(settings, api, attempts=ATTEMPTS, backoff=BACKOFF, run=False)
+    saved = push(with_token(settings, api), api, attempts=ATTEMPTS, backoff=BACKOFF, run=False)
     out.write(f"created {kernel} on Kaggle ({saved.url}), saved without running: no session was spent.\n"
               f"Before its first session it needs your Hugging Face token: {attach_hint(kernel)}.\n"
               "Then run this command again.\n")
@@ -159,19 +163,63 @@ def push_session(settings: KernelSettings, api: Any, *, spent_hours: float = 0.0
         if say:
             left = f"{quota.left / weekly.HOUR:.2f} h of the quota left" if quota is not None else "quota unknown"
             say(f"budget {settings.budget} for this session, capped by {why} ({left})")
-    return push(settings, api, attempts=ATTEMPTS, backoff=BACKOFF)
+    return push(with_token(settings, api), api, attempts=ATTEMPTS, backoff=BACKOFF)
 
 
-def kernel_state(api: Any, kernel: str, timeout: float = REQUEST_TIMEOUT) -> tuple[str, str] | None:
-    """Kaggle's state of ``kernel``'s latest version and its failure message; ``None`` if never pushed."""
+def with_token(settings: KernelSettings, api: Any) -> KernelSettings:
+    """``settings`` with the token dataset attached when it exists (looked up at every push: it may be new)."""
+    if not settings.hub_repo or settings.token_dataset:
+        return settings
+    return dataclasses.replace(settings, token_dataset=token_dataset(api))
+
+
+#: Kaggle's answers for a kernel it will not show: 404 before 2026, 401/403 since (kaggle-cli PR #951; Kaggle staff in
+#: kaggle-cli #548: a 403 can mean "not found"). Neither says whether the kernel exists: :func:`kernel_exists` does.
+REFUSED = frozenset({403, 404})
+
+
+def kernel_state(api: Any, kernel: str, timeout: float = REQUEST_TIMEOUT, version: int = 0) -> tuple[str, str] | None:
+    """Kaggle's state of ``kernel``'s ``version`` (0: the latest) and its failure message; ``None`` if it was never pushed.
+
+    Whether it exists is not read from the status (a 403 or 404 there says nothing either way since 2026): a refused
+    status is followed by :func:`kernel_exists`; a kernel that exists and shows no status has never run
+    (:data:`NEVER_RUN`; what Kaggle answers for a Quick-Saved notebook is not documented: NEW_SCRIPT, 404 or 403).
+    """
+    ref = f"{kernel}/{version}" if version else kernel  # the client sends `owner/slug/N` as versionLabel vN
     try:
-        response = calling(f"read the status of {kernel}", lambda: api.kernels_status(kernel), attempts=ATTEMPTS, backoff=BACKOFF,
+        response = calling(f"read the status of {ref}", lambda: api.kernels_status(ref), attempts=ATTEMPTS, backoff=BACKOFF,
                            timeout=timeout)
     except KaggleError as err:
-        if err.status == 404:
-            return None
-        raise
+        if err.status not in REFUSED:
+            raise
+        return (NEVER_RUN, "") if kernel_exists(api, kernel, timeout) else None
     return response.status.name, response.failure_message or ""
+
+
+def kernel_exists(api: Any, kernel: str, timeout: float = REQUEST_TIMEOUT) -> bool:
+    """Whether ``kernel`` (``owner/slug``) exists: the owner's kernels searched by slug, then by title, for this exact ref.
+
+    ``kernels_list(user=, search=)`` is what ``kaggle kernels list --user U --search S`` sends; Kaggle's search is
+    over titles and its matching is not documented, hence the two searches. A 401 here (expired credentials) is
+    raised with what to do, which a status refused as "denied" cannot say (the client words 401 and 403 alike).
+    """
+    owner, slug_ = kernel.split("/")[:2]
+    for search in dict.fromkeys((slug_, _title_of(slug_))):
+        found = calling(f"look up {kernel}", functools.partial(api.kernels_list, user=owner, search=search, page_size=100),
+                        attempts=ATTEMPTS, backoff=BACKOFF, timeout=timeout) or []
+        if any(_ref(getattr(entry, "ref", "")) == kernel.lower() for entry in found):
+            return True
+    return False
+
+
+def _ref(ref: str) -> str:
+    """``owner/slug`` of a kernel's ``ref`` as the API gives it (``owner/slug``, or ``/code/owner/slug`` from a push)."""
+    return ref.lower().removeprefix("/").removeprefix("code/")
+
+
+def _title_of(slug_: str) -> str:
+    """The words a title of this slug holds (Kaggle searches titles): ``fintts-alice-my-voice`` → ``fintts alice my voice``."""
+    return slug_.replace("-", " ")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,14 +354,42 @@ def lease_on_hub(repo: str, timeout: float = REQUEST_TIMEOUT) -> tuple[str, str]
         return None
 
 
-def log_tail(api: Any, kernel: str, lines: int = LOG_TAIL, timeout: float = REQUEST_TIMEOUT) -> str:
-    """The end of the session's log, as text (Kaggle keeps it as JSON lines of ``data`` fields)."""
-    raw = calling(f"read the log of {kernel}", lambda: api.kernels_logs(kernel), attempts=ATTEMPTS, backoff=BACKOFF, timeout=timeout)
+def log_tail(api: Any, kernel: str, lines: int = LOG_TAIL, timeout: float = REQUEST_TIMEOUT, version: int = 0) -> str:
+    """The end of the session's log (``version``'s; 0: the latest), as text (Kaggle keeps it as JSON lines of ``data`` fields)."""
+    ref = f"{kernel}/{version}" if version else kernel
+    raw = calling(f"read the log of {ref}", lambda: api.kernels_logs(ref), attempts=ATTEMPTS, backoff=BACKOFF, timeout=timeout)
     try:
         text = "".join(entry.get("data", "") for entry in json.loads(raw))
     except (ValueError, AttributeError, TypeError):
         text = raw
     return "\n".join(plain(line) for line in text.rstrip("\n").split("\n")[-lines:])  # not splitlines: it splits at \r
+
+
+def had_token(api: Any, kernel: str, version: int) -> bool:
+    """Whether a session of one of the :data:`LOOK_BACK` versions before ``version`` found the token (its log says so)."""
+    for earlier in range(version - 1, max(0, version - 1 - LOOK_BACK), -1):
+        try:
+            if FOUND in log_tail(api, kernel, lines=10_000, version=earlier):
+                return True
+        except KaggleError:  # a version without a session (a quick save) has no log
+            continue
+    return False
+
+
+
+
+def missing_verdict(api: Any, kernel: str, version: int, token_ref: str) -> str:
+    """Why the session had no token, and what to do: never attached, or attached but not passed to this version."""
+    if token_ref:
+        why = (f"the dataset {token_ref} was attached to this version, but the session could not read it: check that it holds "
+               "a file named token (run fintts kaggle token again)")
+    elif version and had_token(api, kernel, version):
+        why = (f"the secret {SECRET_NAME} was attached (an earlier version had it), but Kaggle did not pass it to this pushed "
+               "version: a version pushed through the API may lose the secret's binding (kaggle-cli #582)")
+    else:
+        why = (f"the secret {SECRET_NAME} was never attached to {kernel} (or it was, and Kaggle dropped it when this version "
+               "was pushed), and there is no fintts-token dataset")
+    return f"{why}. Give it the token: {attach_hint(kernel)}. Then run this command again"
 
 
 def plain(line: str) -> str:
@@ -327,13 +403,25 @@ def best_of(status: dict[str, Any] | None) -> str:
 
 
 def follow(api: Any, kernel: str, session: Session, *, poll: float, out: IO[str], timeout: float = REQUEST_TIMEOUT) -> tuple[str, str]:
-    """Wait for the session's end, showing its state; returns Kaggle's final state and message."""
+    """Wait for the session's end, showing its state; returns Kaggle's final state and message.
+
+    A pushed session is followed by its version (``owner/slug/N``): right after a push the kernel's
+    latest state may still be the previous version's COMPLETE (issue 41), which would end the
+    session before it began. Should Kaggle refuse the version's status, the kernel's is read
+    instead, and an ended state counts only once this session was seen queued or running.
+    """
     live = out.isatty()
     last = None
     seen_running = None
+    seen_active = not session.version  # a session found running: its kernel's state is its own
     while True:
-        state = kernel_state(api, kernel, timeout)
-        name, message = state if state is not None else ("QUEUED", "")
+        state = kernel_state(api, kernel, timeout, session.version) if session.version else None
+        if state is None or state[0] == NEVER_RUN:
+            state = kernel_state(api, kernel, timeout)
+            if state is not None and state[0] in ENDED and not seen_active:
+                state = None
+        name, message = state if state is not None and state[0] != NEVER_RUN else ("QUEUED", "")
+        seen_active = seen_active or name in {"QUEUED", "RUNNING"} and state is not None
         now = time.time()
         if name == "RUNNING" and seen_running is None:
             seen_running = now
@@ -389,10 +477,10 @@ def run_sessions(
         say(f"{settings.hub_repo} is already finished: {_pull_hint(settings.hub_repo)}")
         return 0
     current = kernel_state(api, kernel, request_timeout)
-    if current is None:
+    if current is None and not token_dataset(api):  # a new notebook with no token to read: made first, for its secret
         create_notebook(settings, api, kernel, out)
         return 0
-    following = current[0] in {"QUEUED", "RUNNING"}
+    following = current is not None and current[0] in {"QUEUED", "RUNNING"}
     lost = unpushed_problem(before, settings.hub_repo, kernel) if before is not None and not following else None
     if lost:  # (a running session's newest checkpoint is its own to push: it is followed)
         say(f"{settings.hub_repo}: {lost}")
@@ -418,7 +506,8 @@ def run_sessions(
                 verdict, code = f"stopped: {err}", 0
                 break
             say(f"session {len(sessions) + 1}: pushed version {pushed.version} of {pushed.url}")
-            session = Session(version=pushed.version, started=time.time(), lease_before=lease_before)
+            session = Session(version=pushed.version, started=time.time(), lease_before=lease_before,
+                              token_dataset=pushed.token_dataset)
         name, message = follow(api, kernel, session, poll=poll, out=out, timeout=request_timeout)
         released = release_dead_lease(settings.hub_repo, session, request_timeout)
         if released:
@@ -439,10 +528,10 @@ def run_sessions(
             continue
         failures.append(problem)
         say(f"session {len(sessions)} failed: {problem}")
-        tail = log_tail(api, kernel, timeout=request_timeout)
+        tail = log_tail(api, kernel, timeout=request_timeout, version=session.version)
         if MISSING in tail:
-            verdict = (f"stopped: the session ended at once ({MISSING}), and so would the next. "
-                       f"Attach it: {attach_hint(kernel)}. Then run this command again")
+            verdict = (f"stopped: the session ended at once ({MISSING}), and so would the next: "
+                       f"{missing_verdict(api, kernel, session.version, session.token_dataset)}")
             code = EXIT_SECRET
             break
         final = problem.startswith(UNFINISHED) or LOCAL_ONLY in problem

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
 from fintts.errors import LeaseConflict
+from fintts.kaggle.kernel import KAGGLE_PYTHON
 from fintts.kaggle.parameters import load, read_parameters
 from fintts.train.config import parse_duration
 from fintts.train.stores.hub import Backoff
@@ -57,8 +59,9 @@ class Sessions:
     #: sessions save and push through a real HubStore, as `fintts train` does (a refused one: its final push gets a 413)
     stores: bool = False
     ran: int = 0  # sessions that got past `start` so far: the next one plays script[ran]
-    #: what the notebook's first cells do with the push: ``(ok, log)`` ends the session there, ``None`` goes on to the script
-    start: Callable[[dict], tuple[bool, str] | None] | None = None
+    #: what the notebook's first cells do with (push, version): ``(ok, log)`` ends the session there; the log so far (or
+    #: ``None``) goes on to the script
+    start: Callable[[dict, int], tuple[bool, str] | str | None] | None = None
     #: each session that trains runs to its BUDGET (12 h without one), which the local Kaggle's weekly quota counts
     count_budget: bool = False
 
@@ -103,8 +106,23 @@ def kaggle_env(hub_env, tmp_path):
     yield from local_kaggle(hub_env, tmp_path, notebook_exists=True)
 
 
-def local_kaggle(hub_env, tmp_path, *, notebook_exists: bool):
-    """What :func:`kaggle_env` yields; ``notebook_exists=False``: an account that has never pushed a fintts notebook."""
+@pytest.fixture(params=["before", "2026"])
+def era_kaggle_env(hub_env, tmp_path, request):
+    """:func:`kaggle_env`, Kaggle answering as it did before 2026 and as it does since (403s, versions' stale states)."""
+    yield from local_kaggle(hub_env, tmp_path, notebook_exists=True, era=request.param)
+
+
+#: What the wheels dataset holds for these tests: a wheel named as this checkout's fintts (the notebook's install cell
+#: then installs nothing) and the configs (`fintts kaggle wheels` itself is tested once: it builds for minutes).
+WHEELS = {f"fintts-{importlib.metadata.version('fintts')}-py3-none-any.whl": b"stand-in",
+          "demo.yaml": (ROOT / "configs" / "demo.yaml").read_bytes()}
+
+
+def local_kaggle(hub_env, tmp_path, *, notebook_exists: bool, era: str = "before"):
+    """What :func:`kaggle_env` yields; ``notebook_exists=False``: an account that has never pushed a fintts notebook.
+
+    ``era``: how the local Kaggle answers (:class:`KaggleServer`: ``"before"`` or ``"2026"``).
+    """
     sessions = Sessions()
     hub = HfApi(endpoint=hub_env.endpoint, token=TOKEN)
 
@@ -112,8 +130,9 @@ def local_kaggle(hub_env, tmp_path, *, notebook_exists: bool):
         if sessions.gate is not None:
             sessions.gate.wait(60)
         time.sleep(sessions.seconds)
-        if sessions.start is not None and (ended := sessions.start(push)) is not None:
-            return ended
+        begun = sessions.start(push, version) if sessions.start is not None else None
+        if isinstance(begun, tuple):
+            return begun
         if sessions.count_budget:
             budget = read_parameters(json.loads(push["text"]))["BUDGET"]
             server.used_hours += (parse_duration(budget) if budget else 12 * 3600) / 3600
@@ -144,12 +163,14 @@ def local_kaggle(hub_env, tmp_path, *, notebook_exists: bool):
                 push_run(hub, write_status, repo)
         if store is not None:
             store.release()
-        return ok, log
+        return ok, (begun or "") + log
 
-    with KaggleServer(user=USER, session=session) as kaggle:
+    with KaggleServer(user=USER, session=session, era=era) as kaggle:
         server = kaggle
+        kaggle.add_dataset(f"{USER}/fintts-wheels", WHEELS)  # `fintts kaggle wheels` ran (a push names it; Kaggle checks it)
         if notebook_exists:
             kaggle.create_kernel(KERNEL)
+            kaggle.add_dataset(f"{USER}/my-voice")  # and `fintts kaggle corpus`
         env = {**os.environ, **kaggle.env(), "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path), "PYTHONPATH": checkout_first()}
         env.pop("KAGGLE_KERNEL_RUN_TYPE", None)
         yield kaggle, env, sessions
@@ -177,9 +198,9 @@ def test_push_dry_run_stages_what_the_kaggle_command_pushes_as_is(kaggle_env, tm
     assert metadata["is_private"] is True and metadata["enable_internet"] is True
     assert metadata["dataset_sources"] == ["alice/fintts-wheels", "alice/my-voice"]
     assert read_parameters(load(staged / "kaggle_train.ipynb")) == {
-        "CONFIG": "mms-fin.yaml", "CONFIG_YAML": "", "DATA": "/kaggle/input/my-voice", "REPO": REPO, "STORE": "",
-        "BUDGET": "11h30m", "WHEELS": "",
-    }
+        "CONFIG": "mms-fin.yaml", "CONFIG_YAML": "", "CORPUS": "alice/my-voice", "DATA": "", "REPO": REPO, "STORE": "",
+        "BUDGET": "11h30m", "WHEELS": "", "TOKEN_DATASET": "", "PYTHON": KAGGLE_PYTHON, "INPUT": "/kaggle/input",
+    }  # the corpus by its dataset: the notebook finds it under either of Kaggle's layouts
     assert not kaggle.pushes  # a dry run pushes nothing
     # the kaggle command line itself pushes the staged folder, without a word about the slug
     pushed = run("-m", "kaggle", "kernels", "push", "-p", str(staged), env=env, cwd=tmp_path)
@@ -214,8 +235,9 @@ def test_push_takes_a_config_file_from_anywhere_into_the_notebook(kaggle_env, tm
     assert len(kaggle.pushes) == 1
 
 
-def test_run_pushes_session_after_session_until_the_run_is_finished(kaggle_env, tmp_path):
-    kaggle, env, sessions = kaggle_env
+def test_run_pushes_session_after_session_until_the_run_is_finished(era_kaggle_env, tmp_path):
+    # 2026: right after each push the kernel's state is still the previous session's COMPLETE for a moment
+    kaggle, env, sessions = era_kaggle_env
     sessions.script += [(status("paused", 100, 1, best=4.5), True, "paused\n"), (status("paused", 200, 2, best=3.9), True, "paused\n"),
                (status("finished", 300, 3, reason="max_steps", best=3.2), True, "finished\n")]
     result = run("-m", "fintts", "kaggle", "run", "--corpus", "alice/my-voice", "--hub-repo", REPO, "--poll", "0.1",
@@ -281,8 +303,9 @@ def test_run_follows_a_session_already_running_instead_of_pushing_another(kaggle
     assert len(kaggle.pushes) == 1 and "stopped after 1 session(s)" in out
 
 
-def test_status_shows_the_kernel_the_run_and_the_gpu_quota(kaggle_env, tmp_path):
-    kaggle, env, sessions = kaggle_env
+def test_status_shows_the_kernel_the_run_and_the_gpu_quota(era_kaggle_env, tmp_path):
+    # 2026: an unknown notebook, and one saved but never run, answer their status with a 403
+    kaggle, env, sessions = era_kaggle_env
     before = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
     assert f"kernel     {KERNEL}: saved, never run (attach HF_TOKEN first" in before.stdout and "nothing trained yet" in before.stdout
     other = run("-m", "fintts", "kaggle", "status", "--hub-repo", "alice/other-voice", env=env, cwd=tmp_path)
@@ -308,14 +331,14 @@ def test_wheels_dataset_is_uploaded_with_the_fintts_wheel_and_the_configs(kaggle
     built_before = {*ROOT.glob("*.egg-info"), *ROOT.glob("build")}
     result = run("-m", "fintts", "kaggle", "wheels", env=env, cwd=tmp_path, timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
-    (version,) = kaggle.datasets["alice/fintts-wheels"]
+    seeded, version = kaggle.datasets["alice/fintts-wheels"]  # the fixture's, then this upload's
     wheel = next(name for name in version if name.startswith("fintts-") and name.endswith(".whl"))
     assert {"mms-fin.yaml", "demo.yaml"} <= set(version)
     (tmp_path / wheel).write_bytes(version[wheel])
     with zipfile.ZipFile(tmp_path / wheel) as archive:
         assert "fintts/train/session/launcher.py" in archive.namelist()
     again = run("-m", "fintts", "kaggle", "wheels", env=env, cwd=tmp_path, timeout=240)
-    assert again.returncode == 0 and len(kaggle.datasets["alice/fintts-wheels"]) == 2  # a new version, same dataset
+    assert again.returncode == 0 and len(kaggle.datasets["alice/fintts-wheels"]) == 3  # a new version, same dataset
     assert {*ROOT.glob("*.egg-info"), *ROOT.glob("build")} == built_before  # the checkout was not built in
 
 
