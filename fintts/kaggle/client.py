@@ -28,9 +28,10 @@ from fintts.train.stores.hub.client import Backoff
 _T = TypeVar("_T")
 
 NO_CREDENTIALS = (
-    "No Kaggle credentials. Create an API token at https://www.kaggle.com/settings (API > Create New Token) and either "
-    "save kaggle.json as ~/.kaggle/kaggle.json (chmod 600), or set KAGGLE_USERNAME and KAGGLE_KEY, "
-    "or set KAGGLE_API_TOKEN"
+    "No Kaggle credentials. At https://www.kaggle.com/settings → API: Generate New Token, then save it as "
+    "~/.kaggle/access_token (chmod 600) or set KAGGLE_API_TOKEN; or, with a legacy key (kaggle.json), save it as "
+    "~/.kaggle/kaggle.json (chmod 600), or set KAGGLE_USERNAME and KAGGLE_KEY; or log in with kaggle auth login (it "
+    "expires after 12 hours)"
 )
 
 
@@ -69,13 +70,40 @@ class KaggleError(StoreError):
         self.retry_after = retry_after
 
 
+#: The oldest ``kaggle`` client fintts works with: ``kernels_push(no_run=True)`` (Quick Save, kaggle-cli PR #1185,
+#: 2.2.5), ``quota_view`` (2.2.1), ``kernels_logs`` (2.0.2), ``kernels_status`` of ``owner/slug/N``. It needs Python
+#: ≥ 3.11; on 3.10 pip resolves ``kaggle`` to 1.7.4.5, which has none of these and raises OSError at import with a
+#: new-style API token (kaggle-cli #886).
+MIN_KAGGLE = (2, 2, 5)
+TOO_OLD = ("fintts kaggle needs the kaggle client {want} or newer, and this Python has {have}: pip install -U 'kaggle>={want}' "
+           "(it needs Python 3.11 or newer{python})")
+
+
+def _client_problem() -> str | None:
+    """Why the installed ``kaggle`` client will not do (too old, or absent), before it is imported; ``None``: it will."""
+    import importlib.metadata
+    import sys
+
+    want = ".".join(map(str, MIN_KAGGLE))
+    python = "" if sys.version_info >= (3, 11) else f"; this is Python {sys.version_info[0]}.{sys.version_info[1]}"
+    try:
+        have = importlib.metadata.version("kaggle")
+    except importlib.metadata.PackageNotFoundError:
+        return TOO_OLD.format(want=want, have="none", python=python)
+    numbers = tuple(int(part) if part.isdigit() else 0 for part in have.split(".")[:3])
+    return TOO_OLD.format(want=want, have=f"kaggle {have}", python=python) if numbers < MIN_KAGGLE else None
+
+
 def connect() -> Any:
     """An authenticated ``kaggle.api.kaggle_api_extended.KaggleApi``, or :class:`KaggleError`."""
+    problem = _client_problem()
+    if problem:
+        raise KaggleError(problem)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
             from kaggle.api.kaggle_api_extended import KaggleApi  # [train] only; it reads the credentials when imported
         except ImportError as err:
-            raise KaggleError(f"the kaggle package cannot be imported ({err}); pip install kaggle six") from None
+            raise KaggleError(f"the kaggle package cannot be imported ({err}); pip install -U kaggle six") from None
         api = KaggleApi()
         try:
             api.authenticate()

@@ -323,7 +323,23 @@ def test_without_credentials_the_kaggle_commands_say_where_they_go(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAGGLE_")} | {"HOME": str(tmp_path), "PYTHONPATH": checkout_first()}
     result = run("-m", "fintts", "kaggle", "status", env=env, cwd=tmp_path)
     assert result.returncode == 4 and "No Kaggle credentials" in result.stderr and "KAGGLE_USERNAME" in result.stderr
+    assert "Generate New Token" in result.stderr and "~/.kaggle/access_token" in result.stderr  # the token Kaggle offers now
     assert "Authentication required" not in result.stdout  # the client's own import-time help is not shown
+
+
+@pytest.mark.parametrize("version", ["1.7.4.5", "2.2.4"])
+def test_an_older_kaggle_client_is_named_with_what_to_install(tmp_path, version):
+    # what pip installs on Python 3.10 (1.7.4.5), or one before Quick Save (2.2.5): said before it is imported
+    site = tmp_path / "site"
+    (site / "kaggle").mkdir(parents=True)
+    (site / "kaggle" / "__init__.py").write_text("raise OSError('the 1.7 client and a new-style token')\n")
+    (site / f"kaggle-{version}.dist-info").mkdir()
+    (site / f"kaggle-{version}.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: kaggle\nVersion: {version}\n")
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": os.pathsep.join([str(site), checkout_first()])}
+    result = run("-m", "fintts", "kaggle", "status", env=env, cwd=tmp_path)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert f"needs the kaggle client 2.2.5 or newer, and this Python has kaggle {version}" in result.stderr
+    assert "pip install -U 'kaggle>=2.2.5'" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_wheels_dataset_is_uploaded_with_the_fintts_wheel_and_the_configs(kaggle_env, tmp_path):
