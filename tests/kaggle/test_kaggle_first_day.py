@@ -236,6 +236,44 @@ def test_kaggle_corpus_uploads_the_folders_and_refuses_a_corpus_without_a_usable
     assert other.returncode == 2 and "bob/my-voice belongs to bob" in other.stderr
 
 
+def test_kaggle_corpus_uploads_no_dotfile_and_follows_no_link(kaggle_env, tmp_path):
+    kaggle, env, _ = kaggle_env
+    corpus = make_corpus(tmp_path / "my-voice")
+    secrets = {name: f"SECRET-{number}-{name}".encode() for number, name in enumerate(
+        (".env", ".kaggle/kaggle.json", ".cache/huggingface/token", "wavs/.netrc", "elsewhere-top", "elsewhere-wavs"))}
+    for name, value in secrets.items():
+        place = corpus / name if not name.startswith("elsewhere") else tmp_path / name
+        place.parent.mkdir(parents=True, exist_ok=True)
+        place.write_bytes(value)
+    (corpus / "notes.txt").symlink_to(tmp_path / "elsewhere-top")  # a link at the top level
+    (corpus / "wavs" / "extra.flac").symlink_to(tmp_path / "elsewhere-wavs")  # and one inside a folder
+    (corpus / "home").symlink_to(tmp_path, target_is_directory=True)  # a link to a folder holding it all
+    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/new-voice", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (version,) = kaggle.datasets["alice/new-voice"]
+    sent = b"".join(version.values())
+    for name in version:
+        if name.endswith(".zip"):
+            with zipfile.ZipFile(io.BytesIO(version[name])) as archive:
+                sent += b"".join(archive.read(member) for member in archive.namelist())
+                assert not [member for member in archive.namelist() if "/." in f"/{member}" or member.endswith("extra.flac")]
+    assert not [name for name, value in secrets.items() if value in sent]
+    assert set(version) == {"metadata.csv", "wavs.zip"}
+    # a session still reads the whole corpus
+    folder = kaggle.mount("alice/new-voice", tmp_path / "input")
+    assert "Good clips: 4" in run("-m", "fintts", "check", str(folder), "--no-progress", env=env, cwd=tmp_path).stdout
+
+
+def test_kaggle_corpus_refuses_a_flat_folder_kaggle_would_refuse(kaggle_env, tmp_path):
+    kaggle, env, _ = kaggle_env
+    corpus = make_corpus(tmp_path / "my-voice")
+    for number in range(1001):
+        (corpus / f"extra-{number:04d}.txt").write_text("x")
+    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/new-voice", env=env, cwd=tmp_path)
+    assert result.returncode == 2 and "more than 1000" in result.stderr and "move the clips into a folder" in result.stderr
+    assert "alice/new-voice" not in kaggle.datasets
+
+
 def test_each_hub_repo_gets_its_own_kernel_and_follows_only_its_own_session(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     other = "alice/second-voice"
