@@ -485,6 +485,9 @@ def run_sessions(
     if lost:  # (a running session's newest checkpoint is its own to push: it is followed)
         say(f"{settings.hub_repo}: {lost}")
         return 1
+    if current is not None and current[0] in ENDED and _status(before).get("state") == "running":
+        say(f"{settings.hub_repo}: {ended_running_problem(before, settings.hub_repo, kernel, current[0])}")
+        return 1
     while True:
         spent = sum(s.gpu_hours for s in sessions)
         if max_sessions and len(sessions) >= max_sessions:
@@ -518,7 +521,7 @@ def run_sessions(
         session.end_step = _status(after).get("step", session.start_step)
         session.best = best_of(_status(after) or None)
         sessions.append(session)
-        problem = _problem(name, message, before, after, repo=settings.hub_repo, kernel=kernel)
+        problem = _problem(name, message, before, after, repo=settings.hub_repo, kernel=kernel, version=session.version)
         if problem is None:
             failures = []
             before = after
@@ -534,7 +537,7 @@ def run_sessions(
                        f"{missing_verdict(api, kernel, session.version, session.token_dataset)}")
             code = EXIT_SECRET
             break
-        final = problem.startswith(UNFINISHED) or LOCAL_ONLY in problem
+        final = problem.startswith(UNFINISHED) or LOCAL_ONLY in problem or NO_END in problem
         if len(failures) >= FAILURES_IN_A_ROW or final:
             why = "; ".join(dict.fromkeys(failures))
             stopped = "stopped" if final else f"stopped: {FAILURES_IN_A_ROW} sessions in a row failed"
@@ -551,6 +554,27 @@ def run_sessions(
 UNFINISHED = "status.json says finished, but"
 #: How a session whose newest checkpoint is only on its disk begins (a next session would lose it: it stops the chain).
 LOCAL_ONLY = "its final push did not land:"
+#: How a status still ``running`` after its kernel ended begins (its end never reached the Hub: it stops the chain).
+NO_END = "its end never reached the Hub:"
+
+
+def ended_running_problem(run: HubRun | None, repo: str, kernel: str, kernel_state_name: str, version: int = 0) -> str:
+    """Why a run whose status still says ``running`` after Kaggle ended the kernel stops the chain, and what to do.
+
+    The trainer writes ``running`` while it trains and ``paused``/``finished``/``failed`` at its end, with the final
+    save: a status still ``running`` means neither the final push nor the release reached the Hub (the Hub down at the
+    session's end, say). The session's newest checkpoint is newer than the Hub's, and only in that version's output;
+    the next session would resume from the Hub's and lose the difference (up to ``push_every`` of training).
+    """
+    status = _status(run)
+    host, folder = run.local_folder() if run is not None else ("the Kaggle session", "the run's folder")
+    ref = f"{kernel}/{version}" if version else kernel
+    store = f"OUT/{folder[len(KAGGLE_OUTPUT):]}" if folder.startswith(KAGGLE_OUTPUT) else folder
+    hub = run.latest if run is not None and is_checkpoint_name(run.latest) else "none"
+    return (f"{NO_END} Kaggle ended the kernel ({kernel_state_name.lower()}) while hf://{repo}/status.json still says running "
+            f"at step {status.get('step')} (the Hub's latest is {hub}). The session's newest checkpoint is in {folder} of that "
+            f"version's output, not on the Hub, so no session is pushed. Push it: kaggle kernels output {ref} -p OUT (or the "
+            f"version's Output tab), then fintts push --store {store} --hub-repo {repo}; then run this again")
 
 
 def _status(run: HubRun | None) -> dict[str, Any]:
@@ -558,7 +582,7 @@ def _status(run: HubRun | None) -> dict[str, Any]:
 
 
 def _problem(kernel_state_name: str, message: str, before: HubRun | None, after: HubRun | None, *, repo: str = "",
-             kernel: str = "") -> str | None:
+             kernel: str = "", version: int = 0) -> str | None:
     """Why a session counts as failed, or ``None`` when it left the run further on.
 
     A session counts by what the Hub holds, not by the step its status reached: a newest
@@ -570,6 +594,8 @@ def _problem(kernel_state_name: str, message: str, before: HubRun | None, after:
     lost = unpushed_problem(after, repo, kernel) if after is not None else None
     if lost:
         return (f"the run failed ({now.get('reason')}) and " if now.get("state") == "failed" else "") + lost
+    if now.get("state") == "running":
+        return ended_running_problem(after, repo, kernel, kernel_state_name, version)
     if now.get("state") == "failed":
         return f"the run failed: {now.get('reason')}"
     if kernel_state_name != "COMPLETE":

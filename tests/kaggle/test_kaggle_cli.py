@@ -472,3 +472,18 @@ def test_run_stops_when_a_sessions_final_push_did_not_land_and_says_how_to_push_
     resumed = kaggle_run(env, tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "the run is finished" in resumed.stdout and len(kaggle.pushes) == 4
+
+
+def test_run_stops_when_the_status_still_says_running_after_kaggle_ended_the_kernel(kaggle_env, tmp_path):
+    # session 2 pushed a checkpoint mid-session (status running at step 150), then its final save never reached the Hub
+    kaggle, env, sessions = kaggle_env
+    sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("running", 150, 2), True, "the Hub was down\n"),
+                        (status("finished", 300, 3, reason="max_steps"), True, "")]
+    result = kaggle_run(env, tmp_path)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert "session 2 failed: its end never reached the Hub: Kaggle ended the kernel (complete) while" in out
+    assert f"kaggle kernels output {KERNEL}/2 -p OUT" in out and f"fintts push --store OUT/runs/my-voice-run --hub-repo {REPO}" in out
+    assert len(kaggle.pushes) == 2  # no third session resumes from step 150 and loses what session 2 trained after it
+    again = kaggle_run(env, tmp_path)  # a later chain says the same before pushing anything
+    assert again.returncode == 1 and "its end never reached the Hub" in again.stdout and len(kaggle.pushes) == 2
