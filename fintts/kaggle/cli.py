@@ -164,7 +164,9 @@ def add_kaggle_commands(sub) -> None:
     p = kaggle.add_parser("run", help="push sessions one after another until the run is finished (or fails twice)")
     _kernel_options(p)
     p.add_argument("--max-sessions", type=int, default=0, help="stop after this many sessions (default: no limit)")
-    p.add_argument("--gpu-hours", type=float, default=0.0, help="stop after this many GPU hours (default: no limit)")
+    p.add_argument("--gpu-hours", type=float, default=0.0,
+                   help="stop once the run has used this many GPU hours on Kaggle, counted from its status.json "
+                   "(a rerun goes on counting; default: no limit)")
     p.add_argument("--poll", type=float, default=60.0, help="seconds between looks at the session (default 60)")
     p.add_argument("--request-timeout", type=float, default=60.0,
                    help="seconds one look at Kaggle or the Hub may take before it is tried again (default 60)")

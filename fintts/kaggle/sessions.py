@@ -39,8 +39,11 @@ Kaggle's and the Hub's ``Retry-After`` honoured up to its cap); a push is sent a
 session's log comes without terminal colour codes.
 
 It also stops after ``max_sessions`` sessions or ``gpu_hours`` GPU hours. GPU hours are the
-time the kernel was seen running (queueing is free), which is what Kaggle's weekly quota
-counts; the polling interval bounds the error. A version already queued or running when it
+run's: what its ``status.json`` records of its Kaggle sessions (so running the command again
+goes on counting), or the time this command saw its kernels running (queueing is free, and
+the polling interval bounds the error), whichever is more. A leftover too short for a session
+(:data:`~.quota.MIN_SESSION`) pushes none, and a ``--budget`` of Kaggle's 12 hours or more runs
+to the session's own limit, which keeps the final save's reserve. A version already queued or running when it
 starts is followed instead of pushing a second one, which would find the run's lease taken.
 
 Before each push it reads the weekly GPU quota from Kaggle (:mod:`.quota`): the session's
@@ -155,9 +158,14 @@ def push_session(settings: KernelSettings, api: Any, *, spent_hours: float = 0.0
         if say:
             say(f"could not read the weekly GPU quota ({err}): this session's budget is not capped by it")
     wanted = parse_duration(settings.budget, key="budget") if settings.budget else None
+    if wanted is not None and wanted >= weekly.SESSION_LIMIT and say:
+        say(f"budget {settings.budget} is not less than Kaggle's {weekly.SESSION_LIMIT / weekly.HOUR:g} h session limit, which "
+            "would end the session before its final save: the session runs to the limit, less the reserve it keeps")
     limit_left = (gpu_hours - spent_hours) * weekly.HOUR if gpu_hours else None
     budget = weekly.session_budget(quota, wanted=wanted, limit_left=limit_left)
-    if budget is not None and budget != wanted:
+    if budget is None and wanted is not None:  # over the limit: the session's own limit, which keeps the final save's reserve
+        settings = dataclasses.replace(settings, budget="")
+    elif budget is not None and budget != wanted:
         why = "the weekly GPU quota" if quota is not None and budget == quota.left - weekly.MARGIN else f"--gpu-hours {gpu_hours:g}"
         settings = dataclasses.replace(settings, budget=weekly.duration(budget))
         if say:
@@ -463,6 +471,7 @@ def run_sessions(
     before = read_run(settings.hub_repo, request_timeout)
     sessions: list[Session] = []
     failures: list[str] = []
+    earlier = kaggle_hours(before)  # --gpu-hours counts the run's hours, not this command's: a rerun goes on counting
 
     def say(text: str) -> None:
         out.write(text + "\n")
@@ -489,7 +498,8 @@ def run_sessions(
         say(f"{settings.hub_repo}: {ended_running_problem(before, settings.hub_repo, kernel, current[0])}")
         return 1
     while True:
-        spent = sum(s.gpu_hours for s in sessions)
+        # the run's own record (earlier commands' sessions included), or what this command saw, whichever is more
+        spent = max(kaggle_hours(before), earlier + sum(s.gpu_hours for s in sessions))
         if max_sessions and len(sessions) >= max_sessions:
             verdict, code = f"stopped after {len(sessions)} session(s) (--max-sessions {max_sessions})", 0
             break
@@ -505,7 +515,7 @@ def run_sessions(
             try:
                 pushed = push_session(settings, api, spent_hours=spent, gpu_hours=gpu_hours, request_timeout=request_timeout,
                                       say=lambda text: say(f"session {len(sessions) + 1}: {text}"))
-            except weekly.QuotaSpent as err:
+            except (weekly.QuotaSpent, weekly.LimitSpent) as err:
                 verdict, code = f"stopped: {err}", 0
                 break
             say(f"session {len(sessions) + 1}: pushed version {pushed.version} of {pushed.url}")
@@ -603,6 +613,18 @@ def _problem(kernel_state_name: str, message: str, before: HubRun | None, after:
     if not now or (then and now.get("step", 0) <= then.get("step", 0) and now.get("state") != "finished"):
         return "the session left no new checkpoint"
     return None
+
+
+def kaggle_hours(run: HubRun | None) -> float:
+    """The GPU hours the run's Kaggle sessions took, as its ``status.json`` records them (``started``/``ended`` of each)."""
+    seconds = 0.0
+    for record in _status(run).get("sessions") or []:
+        if not isinstance(record, dict) or record.get("host", KAGGLE_HOST) != KAGGLE_HOST:
+            continue
+        started, ended = record.get("started"), record.get("ended")
+        if isinstance(started, (int, float)) and isinstance(ended, (int, float)):
+            seconds += max(0.0, ended - started)
+    return seconds / weekly.HOUR
 
 
 def _pull_hint(repo: str) -> str:

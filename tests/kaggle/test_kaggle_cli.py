@@ -277,15 +277,34 @@ def test_run_retries_a_session_that_left_nothing_and_stops_at_max_sessions(kaggl
     assert kaggle.pushes[0]["datasetDataSources"] == ["alice/fintts-wheels"]  # the demo needs no corpus dataset
 
 
-def test_run_counts_the_gpu_hours_a_session_ran_and_stops_at_the_limit(kaggle_env, tmp_path):
+def recorded(hours: list[float]) -> list[dict]:
+    """A status.json's ``sessions`` of Kaggle sessions that ran these many hours each."""
+    return [{"host": "kaggle", "started": 1e9, "ended": 1e9 + h * 3600, "start_step": 0, "end_step": 100} for h in hours]
+
+
+def test_run_counts_the_runs_gpu_hours_across_reruns_and_pushes_no_leftover_too_short(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
-    sessions.seconds = 1.0
-    sessions.script += [(status("paused", 100, 1), True, ""), (status("paused", 200, 2), True, "")]
-    result = run("-m", "fintts", "kaggle", "run", "--hub-repo", REPO, "--config", "demo.yaml", "--gpu-hours", "0.0002",
-                 "--poll", "0.1", env=env, cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    # the first session ran ~1 s, more than the limit's 0.72 s: no second push
-    assert len(kaggle.pushes) == 1 and "GPU hours (--gpu-hours 0.0002)" in result.stdout
+    paused = status("paused", 100, 1) | {"sessions": recorded([11.5])}
+    sessions.script += [(paused, True, ""), (status("paused", 200, 2) | {"sessions": recorded([11.5, 11.4])}, True, "")]
+    first = kaggle_run(env, tmp_path, "--gpu-hours", "23", "--max-sessions", "1")
+    assert first.returncode == 0 and len(kaggle.pushes) == 1, first.stdout + first.stderr
+    # run again: the run has used 11.5 h of its 23, so this session's budget is what is left, not 12 h again
+    second = kaggle_run(env, tmp_path, "--gpu-hours", "23")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert read_parameters(json.loads(kaggle.pushes[1]["text"]))["BUDGET"] == "11h30m"
+    # then 0.1 h of the 23 is left: less than a session is worth, so nothing more is pushed
+    assert "stopped: 0.10 GPU hours of --gpu-hours are left, less than a session is worth" in second.stdout
+    assert len(kaggle.pushes) == 2
+
+
+def test_a_budget_over_kaggles_12_hours_runs_to_the_sessions_own_limit(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    sessions.script.append((status("paused", 100, 1), True, ""))
+    pushed = run("-m", "fintts", "kaggle", "push", "--config", "demo.yaml", "--hub-repo", REPO, "--budget", "12h54m",
+                 env=env, cwd=tmp_path)
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    assert "not less than Kaggle's 12 h session limit" in pushed.stdout
+    assert read_parameters(json.loads(kaggle.pushes[-1]["text"]))["BUDGET"] == ""  # the platform's limit, with its reserve
 
 
 def test_run_follows_a_session_already_running_instead_of_pushing_another(kaggle_env, tmp_path):
