@@ -127,17 +127,18 @@ TITLE_PREFIX = "fintts"
 def kernel_title(hub_repo: str, template_title: str) -> str:
     """The title of the kernel that trains ``hub_repo`` (``template_title`` without one).
 
-    ``fintts alice/my-voice`` (slug ``fintts-alice-my-voice``): one kernel per Hub repo, so
+    ``fintts alice my-voice`` (slug ``fintts-alice-my-voice``): one kernel per Hub repo, so
     two voices of one Kaggle account never follow or queue behind each other's sessions, and
     the same repo always finds its kernel again. A slug keeps letters, digits and dashes only,
     so two repo ids that differ in what it drops (``my_voice``, ``my.voice``, ``my-voice``)
     would share a slug: such an id, and one too long for :data:`MAX_TITLE`, gets 6 hex digits
-    of its SHA-1 at the end (``fintts alice/my_voice 1a2b3c``), stable and distinct. Letter
+    of its SHA-1 at the end (``fintts alice my_voice 1a2b3c``), stable and distinct. Letter
     case is not kept: the Hub treats repo ids that differ only in case as one.
     """
     if not hub_repo:
         return template_title
-    title = f"{TITLE_PREFIX} {hub_repo}"
+    # no "/" in a title: Kaggle slugifies one in a way nobody documents (issue 41); a space gives the same slug here
+    title = f"{TITLE_PREFIX} {hub_repo.replace('/', ' ')}"
     if slug(hub_repo) == hub_repo.lower().replace("/", "-") and len(title) <= MAX_TITLE:
         return title
     digest = hashlib.sha1(hub_repo.lower().encode()).hexdigest()[:6]

@@ -74,7 +74,7 @@ from huggingface_hub import CommitOperationDelete
 from fintts.errors import StoreError
 from fintts.kaggle import quota as weekly
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
-from fintts.kaggle.kernel import KernelSettings, Pushed, kernel_ref, push
+from fintts.kaggle.kernel import WHEELS_SLUG, KernelSettings, Pushed, kernel_ref, push
 from fintts.kaggle.secret import FOUND, LOOK_BACK, MISSING, attach_hint, token_dataset
 from fintts.train.config import parse_duration
 from fintts.train.machine.clock import hms
@@ -132,6 +132,12 @@ def kernel_id(api: Any, hub_repo: str = "") -> str:
     return kernel_ref(user_of(api), hub_repo)
 
 
+#: How long a push waits for its datasets to be ready: Kaggle processes a new version for a while after its upload, and
+#: a session pushed meanwhile is refused it (``invalidDatasetSources``), its GPU time spent on nothing (issue 41, item 6).
+READY_WAIT = 900.0
+READY_POLL = 15.0
+#: What makes each dataset a push attaches, for a message about one that is missing.
+MAKES = {"wheels": "fintts kaggle wheels", "corpus": "fintts kaggle corpus", "token_dataset": "fintts kaggle token"}
 #: Kaggle's state of a kernel that exists but has never run (saved without running).
 NEVER_RUN = "NEW_SCRIPT"
 #: Exit code when the person has to attach the secret before a session can train (a setting to change).
@@ -149,7 +155,7 @@ def create_notebook(settings: KernelSettings, api: Any, kernel: str, out: IO[str
 
 
 def push_session(settings: KernelSettings, api: Any, *, spent_hours: float = 0.0, gpu_hours: float = 0.0,
-                 request_timeout: float = REQUEST_TIMEOUT, say: Any = None) -> Pushed:
+                 request_timeout: float = REQUEST_TIMEOUT, say: Any = None, poll: float = READY_POLL) -> Pushed:
     """Push one session whose budget fits the weekly quota (and ``gpu_hours``); :class:`~.quota.QuotaSpent` when none fits."""
     try:
         quota = weekly.read_quota(api, attempts=ATTEMPTS, backoff=BACKOFF, timeout=request_timeout)
@@ -171,7 +177,43 @@ def push_session(settings: KernelSettings, api: Any, *, spent_hours: float = 0.0
         if say:
             left = f"{quota.left / weekly.HOUR:.2f} h of the quota left" if quota is not None else "quota unknown"
             say(f"budget {settings.budget} for this session, capped by {why} ({left})")
-    return push(with_token(settings, api), api, attempts=ATTEMPTS, backoff=BACKOFF)
+    settings = with_token(settings, api)
+    wait_for_datasets(api, settings, say=say, poll=poll)
+    return push(settings, api, attempts=ATTEMPTS, backoff=BACKOFF)
+
+
+
+
+def wait_for_datasets(api: Any, settings: KernelSettings, *, say: Any = None, poll: float = READY_POLL,
+                      wait: float = READY_WAIT) -> None:
+    """Return once every dataset the push attaches is ready; :class:`KaggleError` (nothing pushed) for one absent or stuck.
+
+    ``KaggleApi.dataset_status`` gives the state of the dataset's newest version (``ready`` once processed); an absent
+    dataset is a 404, or since 2026 a 403 (kaggle-cli PR #951, #548).
+    """
+    refs = {"wheels": settings.wheels or f"{user_of(api)}/{WHEELS_SLUG}", "corpus": settings.corpus,
+            "token_dataset": settings.token_dataset}
+    deadline = time.time() + wait
+    for key, ref in refs.items():
+        told = False
+        while ref:
+            try:
+                state = str(calling(f"read the status of the dataset {ref}", functools.partial(api.dataset_status, ref),
+                                    attempts=ATTEMPTS, backoff=BACKOFF)).lower()
+            except KaggleError as err:
+                if err.status in (403, 404):
+                    raise KaggleError(f"the dataset {ref} does not exist, or these credentials cannot see it: make it with "
+                                      f"{MAKES[key]} (or fix the name); no session was pushed") from None
+                raise
+            if state == "ready":
+                break
+            if time.time() > deadline:
+                raise KaggleError(f"the dataset {ref} is still {state} after {wait / 60:.0f} minutes (Kaggle processes a new "
+                                  "version before a session may mount it); no session was pushed: run this again later")
+            if say and not told:
+                say(f"waiting for the dataset {ref} to be ready (Kaggle is still processing it: {state})")
+                told = True
+            time.sleep(poll)
 
 
 def with_token(settings: KernelSettings, api: Any) -> KernelSettings:
@@ -513,7 +555,7 @@ def run_sessions(
         else:
             lease_before = lease_on_hub(settings.hub_repo, request_timeout)
             try:
-                pushed = push_session(settings, api, spent_hours=spent, gpu_hours=gpu_hours, request_timeout=request_timeout,
+                pushed = push_session(settings, api, spent_hours=spent, gpu_hours=gpu_hours, request_timeout=request_timeout, poll=poll,
                                       say=lambda text: say(f"session {len(sessions) + 1}: {text}"))
             except (weekly.QuotaSpent, weekly.LimitSpent) as err:
                 verdict, code = f"stopped: {err}", 0

@@ -506,3 +506,30 @@ def test_run_stops_when_the_status_still_says_running_after_kaggle_ended_the_ker
     assert len(kaggle.pushes) == 2  # no third session resumes from step 150 and loses what session 2 trained after it
     again = kaggle_run(env, tmp_path)  # a later chain says the same before pushing anything
     assert again.returncode == 1 and "its end never reached the Hub" in again.stdout and len(kaggle.pushes) == 2
+
+
+def test_run_waits_for_a_dataset_kaggle_is_still_processing_and_pushes_nothing_without_one(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    sessions.script += [(status("finished", 300, 1, reason="max_steps"), True, "")]
+    missing = kaggle_run(env, tmp_path, "--corpus", "alice/no-such-voice")
+    assert missing.returncode == 4 and not kaggle.pushes, missing.stdout + missing.stderr
+    assert "the dataset alice/no-such-voice does not exist" in missing.stderr and "fintts kaggle corpus" in missing.stderr
+    kaggle.processing_reads = 3
+    kaggle.add_dataset("alice/new-voice")
+    kaggle._processing["alice/new-voice"] = 3  # just uploaded: still processing for three looks
+    waited = kaggle_run(env, tmp_path, "--corpus", "alice/new-voice")
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    assert "waiting for the dataset alice/new-voice to be ready" in waited.stdout and "the run is finished" in waited.stdout
+    assert kaggle.pushes[-1]["datasetDataSources"] == ["alice/fintts-wheels", "alice/new-voice"]
+
+
+@pytest.mark.parametrize("era", ["before", "2026"])
+def test_expired_credentials_and_a_session_in_the_editor_say_what_to_do(hub_env, tmp_path, era):
+    for kaggle, env, _ in local_kaggle(hub_env, tmp_path, notebook_exists=True, era=era):
+        kaggle.fail(409, method="SaveKernel")  # the editor's own session is running
+        busy = kaggle_run(env, tmp_path)
+        assert busy.returncode == 4 and "stop the notebook's session in the editor" in busy.stderr, busy.stdout + busy.stderr
+        kaggle.expire()  # an OAuth login after its 12 hours
+        expired = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
+        assert expired.returncode == 4 and "401" in expired.stderr and "authenticate again (kaggle auth login" in expired.stderr
+        assert "Permission" not in expired.stderr.split(";")[-1]  # not taken for a kernel it may not see
