@@ -533,3 +533,26 @@ def test_expired_credentials_and_a_session_in_the_editor_say_what_to_do(hub_env,
         expired = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
         assert expired.returncode == 4 and "401" in expired.stderr and "authenticate again (kaggle auth login" in expired.stderr
         assert "Permission" not in expired.stderr.split(";")[-1]  # not taken for a kernel it may not see
+
+
+def test_the_kaggle_commands_need_no_torch_on_the_laptop(kaggle_env, tmp_path):
+    # the README says so: a laptop with fintts, kaggle and six (no torch, no transformers) drives the whole Kaggle path
+    kaggle, env, sessions = kaggle_env
+    blocked = tmp_path / "no-torch"
+    for name in ("torch", "transformers"):
+        (blocked / name).mkdir(parents=True)
+        (blocked / name / "__init__.py").write_text(f"raise ImportError('{name} is not installed here')\n")
+    env = env | {"PYTHONPATH": os.pathsep.join([str(blocked), env["PYTHONPATH"]])}
+    sessions.script.append((status("paused", 100, 1), True, ""))
+    corpus = tmp_path / "voice"
+    (corpus / "wavs").mkdir(parents=True)
+    speaker = ROOT / "fintts" / "tts" / "demo" / "corpus" / "espeak_f2"
+    lines = (speaker / "metadata.csv").read_text(encoding="utf-8").splitlines()[:2]
+    for line in lines:
+        (corpus / "wavs" / f"{line.split('|')[0]}.flac").write_bytes((speaker / "wavs" / f"{line.split('|')[0]}.flac").read_bytes())
+    (corpus / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for command in (("corpus", str(corpus), "--dataset", "alice/new-voice"),
+                    ("run", "--config", "demo.yaml", "--hub-repo", REPO, "--max-sessions", "1", "--poll", "0.1"),
+                    ("status", "--hub-repo", REPO)):
+        result = run("-m", "fintts", "kaggle", *command, env=env, cwd=tmp_path)
+        assert result.returncode == 0, f"{command[0]}: {result.stdout}{result.stderr}"
