@@ -7,7 +7,9 @@
 - :mod:`.parameters` — the notebook's ``parameters`` cell, read and written;
 - :mod:`.sessions` — ``fintts kaggle run`` (sessions chained until the run is finished) and ``status``;
 - :mod:`.quota` — the weekly GPU quota, and the budget it leaves the next session;
-- :mod:`.secret` — the ``HF_TOKEN`` secret: checked first in a session, asked for by the laptop;
+- :mod:`.secret` — the Hugging Face token of a session: the ``HF_TOKEN`` secret or the private dataset
+  ``<you>/fintts-token`` (``fintts kaggle token``), and what the laptop says when a session had none;
+- :mod:`.inputs` — where a session finds an attached dataset, under either of Kaggle's mount layouts;
 - :mod:`.notebook` — the training notebook's last cell: the session, its samples, what next.
 - :mod:`.cli` — the ``fintts kaggle`` commands of the command line, over the modules above.
 """

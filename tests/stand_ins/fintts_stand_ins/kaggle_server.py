@@ -62,7 +62,7 @@ client's ``_kernel_version_label``) is that version's; a dataset is still proces
 :attr:`processing_reads` status reads after each upload, and a push naming a dataset that is
 absent or still processing gets it back in ``invalidDatasetSources`` (the client prints "not
 valid dataset sources"); a dataset version whose top level holds more than :data:`MAX_FLAT_FILES`
-files is refused (Kaggle's documented limit for a flat folder; zip it).
+files is refused (reported in issue 41; zip them).
 
 Fault switches for tests: :meth:`fail` answers the next calls of a method with an HTTP
 status (optionally with ``Retry-After``), :meth:`drop` closes their connections unanswered,
