@@ -153,7 +153,10 @@ def add_kaggle_commands(sub) -> None:
 
     p = kaggle.add_parser("corpus", help="check a corpus folder and upload it, folders and all, as a private Kaggle dataset")
     cli_args.add_corpus_arguments(p)
-    p.add_argument("--dataset", required=True, metavar="USER/SLUG", help="the dataset (a new version when it exists)")
+    # --corpus, as `fintts kaggle run` names the same dataset (issue 45); --dataset, its first name, still works
+    p.add_argument("--corpus", "--dataset", dest="dataset", required=True, metavar="OWNER/SLUG",
+                   help="your corpus as a private Kaggle dataset, the name `fintts kaggle run --corpus` takes "
+                   "(a new version when it exists)")
     p.add_argument("--sample-rate", type=int, default=16000, help="the model's rate (clips below it are flagged)")
     p.set_defaults(func=cmd_kaggle_corpus)
 

@@ -15,7 +15,7 @@ links once uploaded 3 of 4 planted secrets: issue 41, item 7).
 The client reads ``dataset-metadata.json`` from the folder it uploads; fintts does not write
 into the corpus, so it uploads a staging folder (copies of the top-level files, the zips, and
 a metadata file of its own: a private dataset, licence "other", titled by its slug). A
-``dataset-metadata.json`` already in the corpus is left out: ``--dataset`` names the dataset.
+``dataset-metadata.json`` already in the corpus is left out: ``--corpus`` names the dataset.
 The first upload creates the dataset; later ones add a version to it, which the next pushed
 session mounts.
 """
@@ -49,12 +49,12 @@ def dataset_metadata(ref: str) -> dict[str, Any]:
 def check_ref(ref: str, user: str) -> None:
     """Refuse a dataset name Kaggle would refuse, before anything is uploaded."""
     if repo_id_problem(ref):
-        raise ConfigError(f"--dataset: {ref!r} is not a Kaggle dataset; write OWNER/SLUG (e.g. {user}/my-voice)")
+        raise ConfigError(f"--corpus: {ref!r} is not a Kaggle dataset; write OWNER/SLUG (e.g. {user}/my-voice)")
     owner, slug = ref.split("/")
     if owner != user:
-        raise ConfigError(f"--dataset: {ref} belongs to {owner}, and these Kaggle credentials are {user}'s: write {user}/{slug}")
+        raise ConfigError(f"--corpus: {ref} belongs to {owner}, and these Kaggle credentials are {user}'s: write {user}/{slug}")
     if not 6 <= len(slug) <= 50 or not all(c in "abcdefghijklmnopqrstuvwxyz0123456789-" for c in slug):
-        raise ConfigError(f"--dataset: Kaggle takes a slug of 6 to 50 lower-case letters, digits and dashes, not {slug!r}")
+        raise ConfigError(f"--corpus: Kaggle takes a slug of 6 to 50 lower-case letters, digits and dashes, not {slug!r}")
 
 
 def _kept(path: Path) -> bool:

@@ -551,7 +551,7 @@ def test_the_kaggle_commands_need_no_torch_on_the_laptop(kaggle_env, tmp_path):
     for line in lines:
         (corpus / "wavs" / f"{line.split('|')[0]}.flac").write_bytes((speaker / "wavs" / f"{line.split('|')[0]}.flac").read_bytes())
     (corpus / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    for command in (("corpus", str(corpus), "--dataset", "alice/new-voice"),
+    for command in (("corpus", str(corpus), "--corpus", "alice/new-voice"),
                     ("run", "--config", "demo.yaml", "--hub-repo", REPO, "--max-sessions", "1", "--poll", "0.1"),
                     ("status", "--hub-repo", REPO)):
         result = run("-m", "fintts", "kaggle", *command, env=env, cwd=tmp_path)

@@ -107,7 +107,7 @@ def first_day(new_kaggle_env, tmp_path):
 
     # step 4: the corpus, checked and uploaded with its folders
     corpus = make_corpus(tmp_path / "my-voice")
-    uploaded = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/my-voice", env=env, cwd=tmp_path)
+    uploaded = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--corpus", "alice/my-voice", env=env, cwd=tmp_path)
     assert uploaded.returncode == 0, uploaded.stdout + uploaded.stderr
     assert "Good clips: 4" in uploaded.stdout and "--corpus alice/my-voice" in uploaded.stdout
 
@@ -213,7 +213,7 @@ def test_kaggle_corpus_uploads_the_folders_and_refuses_a_corpus_without_a_usable
     kaggle, env, _ = kaggle_env
     corpus = make_corpus(tmp_path / "my-voice", 3, missing=1, silent=1)
     missing, silent = (line.split("|")[0] for line in (corpus / "metadata.csv").read_text().splitlines()[3:5])
-    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/new-voice", env=env, cwd=tmp_path)
+    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--corpus", "alice/new-voice", env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Good clips: 3" in result.stdout and missing in result.stdout and silent in result.stdout  # the bad clips, reported
     (version,) = kaggle.datasets["alice/new-voice"]
@@ -225,14 +225,15 @@ def test_kaggle_corpus_uploads_the_folders_and_refuses_a_corpus_without_a_usable
     folder = kaggle.mount("alice/new-voice", tmp_path / "input")
     mounted = run("-m", "fintts", "check", str(folder), "--no-progress", env=env, cwd=tmp_path)
     assert mounted.returncode == 0 and "Good clips: 3" in mounted.stdout
-    again = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/new-voice", env=env, cwd=tmp_path)
+    again = run(  # the option's older name, kept
+        "-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/new-voice", env=env, cwd=tmp_path)
     assert again.returncode == 0 and len(kaggle.datasets["alice/new-voice"]) == 2  # a new version of the same dataset
 
     nothing = make_corpus(tmp_path / "no-voice", 0, missing=2, silent=1)
-    refused = run("-m", "fintts", "kaggle", "corpus", str(nothing), "--dataset", "alice/no-voice", env=env, cwd=tmp_path)
+    refused = run("-m", "fintts", "kaggle", "corpus", str(nothing), "--corpus", "alice/no-voice", env=env, cwd=tmp_path)
     assert refused.returncode == 2 and "has no usable clip" in refused.stderr, refused.stdout + refused.stderr
     assert "alice/no-voice" not in kaggle.datasets and kaggle.calls["StartBlobUpload"] == 4  # 2 files for each upload above
-    other = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "bob/my-voice", env=env, cwd=tmp_path)
+    other = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--corpus", "bob/my-voice", env=env, cwd=tmp_path)
     assert other.returncode == 2 and "bob/my-voice belongs to bob" in other.stderr
 
 
@@ -248,7 +249,7 @@ def test_kaggle_corpus_uploads_no_dotfile_and_follows_no_link(kaggle_env, tmp_pa
     (corpus / "notes.txt").symlink_to(tmp_path / "elsewhere-top")  # a link at the top level
     (corpus / "wavs" / "extra.flac").symlink_to(tmp_path / "elsewhere-wavs")  # and one inside a folder
     (corpus / "home").symlink_to(tmp_path, target_is_directory=True)  # a link to a folder holding it all
-    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/new-voice", env=env, cwd=tmp_path)
+    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--corpus", "alice/new-voice", env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     (version,) = kaggle.datasets["alice/new-voice"]
     sent = b"".join(version.values())
@@ -269,7 +270,7 @@ def test_kaggle_corpus_refuses_a_flat_folder_kaggle_would_refuse(kaggle_env, tmp
     corpus = make_corpus(tmp_path / "my-voice")
     for number in range(1001):
         (corpus / f"extra-{number:04d}.txt").write_text("x")
-    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/new-voice", env=env, cwd=tmp_path)
+    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--corpus", "alice/new-voice", env=env, cwd=tmp_path)
     assert result.returncode == 2 and "more than 1000" in result.stderr and "move the clips into a folder" in result.stderr
     assert "alice/new-voice" not in kaggle.datasets
 
