@@ -235,7 +235,8 @@ def kernel_state(api: Any, kernel: str, timeout: float = REQUEST_TIMEOUT, versio
     status is followed by :func:`kernel_exists`; a kernel that exists and shows no status has never run
     (:data:`NEVER_RUN`; what Kaggle answers for a Quick-Saved notebook is not documented: NEW_SCRIPT, 404 or 403).
     """
-    ref = f"{kernel}/{version}" if version else kernel  # the client sends `owner/slug/N` as versionLabel vN
+    # kaggle 2.2.5 sends `owner/slug/N` as versionLabel "vN" (KaggleApi._kernel_version_label: the API takes v<N>)
+    ref = f"{kernel}/{version}" if version else kernel
     try:
         response = calling(f"read the status of {ref}", lambda: api.kernels_status(ref), attempts=ATTEMPTS, backoff=BACKOFF,
                            timeout=timeout)
@@ -250,12 +251,15 @@ def kernel_exists(api: Any, kernel: str, timeout: float = REQUEST_TIMEOUT) -> bo
     """Whether ``kernel`` (``owner/slug``) exists: the owner's kernels searched by slug, then by title, for this exact ref.
 
     ``kernels_list(user=, search=)`` is what ``kaggle kernels list --user U --search S`` sends; Kaggle's search is
-    over titles and its matching is not documented, hence the two searches. A 401 here (expired credentials) is
+    over titles and its matching is not documented, and whether a private kernel is listed by user is not either,
+    hence three asks (the first that lists it ends the look-up; a kernel that exists costs one). A 401 here (expired credentials) is
     raised with what to do, which a status refused as "denied" cannot say (the client words 401 and 403 alike).
     """
     owner, slug_ = kernel.split("/")[:2]
-    for search in dict.fromkeys((slug_, _title_of(slug_))):
-        found = calling(f"look up {kernel}", functools.partial(api.kernels_list, user=owner, search=search, page_size=100),
+    # by user, then among "mine" (the caller's own, private ones included: the client's --mine, group "profile")
+    asks = [{"user": owner, "search": slug_}, {"user": owner, "search": _title_of(slug_)}, {"mine": True, "search": slug_}]
+    for ask in asks:
+        found = calling(f"look up {kernel}", functools.partial(api.kernels_list, page_size=100, **ask),
                         attempts=ATTEMPTS, backoff=BACKOFF, timeout=timeout) or []
         if any(_ref(getattr(entry, "ref", "")) == kernel.lower() for entry in found):
             return True

@@ -361,6 +361,20 @@ def test_an_older_kaggle_client_is_named_with_what_to_install(tmp_path, version)
     assert "pip install -U 'kaggle>=2.2.5'" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_the_train_extra_asks_for_the_kaggle_client_fintts_uses_where_python_allows_it():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    from packaging.requirements import Requirement
+
+    from fintts.kaggle.client import MIN_KAGGLE
+
+    train = [Requirement(r) for r in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["train"]]
+    (kaggle,) = [r for r in train if r.name == "kaggle"]
+    assert kaggle.specifier.contains(".".join(map(str, MIN_KAGGLE))) and not kaggle.specifier.contains("2.2.4")
+    assert not kaggle.specifier.contains("1.7.4.5")
+    # kaggle 2.x needs Python 3.11: on 3.10 pip would pick 1.7.4.5 (kaggle-cli #886), so it is not asked for there
+    assert kaggle.marker.evaluate({"python_version": "3.11"}) and not kaggle.marker.evaluate({"python_version": "3.10"})
+
+
 def test_wheels_dataset_is_uploaded_with_the_fintts_wheel_and_the_configs(kaggle_env, tmp_path):
     kaggle, env, _ = kaggle_env
     built_before = {*ROOT.glob("*.egg-info"), *ROOT.glob("build")}
