@@ -75,8 +75,9 @@ def cmd_kaggle_push(args) -> int:
         print(f"staged {args.out}: kernel-metadata.json and {kernel.NOTEBOOK.name} (kaggle kernels push -p {args.out})")
         return EXIT_OK
     from fintts.kaggle.client import connect
+    from fintts.kaggle.kernels import kernel_state
     from fintts.kaggle.secret import token_dataset
-    from fintts.kaggle.sessions import create_notebook, kernel_id, kernel_state, push_session
+    from fintts.kaggle.sessions import create_notebook, kernel_id, push_session
 
     api = connect()
     name = kernel_id(api, settings.hub_repo)

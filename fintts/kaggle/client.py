@@ -16,7 +16,9 @@ how :class:`fintts_stand_ins.KaggleServer` stands in for Kaggle in tests.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import io
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -81,9 +83,6 @@ TOO_OLD = ("fintts kaggle needs the kaggle client {want} or newer, and this Pyth
 
 def _client_problem() -> str | None:
     """Why the installed ``kaggle`` client will not do (too old, or absent), before it is imported; ``None``: it will."""
-    import importlib.metadata
-    import sys
-
     want = ".".join(map(str, MIN_KAGGLE))
     python = "" if sys.version_info >= (3, 11) else f"; this is Python {sys.version_info[0]}.{sys.version_info[1]}"
     try:
