@@ -13,7 +13,7 @@ Imported by the notebook's cells and by nothing that needs torch: it stays plain
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 #: Where Kaggle mounts a notebook's inputs.
 INPUT = "/kaggle/input"
@@ -38,3 +38,21 @@ def find_input(ref: str, root: str | Path = INPUT) -> Path:
         f"the dataset {ref} is not attached to this session: looked in {' and '.join(map(str, candidates(ref, root)))}; "
         f"{root} holds {', '.join(there) or 'nothing'}. Attach it (the notebook's Input panel → Add Input), or push the "
         "notebook again with fintts kaggle run, which attaches it")
+
+
+def relocate(path: str, root: str | Path = INPUT) -> str:
+    """``path`` under ``root`` as this session mounts it: the other layout's path when only that one exists.
+
+    A config written for one layout (``data: /kaggle/input/my-voice``, ``init: /kaggle/input/mms-tts-fin``, a
+    discriminator's file under a dataset) still reads in a session mounted the other way; a path outside
+    ``root``, or one that exists, is returned as it is.
+    """
+    base = str(root).rstrip("/")
+    if not path.startswith(base + "/") or Path(path).exists():
+        return path
+    parts = PurePosixPath(path[len(base) + 1:]).parts
+    if parts[0] == "datasets" and len(parts) >= 3:  # 2026's layout asked for, the older one mounted
+        found = [Path(base, *parts[2:])]
+    else:  # the older layout asked for: any owner's dataset of that slug
+        found = [Path(owner, *parts) for owner in sorted(Path(base, "datasets").glob("*"))]
+    return next((str(candidate) for candidate in found if candidate.exists()), path)

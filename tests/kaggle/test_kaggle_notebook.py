@@ -15,6 +15,7 @@ import yaml
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from fintts.kaggle.inputs import relocate
 from fintts.kaggle.kernel import KAGGLE_PYTHON
 from fintts.kaggle.parameters import load, read_parameters, with_parameters
 from fintts.kaggle.secret import MISSING
@@ -116,6 +117,20 @@ def test_the_notebook_finds_the_corpus_dataset_under_either_mount_layout(tmp_pat
     parameters = {"CONFIG": str(ROOT / "configs" / "demo.yaml"), "CORPUS": "alice/my-voice", "INPUT": str(tmp_path / "input")}
     out = text_output(run_notebook(check_cells(tmp_path), cwd=tmp_path, parameters=parameters, timeout=120))
     assert "Good clips: 2" in out and f"Corpus {tmp_path / 'input' / layout}" in out
+
+
+def test_a_configs_own_input_paths_are_read_under_the_layout_kaggle_mounted(tmp_path):
+    # a config written for /kaggle/input/<slug> in a session that mounts /kaggle/input/datasets/<owner>/<slug> (2026)
+    root = tmp_path / "input"
+    tiny_ljspeech(root / "datasets" / "alice" / "my-voice")
+    config = f"task: vits\ndata: '{root}/my-voice'\nformat: ljspeech\nmax_steps: 10\n"
+    out = text_output(run_notebook(check_cells(tmp_path), cwd=tmp_path, timeout=120,
+                                   parameters={"CONFIG": "mine.yaml", "CONFIG_YAML": config, "INPUT": str(root)}))
+    assert "Good clips: 2" in out and f"Corpus {root / 'datasets' / 'alice' / 'my-voice'}" in out
+    # and the other way round, for a copy of the MMS voice (init) or its discriminator's file
+    (root / "mms-tts-fin" / "full_models").mkdir(parents=True)
+    assert relocate(f"{root}/datasets/bob/mms-tts-fin/full_models", str(root)) == str(root / "mms-tts-fin" / "full_models")
+    assert relocate("facebook/mms-tts-fin", str(root)) == "facebook/mms-tts-fin"  # not a path under the inputs
 
 
 def test_a_session_on_another_python_than_the_offline_wheels_stops_before_installing(tmp_path):
