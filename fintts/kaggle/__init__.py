@@ -6,8 +6,11 @@
 - :mod:`.kernel` — ``fintts kaggle push``: ``kernel-metadata.json`` from the root template, the staged folder;
 - :mod:`.parameters` — the notebook's ``parameters`` cell, read and written;
 - :mod:`.sessions` — ``fintts kaggle run`` (sessions chained until the run is finished) and ``status``;
+- :mod:`.kernels` — what Kaggle says of a kernel (exists? its version's state, its log) and of a push's datasets;
 - :mod:`.quota` — the weekly GPU quota, and the budget it leaves the next session;
-- :mod:`.secret` — the ``HF_TOKEN`` secret: checked first in a session, asked for by the laptop;
+- :mod:`.secret` — the Hugging Face token of a session: the ``HF_TOKEN`` secret or the private dataset
+  ``<you>/fintts-token`` (``fintts kaggle token``), and what the laptop says when a session had none;
+- :mod:`.inputs` — where a session finds an attached dataset, under either of Kaggle's mount layouts;
 - :mod:`.notebook` — the training notebook's last cell: the session, its samples, what next.
 - :mod:`.cli` — the ``fintts kaggle`` commands of the command line, over the modules above.
 """

@@ -1,6 +1,6 @@
 """``fintts kaggle``: the command line's Kaggle commands, a thin shell over :mod:`fintts.kaggle` as :mod:`fintts.cli` is.
 
-:func:`add_kaggle_commands` adds ``fintts kaggle wheels|push|corpus|run|status`` to the command
+:func:`add_kaggle_commands` adds ``fintts kaggle wheels|push|corpus|token|run|status`` to the command
 line; :func:`fintts.cli.main` runs them, so they end with its exit codes (its docstring's table).
 They follow :mod:`fintts.cli`'s rule: each command imports the library modules it uses inside
 its function (``tests/test_layers.py`` counts this module as part of the shell), so building the
@@ -32,7 +32,7 @@ def _kernel_options(p: argparse.ArgumentParser) -> None:
     """The notebook's settings, the same for ``fintts kaggle push`` and ``run`` (read back by :func:`_kernel_settings`)."""
     cli_args.add_config_arguments(p, default="mms-fin.yaml", overrides=False, example="mine.yaml (your file: its text goes "
                                   "into the notebook) or mms-fin.yaml (one of fintts's configs/ by name)",
-                                  data_help="the corpus folder in the session (default /kaggle/input/<corpus slug>)")
+                                  data_help="the corpus folder in the session (default: where Kaggle mounted --corpus, either layout)")
     p.add_argument("--corpus", metavar="OWNER/SLUG", help="your corpus as a Kaggle dataset, attached to the notebook")
     p.add_argument("--hub-repo", metavar="USER/NAME", help="the Hugging Face repo that keeps the run")
     p.add_argument("--store", help="the run's local folder in the session "
@@ -46,7 +46,9 @@ def cmd_kaggle_wheels(args) -> int:
     import tempfile
 
     from fintts.kaggle import wheels
+    from fintts.kaggle.kernel import KAGGLE_PYTHON
 
+    args.python_version = args.python_version or KAGGLE_PYTHON
     if args.dry_run:
         if not args.out:
             raise UsageError("fintts kaggle wheels --dry-run needs --out DIR (the folder to build the dataset in)")
@@ -73,11 +75,13 @@ def cmd_kaggle_push(args) -> int:
         print(f"staged {args.out}: kernel-metadata.json and {kernel.NOTEBOOK.name} (kaggle kernels push -p {args.out})")
         return EXIT_OK
     from fintts.kaggle.client import connect
-    from fintts.kaggle.sessions import create_notebook, kernel_id, kernel_state, push_session
+    from fintts.kaggle.kernels import kernel_state
+    from fintts.kaggle.secret import token_dataset
+    from fintts.kaggle.sessions import create_notebook, kernel_id, push_session
 
     api = connect()
     name = kernel_id(api, settings.hub_repo)
-    if settings.hub_repo and kernel_state(api, name) is None:  # a new notebook: saved without running, for its secret
+    if settings.hub_repo and kernel_state(api, name) is None and not token_dataset(api):  # saved without running, for its secret
         create_notebook(settings, api, name, sys.stdout)
         return EXIT_OK
     pushed = push_session(settings, api, say=print)
@@ -102,6 +106,20 @@ def cmd_kaggle_corpus(args) -> int:
     return EXIT_OK
 
 
+def cmd_kaggle_token(args) -> int:
+    from fintts.kaggle.client import connect
+    from fintts.kaggle.secret import store_token
+    from fintts.train.stores.hub.auth import find_token
+
+    token = find_token()  # $HF_TOKEN, else the login of `hf auth login`; never printed
+    ref = store_token(connect(), token)
+    print(f"stored your Hugging Face token as the private dataset {ref}: fintts kaggle run attaches it to every version, "
+          "and the notebook reads it when Kaggle passes no HF_TOKEN secret. Anyone you share that dataset with can read it: "
+          "a fine-grained token that may write to this run's repo only (huggingface.co/settings/tokens) limits a leak "
+          "to that repo. Run this again after you change the token")
+    return EXIT_OK
+
+
 def cmd_kaggle_run(args) -> int:
     from fintts.kaggle.sessions import run_sessions
 
@@ -123,7 +141,7 @@ def add_kaggle_commands(sub) -> None:
     )
     p = kaggle.add_parser("wheels", help="build fintts's wheel (and configs) and upload them as the private dataset fintts-wheels")
     p.add_argument("--offline", action="store_true", help="add every dependency's wheel but torch's, for sessions without internet")
-    p.add_argument("--python-version", default="3.11", help="Kaggle's Python, for --offline (default 3.11)")
+    p.add_argument("--python-version", help="Kaggle's Python, for --offline (default: fintts.kaggle.kernel.KAGGLE_PYTHON, 3.12)")
     p.add_argument("--dry-run", action="store_true", help="build the dataset folder (--out) without uploading it")
     p.add_argument("--out", help="folder to build the dataset in (new or empty)")
     p.set_defaults(func=cmd_kaggle_wheels)
@@ -136,14 +154,23 @@ def add_kaggle_commands(sub) -> None:
 
     p = kaggle.add_parser("corpus", help="check a corpus folder and upload it, folders and all, as a private Kaggle dataset")
     cli_args.add_corpus_arguments(p)
-    p.add_argument("--dataset", required=True, metavar="USER/SLUG", help="the dataset (a new version when it exists)")
+    # --corpus, as `fintts kaggle run` names the same dataset (issue 45); --dataset, its first name, still works
+    p.add_argument("--corpus", "--dataset", dest="dataset", required=True, metavar="OWNER/SLUG",
+                   help="your corpus as a private Kaggle dataset, the name `fintts kaggle run --corpus` takes "
+                   "(a new version when it exists)")
     p.add_argument("--sample-rate", type=int, default=16000, help="the model's rate (clips below it are flagged)")
     p.set_defaults(func=cmd_kaggle_corpus)
+
+    p = kaggle.add_parser("token", help="keep your Hugging Face token (HF_TOKEN, or hf auth login) as your private Kaggle "
+                          "dataset fintts-token, which every push attaches: sessions have it though Kaggle drops a secret")
+    p.set_defaults(func=cmd_kaggle_token)
 
     p = kaggle.add_parser("run", help="push sessions one after another until the run is finished (or fails twice)")
     _kernel_options(p)
     p.add_argument("--max-sessions", type=int, default=0, help="stop after this many sessions (default: no limit)")
-    p.add_argument("--gpu-hours", type=float, default=0.0, help="stop after this many GPU hours (default: no limit)")
+    p.add_argument("--gpu-hours", type=float, default=0.0,
+                   help="stop once the run has used this many GPU hours on Kaggle, counted from its status.json "
+                   "(a rerun goes on counting; default: no limit)")
     p.add_argument("--poll", type=float, default=60.0, help="seconds between looks at the session (default 60)")
     p.add_argument("--request-timeout", type=float, default=60.0,
                    help="seconds one look at Kaggle or the Hub may take before it is tried again (default 60)")

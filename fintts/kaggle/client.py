@@ -16,7 +16,9 @@ how :class:`fintts_stand_ins.KaggleServer` stands in for Kaggle in tests.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import io
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -28,14 +30,30 @@ from fintts.train.stores.hub.client import Backoff
 _T = TypeVar("_T")
 
 NO_CREDENTIALS = (
-    "No Kaggle credentials. Create an API token at https://www.kaggle.com/settings (API > Create New Token) and either "
-    "save kaggle.json as ~/.kaggle/kaggle.json (chmod 600), or set KAGGLE_USERNAME and KAGGLE_KEY, "
-    "or set KAGGLE_API_TOKEN"
+    "No Kaggle credentials. At https://www.kaggle.com/settings → API: Generate New Token, then save it as "
+    "~/.kaggle/access_token (chmod 600) or set KAGGLE_API_TOKEN; or, with a legacy key (kaggle.json), save it as "
+    "~/.kaggle/kaggle.json (chmod 600), or set KAGGLE_USERNAME and KAGGLE_KEY; or log in with kaggle auth login (it "
+    "expires after 12 hours)"
 )
 
 
 #: Kaggle's answers worth asking again: a time-out, too many requests, its own and its gateways' failures.
 TRANSIENT = frozenset({408, 429, 500, 502, 503, 504})
+#: How kaggle ≥ 2.2.5 words a 401/403 of a kernel's status or log (``KaggleApi.kernels_status``, ``kernels_logs``).
+DENIED = "Permission 'kernels.get' was denied"
+#: What to do about each refusal. 401: the credentials are wrong or expired; an OAuth login (``kaggle auth login``) lasts
+#: 12 hours and the client never refreshes it (issue 41), so a chain of sessions outlives it. 409 on a push: the
+#: notebook's editor holds a session of its own (Kaggle refuses a new version then).
+HINTS = {
+    401: "Kaggle did not accept the credentials: an OAuth login (kaggle auth login) expires after 12 hours and is never "
+         "refreshed, so authenticate again (kaggle auth login), or use an API token that does not expire "
+         "(KAGGLE_API_TOKEN or ~/.kaggle/access_token, from kaggle.com/settings → API → Generate New Token); then run the "
+         "same command: it picks the run up",
+    403: "these credentials may not do that (Kaggle also answers 403 for a name it does not know)",
+    404: "check the name (user/slug)",
+    409: "the notebook's editor has a session running: stop the notebook's session in the editor (the power button, or "
+         "kaggle.com → Your Work → the notebook → Stop session), then run this again",
+}
 #: Only these mean Kaggle did not act on the request, so a push (not idempotent) is sent again on them alone.
 NOT_ACTED_ON = frozenset({429})
 
@@ -54,13 +72,37 @@ class KaggleError(StoreError):
         self.retry_after = retry_after
 
 
+#: The oldest ``kaggle`` client fintts works with: ``kernels_push(no_run=True)`` (Quick Save, kaggle-cli PR #1185,
+#: 2.2.5), ``quota_view`` (2.2.1), ``kernels_logs`` (2.0.2), ``kernels_status`` of ``owner/slug/N``. It needs Python
+#: ≥ 3.11; on 3.10 pip resolves ``kaggle`` to 1.7.4.5, which has none of these and raises OSError at import with a
+#: new-style API token (kaggle-cli #886).
+MIN_KAGGLE = (2, 2, 5)
+TOO_OLD = ("fintts kaggle needs the kaggle client {want} or newer, and this Python has {have}: pip install -U 'kaggle>={want}' "
+           "(it needs Python 3.11 or newer{python})")
+
+
+def _client_problem() -> str | None:
+    """Why the installed ``kaggle`` client will not do (too old, or absent), before it is imported; ``None``: it will."""
+    want = ".".join(map(str, MIN_KAGGLE))
+    python = "" if sys.version_info >= (3, 11) else f"; this is Python {sys.version_info[0]}.{sys.version_info[1]}"
+    try:
+        have = importlib.metadata.version("kaggle")
+    except importlib.metadata.PackageNotFoundError:
+        return TOO_OLD.format(want=want, have="none", python=python)
+    numbers = tuple(int(part) if part.isdigit() else 0 for part in have.split(".")[:3])
+    return TOO_OLD.format(want=want, have=f"kaggle {have}", python=python) if numbers < MIN_KAGGLE else None
+
+
 def connect() -> Any:
     """An authenticated ``kaggle.api.kaggle_api_extended.KaggleApi``, or :class:`KaggleError`."""
+    problem = _client_problem()
+    if problem:
+        raise KaggleError(problem)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
             from kaggle.api.kaggle_api_extended import KaggleApi  # [train] only; it reads the credentials when imported
         except ImportError as err:
-            raise KaggleError(f"the kaggle package cannot be imported ({err}); pip install kaggle six") from None
+            raise KaggleError(f"the kaggle package cannot be imported ({err}); pip install -U kaggle six") from None
         api = KaggleApi()
         try:
             api.authenticate()
@@ -110,16 +152,18 @@ def _call_once(what: str, call: Callable[[], _T]) -> _T:
             return call()
     except requests.HTTPError as err:
         status = err.response.status_code if err.response is not None else "?"
-        hint = {401: "check the Kaggle credentials", 403: "these credentials may not do that",
-                404: "check the name (user/slug)"}.get(status, "")
+        hint = HINTS.get(status, "")
         retry_after = _seconds(err.response.headers.get("Retry-After")) if err.response is not None else None
         raise KaggleError(f"Kaggle refused to {what} ({status}: {err}){'; ' + hint if hint else ''}",
                           status if isinstance(status, int) else None, transient=status in TRANSIENT,
                           retry_after=retry_after) from None
     except (requests.RequestException, TimeoutError) as err:  # time-outs and lost connections
         raise KaggleError(f"could not reach Kaggle to {what} ({type(err).__name__}); check the network", transient=True) from None
-    except ValueError as err:  # the client's own checks of names and metadata
-        raise KaggleError(f"cannot {what}: {err}") from None
+    except ValueError as err:  # the client's own checks of names and metadata, and its words for a refusal
+        # kaggle 2.2.5 kernels_status/kernels_logs turn Kaggle's 401/403 into this ValueError (kaggle-cli PR #951):
+        # kept as a 403, so callers can tell "refused" (which may mean "absent", kaggle-cli #548) from a bad name
+        denied = DENIED in str(err)
+        raise KaggleError(f"cannot {what}: {err}", 403 if denied else None) from None
 
 
 def _within(seconds: float, call: Callable[[], _T]) -> _T:

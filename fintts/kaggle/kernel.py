@@ -13,8 +13,9 @@ both in a temporary folder:
   fail with a conflict;
 - ``code_file`` is the staged notebook, whose ``parameters`` cell holds this push's
   settings (Kaggle runs notebooks without papermill);
-- ``dataset_sources`` are the template's plus the wheels dataset (``fintts kaggle wheels``)
-  and the corpus, so both are mounted under ``/kaggle/input``;
+- ``dataset_sources`` are the template's plus the wheels dataset (``fintts kaggle wheels``),
+  the corpus and the token dataset (``fintts kaggle token``, when it exists), all mounted under
+  ``/kaggle/input`` (where exactly: :mod:`.inputs`);
 - ``enable_internet`` is the template's unless the push says ``--no-internet``.
 
 Everything else — ``kernel_type: notebook``, ``enable_gpu: true``, ``machine_shape:
@@ -47,7 +48,10 @@ CONFIGS = PROJECT / "configs"
 METADATA = "kernel-metadata.json"
 #: The wheels dataset's slug (``fintts kaggle wheels``), under the pushing user.
 WHEELS_SLUG = "fintts-wheels"
-INPUT = "/kaggle/input"
+#: The Python of Kaggle's notebook image: 3.12 since Kaggle/docker-python PR #1496 (2026 tracebacks show
+#: ``/usr/local/lib/python3.12/``). The one place it is written: ``fintts kaggle wheels --offline`` fetches wheels for
+#: it, and each push writes it into the notebook (``PYTHON``), whose first cell compares it with the session's own.
+KAGGLE_PYTHON = "3.12"
 
 
 @dataclasses.dataclass
@@ -57,9 +61,9 @@ class KernelSettings:
     #: a config of fintts's ``configs/`` (shipped in the wheels dataset) by file name, or the path of any config
     #: file, whose text the push writes into the notebook (a kernel push carries no other file).
     config: str = "mms-fin.yaml"
-    #: the corpus dataset, ``owner/slug``; mounted at /kaggle/input/<slug>. Empty: the config's data.
+    #: the corpus dataset, ``owner/slug``; the session finds it under either mount layout (:mod:`.inputs`). Empty: the config's data.
     corpus: str = ""
-    #: the corpus folder in the session; default /kaggle/input/<corpus slug>.
+    #: the corpus folder in the session; default: where the corpus dataset is mounted.
     data: str = ""
     #: the Hugging Face repo that keeps the run (``user/name``); empty: the session's output only.
     hub_repo: str = ""
@@ -71,6 +75,8 @@ class KernelSettings:
     internet: bool = True
     #: the wheels dataset, ``owner/slug``; default <user>/fintts-wheels.
     wheels: str = ""
+    #: the private dataset holding the Hugging Face token (``fintts kaggle token``), attached when set.
+    token_dataset: str = ""
 
     def check(self) -> None:
         """Refuse settings a session would only fail on, hours later."""
@@ -99,11 +105,10 @@ class KernelSettings:
         return path if path.is_file() and not is_shipped else None
 
     def notebook_parameters(self) -> dict[str, str]:
-        data = self.data or (f"{INPUT}/{self.corpus.split('/')[1]}" if self.corpus else "")
         own = self.own_config()
         config, text = (own.name, own.read_text(encoding="utf-8")) if own else (self.config, "")
-        return {"CONFIG": config, "CONFIG_YAML": text, "DATA": data, "REPO": self.hub_repo, "STORE": self.store,
-                "BUDGET": self.budget}
+        return {"CONFIG": config, "CONFIG_YAML": text, "CORPUS": self.corpus, "DATA": self.data, "REPO": self.hub_repo,
+                "STORE": self.store, "BUDGET": self.budget, "TOKEN_DATASET": self.token_dataset, "PYTHON": KAGGLE_PYTHON}
 
 
 def slug(title: str) -> str:
@@ -122,17 +127,18 @@ TITLE_PREFIX = "fintts"
 def kernel_title(hub_repo: str, template_title: str) -> str:
     """The title of the kernel that trains ``hub_repo`` (``template_title`` without one).
 
-    ``fintts alice/my-voice`` (slug ``fintts-alice-my-voice``): one kernel per Hub repo, so
+    ``fintts alice my-voice`` (slug ``fintts-alice-my-voice``): one kernel per Hub repo, so
     two voices of one Kaggle account never follow or queue behind each other's sessions, and
     the same repo always finds its kernel again. A slug keeps letters, digits and dashes only,
     so two repo ids that differ in what it drops (``my_voice``, ``my.voice``, ``my-voice``)
     would share a slug: such an id, and one too long for :data:`MAX_TITLE`, gets 6 hex digits
-    of its SHA-1 at the end (``fintts alice/my_voice 1a2b3c``), stable and distinct. Letter
+    of its SHA-1 at the end (``fintts alice my_voice 1a2b3c``), stable and distinct. Letter
     case is not kept: the Hub treats repo ids that differ only in case as one.
     """
     if not hub_repo:
         return template_title
-    title = f"{TITLE_PREFIX} {hub_repo}"
+    # no "/" in a title: Kaggle slugifies one in a way nobody documents (issue 41); a space gives the same slug here
+    title = f"{TITLE_PREFIX} {hub_repo.replace('/', ' ')}"
     if slug(hub_repo) == hub_repo.lower().replace("/", "-") and len(title) <= MAX_TITLE:
         return title
     digest = hashlib.sha1(hub_repo.lower().encode()).hexdigest()[:6]
@@ -156,6 +162,8 @@ def kernel_metadata(user: str, settings: KernelSettings, template: dict[str, Any
     sources = [*template.get("dataset_sources", []), settings.wheels or f"{user}/{WHEELS_SLUG}"]
     if settings.corpus:
         sources.append(settings.corpus)
+    if settings.token_dataset:
+        sources.append(settings.token_dataset)
     title = kernel_title(settings.hub_repo, template["title"])
     return {
         "id": f"{user}/{slug(title)}",
@@ -182,6 +190,7 @@ class Pushed:
     kernel: str  # owner/slug
     version: int
     url: str
+    token_dataset: str = ""  # the token dataset attached to this version ("": none)
 
 
 def push(settings: KernelSettings, api: Any = None, *, attempts: int = 1, backoff: Backoff = Backoff(),
@@ -210,4 +219,4 @@ def push(settings: KernelSettings, api: Any = None, *, attempts: int = 1, backof
             f"Kaggle pushed {kernel} but cannot attach {', '.join(invalid)}: create them first "
             "(fintts kaggle wheels; your corpus as a private dataset) or fix the names"
         )
-    return Pushed(kernel, int(result.version_number or 0), result.url)
+    return Pushed(kernel, int(result.version_number or 0), result.url, settings.token_dataset)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fintts.kaggle.inputs import INPUT, relocate
 from fintts.train.report.summary import SessionSummary
 
 HUB = "hf://"
@@ -34,6 +35,27 @@ def check_arguments(task: Any) -> list[str]:
     """``fintts check``'s arguments for ``task``'s corpus: options first, then ``--`` and the corpus, each one argument."""
     options = [f"--{key.replace('_', '-')}={getattr(task, key)}" for key in LAYOUT_SETTINGS if getattr(task, key, "")]
     return ["check", "--no-progress", *options, "--", str(task.data)]
+
+
+#: The task settings that may name a path under ``/kaggle/input`` (the corpus, a copy of the MMS voice, its discriminator).
+INPUT_SETTINGS = ("data", "init", "discriminator")
+
+
+def input_overrides(config: str | Path, data: str = "", root: str = INPUT) -> list[str]:
+    """The session's overrides of ``config``: ``data`` when given, and each path setting moved to the layout mounted.
+
+    Kaggle mounts a dataset at ``/kaggle/input/datasets/<owner>/<slug>`` since 2026, at ``/kaggle/input/<slug>`` before
+    (:mod:`fintts.kaggle.inputs`): a config's ``data``, ``init`` or ``discriminator`` written for one is read under the other.
+    """
+    from fintts.train.config import load_config  # the notebook's install cell has run by now
+
+    overrides = [f"data={data}"] if data else []
+    task = load_config(config, list(overrides)).task
+    for key in INPUT_SETTINGS:
+        value = getattr(task, key, None)
+        if isinstance(value, (str, Path)) and str(value) and relocate(str(value), root) != str(value):
+            overrides = [o for o in overrides if not o.startswith(f"{key}=")] + [f"{key}={relocate(str(value), root)}"]
+    return overrides
 
 
 def check_corpus(config: str | Path, overrides: Sequence[str] = ()) -> int:

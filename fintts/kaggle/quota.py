@@ -72,6 +72,10 @@ def session_budget(quota: Quota | None, *, wanted: float | None, limit_left: flo
     ``wanted``: the budget asked for (``--budget``; ``None``: Kaggle's limit). ``limit_left``: what
     is left of ``--gpu-hours`` (``None``: no such limit), which caps the budget too.
     """
+    if limit_left is not None and limit_left < MIN_SESSION:  # e.g. 45 s of --gpu-hours left: not worth a container start
+        raise LimitSpent(limit_left)
+    if wanted is not None and wanted >= SESSION_LIMIT:  # Kaggle ends a session at 12 h, final save or not
+        wanted = None
     caps = [cap for cap in (wanted, limit_left) if cap is not None]
     if quota is not None:
         room = quota.left - MARGIN
@@ -102,3 +106,11 @@ def duration(seconds: float) -> str:
         return f"{max(whole, 1)}s"
     hours, minutes = divmod(whole // 60, 60)
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
+
+
+class LimitSpent(KaggleError):
+    """Less of ``--gpu-hours`` is left than a session needs (``fintts kaggle run`` stops on it, exit 0)."""
+
+    def __init__(self, left: float):
+        super().__init__(f"{left / HOUR:.2f} GPU hours of --gpu-hours are left, less than a session is worth "
+                         f"({MIN_SESSION / HOUR:.2f} h: the container, the install and the final save take minutes of it)")

@@ -1,57 +1,87 @@
-"""The ``HF_TOKEN`` secret: checked first in a session, and asked for by the laptop when it is missing.
+"""The Hugging Face token of a Kaggle session: the ``HF_TOKEN`` secret, or the private dataset ``<you>/fintts-token``.
 
-A session that keeps its run on the Hub needs a write token, and on Kaggle it comes from a
-secret attached to the notebook — which can only be attached in the notebook's editor, so
-only once the notebook exists. Two things keep a missing secret from costing more than a
-minute of one session:
+A session that keeps its run on the Hub needs a write token. Kaggle's way is a secret
+attached to the notebook in its editor; but ``ApiSaveKernelRequest`` has no field for
+secrets, Kaggle declined to add one (kaggle-cli #582; PR #944 closed unmerged), and users
+who push notebooks through the API report that each pushed version loses the binding.
+Nothing confirms that it survives, so fintts builds for both:
 
-- the training notebook calls :func:`require_token` right after its install cell, before the
-  corpus is read or anything trains: without a token it prints :data:`MISSING` with what to do
-  and raises, so Kaggle ends the session at once;
-- ``fintts kaggle run`` looks for :data:`MISSING` in the log of a session that failed, and then
-  stops (no second session) with :func:`attach_hint`: where the editor is and what to click.
+- ``fintts kaggle token`` (:func:`store_token`) keeps the token as a *private dataset*
+  ``<you>/fintts-token`` (one file, ``token``), which every push attaches when it exists
+  (:func:`token_dataset`) and the notebook reads when no secret was passed. A dataset is
+  readable by whoever you share it with, and by any notebook of yours: a fine-grained
+  token that may write to this run's repo only limits what a leak could do.
+- the notebook's first cell, before any install, finds the token (secret, then dataset)
+  or prints :data:`MISSING` and stops the session within seconds;
+- ``fintts kaggle run`` finds :data:`MISSING` in a session's log and stops with
+  :func:`missing_verdict`, which tells "never attached" from "attached, but Kaggle did not
+  pass it to this version" by whether an earlier version of the notebook had it
+  (:data:`FOUND` in its log).
 
-A notebook fintts has never pushed is first saved without running (Quick Save), so that it
-exists for the secret to be attached before any session starts (:mod:`.sessions`).
+The token is never printed, logged or written anywhere but that dataset (a temporary
+folder for the upload, deleted at once).
 """
 
 from __future__ import annotations
 
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fintts.kaggle.client import KaggleError, calling, user_of
 from fintts.kaggle.kernel import editor_url
-from fintts.train.stores.hub.auth import SECRET_NAME, find_token
-from fintts.train.stores.hub.errors import HubAuthError
+from fintts.train.stores.hub.auth import SECRET_NAME
 
-#: The line a session prints when it has no token; the laptop finds it in the session's log.
-MISSING = f"fintts: no Hugging Face token in this session: the Kaggle secret {SECRET_NAME} is not attached to this notebook"
-
-
-class MissingSecret(RuntimeError):
-    """The session keeps its run on the Hub and has no token to do so (raised to stop Run All)."""
-
-
-def require_token(repo: str) -> None:
-    """Raise :class:`MissingSecret` (after printing :data:`MISSING`) when ``repo`` is set and no token is found.
-
-    Only the presence of a token is checked here, in well under a second and without the network;
-    a token the Hub refuses (revoked, read-only) is reported by the session's first request to it.
-    """
-    if not repo:
-        print(f"no REPO: this session keeps the run in its own output, and needs no {SECRET_NAME}")
-        return
-    try:
-        find_token()
-    except HubAuthError:
-        print(MISSING, flush=True)
-        raise MissingSecret(
-            f"{MISSING}. In this notebook's editor: Add-ons → Secrets → Add Secret, label {SECRET_NAME}, value a write token "
-            "from https://huggingface.co/settings/tokens, and tick it for this notebook; then run the notebook again "
-            "(or fintts kaggle run on your laptop)"
-        ) from None
-    print(f"{SECRET_NAME} found: the run is kept in hf://{repo}")
+#: The line a session prints when it has no token (the notebook's first cell); the laptop finds it in the log.
+MISSING = "fintts: no Hugging Face token in this session"
+#: The line a session prints when it found one (never the token itself).
+FOUND = "fintts: the Hugging Face token came from"
+#: The private dataset that keeps the token, under the pushing user.
+TOKEN_SLUG = "fintts-token"
+#: How many earlier versions' logs are read to learn whether the secret ever reached a session.
+LOOK_BACK = 3
 
 
 def attach_hint(kernel: str) -> str:
-    """What to do on kaggle.com so that ``kernel``'s sessions have the token."""
-    return (f"open {editor_url(kernel)} (the notebook's editor), then Add-ons → Secrets → Add Secret: label {SECRET_NAME}, "
-            "value a Hugging Face write token (https://huggingface.co/settings/tokens); tick it for this notebook, and stop "
-            "the editor's session (an open editor keeps a session of its own, on the GPU quota when its GPU is on)")
+    """What to do so that ``kernel``'s sessions have the token: ``fintts kaggle token``, or the secret in the editor."""
+    return (f"on your laptop run fintts kaggle token (it keeps your Hugging Face write token as your private dataset "
+            f"{TOKEN_SLUG}, which every push attaches); or open {editor_url(kernel)} (the notebook's editor), then "
+            f"Add-ons → Secrets → Add Secret: label {SECRET_NAME}, value a Hugging Face write token "
+            "(https://huggingface.co/settings/tokens), ticked for this notebook, and stop the editor's session (an open "
+            "editor keeps a session of its own, on the GPU quota when its GPU is on)")
+
+
+def token_dataset(api: Any) -> str:
+    """``<you>/fintts-token`` when it exists (a push attaches it), else ``""``.
+
+    Absent is a 404, or since 2026 a 403 (kaggle-cli PR #951, #548); the ref is the credentials'
+    own, so a 403 is not a dataset of someone else's.
+    """
+    ref = f"{user_of(api)}/{TOKEN_SLUG}"
+    try:
+        calling(f"look up {ref}", lambda: api.dataset_status(ref))
+    except KaggleError as err:
+        if err.status in (403, 404):
+            return ""
+        raise
+    return ref
+
+
+def store_token(api: Any, token: str) -> str:
+    """Upload ``token`` as the private dataset ``<you>/fintts-token`` (a new version when it exists); its ref."""
+    ref = f"{user_of(api)}/{TOKEN_SLUG}"
+    exists = bool(token_dataset(api))
+    with tempfile.TemporaryDirectory(prefix="fintts-token-") as tmp:
+        folder = Path(tmp)
+        (folder / "token").write_text(token.strip() + "\n", encoding="utf-8")
+        (folder / "token").chmod(0o600)
+        metadata = {"title": TOKEN_SLUG, "id": ref, "licenses": [{"name": "other"}]}
+        (folder / "dataset-metadata.json").write_text(json.dumps(metadata), encoding="utf-8")
+        if exists:
+            result = calling(f"add a version to {ref}", lambda: api.dataset_create_version(tmp, "fintts kaggle token", quiet=True))
+        else:
+            result = calling(f"create {ref}", lambda: api.dataset_create_new(tmp, public=False, quiet=True))
+    if result is None or getattr(result, "error", None):
+        raise KaggleError(f"Kaggle did not take {ref}: {getattr(result, 'error', 'no answer')}")
+    return ref

@@ -39,8 +39,11 @@ Kaggle's and the Hub's ``Retry-After`` honoured up to its cap); a push is sent a
 session's log comes without terminal colour codes.
 
 It also stops after ``max_sessions`` sessions or ``gpu_hours`` GPU hours. GPU hours are the
-time the kernel was seen running (queueing is free), which is what Kaggle's weekly quota
-counts; the polling interval bounds the error. A version already queued or running when it
+run's: what its ``status.json`` records of its Kaggle sessions (so running the command again
+goes on counting), or the time this command saw its kernels running (queueing is free, and
+the polling interval bounds the error), whichever is more. A leftover too short for a session
+(:data:`~.quota.MIN_SESSION`) pushes none, and a ``--budget`` of Kaggle's 12 hours or more runs
+to the session's own limit, which keeps the final save's reserve. A version already queued or running when it
 starts is followed instead of pushing a second one, which would find the run's lease taken.
 
 Before each push it reads the weekly GPU quota from Kaggle (:mod:`.quota`): the session's
@@ -58,8 +61,6 @@ once, with the same instructions, instead of a second session failing the same w
 from __future__ import annotations
 
 import dataclasses
-import json
-import re
 import sys
 import time
 from pathlib import PurePosixPath
@@ -69,32 +70,34 @@ from huggingface_hub import CommitOperationDelete
 
 from fintts.errors import StoreError
 from fintts.kaggle import quota as weekly
-from fintts.kaggle.client import KaggleError, calling, connect, user_of
+from fintts.kaggle.client import KaggleError, connect, user_of
 from fintts.kaggle.kernel import KernelSettings, Pushed, kernel_ref, push
-from fintts.kaggle.secret import MISSING, attach_hint
+from fintts.kaggle.kernels import (
+    ATTEMPTS,
+    BACKOFF,
+    ENDED,
+    NEVER_RUN,
+    READY_POLL,
+    REQUEST_TIMEOUT,
+    kernel_state,
+    log_tail,
+    missing_verdict,
+    wait_for_datasets,
+)
+from fintts.kaggle.secret import MISSING, attach_hint, token_dataset
 from fintts.train.config import parse_duration
 from fintts.train.machine.clock import hms
 from fintts.train.run.checkpoint import CHECKPOINTS, LATEST, is_checkpoint_name, step_of
 from fintts.train.stores.base import MODEL_DIR, STATUS
-from fintts.train.stores.hub.client import Backoff, HubClient, json_object
+from fintts.train.stores.hub.client import HubClient, json_object
 from fintts.train.stores.hub.errors import HubRepoError
 from fintts.train.stores.hub.lease import LEASE, Lease
 
-#: Kaggle's kernel states that end a session.
-ENDED = {"COMPLETE", "ERROR", "CANCEL_ACKNOWLEDGED"}
 FAILURES_IN_A_ROW = 2
-LOG_TAIL = 30
-#: Tries of one call to Kaggle or the Hub; with :data:`BACKOFF` about a minute of waiting (more when told to wait).
-ATTEMPTS = 6
-BACKOFF = Backoff(base=2.0, cap=30.0, jitter=0.5, retry_after_cap=300.0)
-#: Seconds one look at Kaggle or the Hub may take before it counts as a time-out (and is tried again).
-REQUEST_TIMEOUT = 60.0
 #: How a session on Kaggle names its machine in the Hub lease (:func:`fintts.train.machine.platform.host_name`).
 KAGGLE_HOST = "kaggle"
 #: Where a Kaggle session's output (``/kaggle/working``) is, on Kaggle; ``kaggle kernels output`` downloads it as is.
 KAGGLE_OUTPUT = "/kaggle/working/"
-#: Terminal control sequences (colours, cursor moves, titles) that a notebook's log carries.
-TERMINAL_CODES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 
 @dataclasses.dataclass
@@ -114,6 +117,8 @@ class Session:
     #: A lease the ended kernel left is one that differs from it: judged by the lease's own words, not by comparing
     #: this machine's clock with Kaggle's (they may be minutes apart).
     lease_before: tuple[str, str] | None = None
+    #: the token dataset this version was pushed with (``""``: none)
+    token_dataset: str = ""
 
     @property
     def gpu_hours(self) -> float:
@@ -125,15 +130,13 @@ def kernel_id(api: Any, hub_repo: str = "") -> str:
     return kernel_ref(user_of(api), hub_repo)
 
 
-#: Kaggle's state of a kernel that exists but has never run (saved without running).
-NEVER_RUN = "NEW_SCRIPT"
 #: Exit code when the person has to attach the secret before a session can train (a setting to change).
 EXIT_SECRET = 2
 
 
 def create_notebook(settings: KernelSettings, api: Any, kernel: str, out: IO[str]) -> Pushed:
     """Save ``kernel`` without running it, so that it exists for its secret; say what to do next."""
-    saved = push(settings, api, attempts=ATTEMPTS, backoff=BACKOFF, run=False)
+    saved = push(with_token(settings, api), api, attempts=ATTEMPTS, backoff=BACKOFF, run=False)
     out.write(f"created {kernel} on Kaggle ({saved.url}), saved without running: no session was spent.\n"
               f"Before its first session it needs your Hugging Face token: {attach_hint(kernel)}.\n"
               "Then run this command again.\n")
@@ -142,7 +145,7 @@ def create_notebook(settings: KernelSettings, api: Any, kernel: str, out: IO[str
 
 
 def push_session(settings: KernelSettings, api: Any, *, spent_hours: float = 0.0, gpu_hours: float = 0.0,
-                 request_timeout: float = REQUEST_TIMEOUT, say: Any = None) -> Pushed:
+                 request_timeout: float = REQUEST_TIMEOUT, say: Any = None, poll: float = READY_POLL) -> Pushed:
     """Push one session whose budget fits the weekly quota (and ``gpu_hours``); :class:`~.quota.QuotaSpent` when none fits."""
     try:
         quota = weekly.read_quota(api, attempts=ATTEMPTS, backoff=BACKOFF, timeout=request_timeout)
@@ -151,27 +154,31 @@ def push_session(settings: KernelSettings, api: Any, *, spent_hours: float = 0.0
         if say:
             say(f"could not read the weekly GPU quota ({err}): this session's budget is not capped by it")
     wanted = parse_duration(settings.budget, key="budget") if settings.budget else None
+    if wanted is not None and wanted >= weekly.SESSION_LIMIT and say:
+        say(f"budget {settings.budget} is not less than Kaggle's {weekly.SESSION_LIMIT / weekly.HOUR:g} h session limit, which "
+            "would end the session before its final save: the session runs to the limit, less the reserve it keeps")
     limit_left = (gpu_hours - spent_hours) * weekly.HOUR if gpu_hours else None
     budget = weekly.session_budget(quota, wanted=wanted, limit_left=limit_left)
-    if budget is not None and budget != wanted:
+    if budget is None and wanted is not None:  # over the limit: the session's own limit, which keeps the final save's reserve
+        settings = dataclasses.replace(settings, budget="")
+    elif budget is not None and budget != wanted:
         why = "the weekly GPU quota" if quota is not None and budget == quota.left - weekly.MARGIN else f"--gpu-hours {gpu_hours:g}"
         settings = dataclasses.replace(settings, budget=weekly.duration(budget))
         if say:
             left = f"{quota.left / weekly.HOUR:.2f} h of the quota left" if quota is not None else "quota unknown"
             say(f"budget {settings.budget} for this session, capped by {why} ({left})")
+    settings = with_token(settings, api)
+    wait_for_datasets(api, settings, say=say, poll=poll)
     return push(settings, api, attempts=ATTEMPTS, backoff=BACKOFF)
 
 
-def kernel_state(api: Any, kernel: str, timeout: float = REQUEST_TIMEOUT) -> tuple[str, str] | None:
-    """Kaggle's state of ``kernel``'s latest version and its failure message; ``None`` if never pushed."""
-    try:
-        response = calling(f"read the status of {kernel}", lambda: api.kernels_status(kernel), attempts=ATTEMPTS, backoff=BACKOFF,
-                           timeout=timeout)
-    except KaggleError as err:
-        if err.status == 404:
-            return None
-        raise
-    return response.status.name, response.failure_message or ""
+
+
+def with_token(settings: KernelSettings, api: Any) -> KernelSettings:
+    """``settings`` with the token dataset attached when it exists (looked up at every push: it may be new)."""
+    if not settings.hub_repo or settings.token_dataset:
+        return settings
+    return dataclasses.replace(settings, token_dataset=token_dataset(api))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,34 +313,31 @@ def lease_on_hub(repo: str, timeout: float = REQUEST_TIMEOUT) -> tuple[str, str]
         return None
 
 
-def log_tail(api: Any, kernel: str, lines: int = LOG_TAIL, timeout: float = REQUEST_TIMEOUT) -> str:
-    """The end of the session's log, as text (Kaggle keeps it as JSON lines of ``data`` fields)."""
-    raw = calling(f"read the log of {kernel}", lambda: api.kernels_logs(kernel), attempts=ATTEMPTS, backoff=BACKOFF, timeout=timeout)
-    try:
-        text = "".join(entry.get("data", "") for entry in json.loads(raw))
-    except (ValueError, AttributeError, TypeError):
-        text = raw
-    return "\n".join(plain(line) for line in text.rstrip("\n").split("\n")[-lines:])  # not splitlines: it splits at \r
-
-
-def plain(line: str) -> str:
-    """``line`` as a terminal would leave it: no control sequences, and only what the last carriage return left visible."""
-    return TERMINAL_CODES.sub("", line).rsplit("\r", 1)[-1]
-
-
 def best_of(status: dict[str, Any] | None) -> str:
     best = (status or {}).get("best")
     return f"{status.get('monitor')} {best['value']:.4g}" if best and status.get("monitor") else ""
 
 
 def follow(api: Any, kernel: str, session: Session, *, poll: float, out: IO[str], timeout: float = REQUEST_TIMEOUT) -> tuple[str, str]:
-    """Wait for the session's end, showing its state; returns Kaggle's final state and message."""
+    """Wait for the session's end, showing its state; returns Kaggle's final state and message.
+
+    A pushed session is followed by its version (``owner/slug/N``): right after a push the kernel's
+    latest state may still be the previous version's COMPLETE (issue 41), which would end the
+    session before it began. Should Kaggle refuse the version's status, the kernel's is read
+    instead, and an ended state counts only once this session was seen queued or running.
+    """
     live = out.isatty()
     last = None
     seen_running = None
+    seen_active = not session.version  # a session found running: its kernel's state is its own
     while True:
-        state = kernel_state(api, kernel, timeout)
-        name, message = state if state is not None else ("QUEUED", "")
+        state = kernel_state(api, kernel, timeout, session.version) if session.version else None
+        if state is None or state[0] == NEVER_RUN:
+            state = kernel_state(api, kernel, timeout)
+            if state is not None and state[0] in ENDED and not seen_active:
+                state = None
+        name, message = state if state is not None and state[0] != NEVER_RUN else ("QUEUED", "")
+        seen_active = seen_active or name in {"QUEUED", "RUNNING"} and state is not None
         now = time.time()
         if name == "RUNNING" and seen_running is None:
             seen_running = now
@@ -375,6 +379,7 @@ def run_sessions(
     before = read_run(settings.hub_repo, request_timeout)
     sessions: list[Session] = []
     failures: list[str] = []
+    earlier = kaggle_hours(before)  # --gpu-hours counts the run's hours, not this command's: a rerun goes on counting
 
     def say(text: str) -> None:
         out.write(text + "\n")
@@ -389,16 +394,20 @@ def run_sessions(
         say(f"{settings.hub_repo} is already finished: {_pull_hint(settings.hub_repo)}")
         return 0
     current = kernel_state(api, kernel, request_timeout)
-    if current is None:
+    if current is None and not token_dataset(api):  # a new notebook with no token to read: made first, for its secret
         create_notebook(settings, api, kernel, out)
         return 0
-    following = current[0] in {"QUEUED", "RUNNING"}
+    following = current is not None and current[0] in {"QUEUED", "RUNNING"}
     lost = unpushed_problem(before, settings.hub_repo, kernel) if before is not None and not following else None
     if lost:  # (a running session's newest checkpoint is its own to push: it is followed)
         say(f"{settings.hub_repo}: {lost}")
         return 1
+    if current is not None and current[0] in ENDED and _status(before).get("state") == "running":
+        say(f"{settings.hub_repo}: {ended_running_problem(before, settings.hub_repo, kernel, current[0])}")
+        return 1
     while True:
-        spent = sum(s.gpu_hours for s in sessions)
+        # the run's own record (earlier commands' sessions included), or what this command saw, whichever is more
+        spent = max(kaggle_hours(before), earlier + sum(s.gpu_hours for s in sessions))
         if max_sessions and len(sessions) >= max_sessions:
             verdict, code = f"stopped after {len(sessions)} session(s) (--max-sessions {max_sessions})", 0
             break
@@ -412,13 +421,14 @@ def run_sessions(
         else:
             lease_before = lease_on_hub(settings.hub_repo, request_timeout)
             try:
-                pushed = push_session(settings, api, spent_hours=spent, gpu_hours=gpu_hours, request_timeout=request_timeout,
+                pushed = push_session(settings, api, spent_hours=spent, gpu_hours=gpu_hours, request_timeout=request_timeout, poll=poll,
                                       say=lambda text: say(f"session {len(sessions) + 1}: {text}"))
-            except weekly.QuotaSpent as err:
+            except (weekly.QuotaSpent, weekly.LimitSpent) as err:
                 verdict, code = f"stopped: {err}", 0
                 break
             say(f"session {len(sessions) + 1}: pushed version {pushed.version} of {pushed.url}")
-            session = Session(version=pushed.version, started=time.time(), lease_before=lease_before)
+            session = Session(version=pushed.version, started=time.time(), lease_before=lease_before,
+                              token_dataset=pushed.token_dataset)
         name, message = follow(api, kernel, session, poll=poll, out=out, timeout=request_timeout)
         released = release_dead_lease(settings.hub_repo, session, request_timeout)
         if released:
@@ -429,7 +439,7 @@ def run_sessions(
         session.end_step = _status(after).get("step", session.start_step)
         session.best = best_of(_status(after) or None)
         sessions.append(session)
-        problem = _problem(name, message, before, after, repo=settings.hub_repo, kernel=kernel)
+        problem = _problem(name, message, before, after, repo=settings.hub_repo, kernel=kernel, version=session.version)
         if problem is None:
             failures = []
             before = after
@@ -439,13 +449,13 @@ def run_sessions(
             continue
         failures.append(problem)
         say(f"session {len(sessions)} failed: {problem}")
-        tail = log_tail(api, kernel, timeout=request_timeout)
+        tail = log_tail(api, kernel, timeout=request_timeout, version=session.version)
         if MISSING in tail:
-            verdict = (f"stopped: the session ended at once ({MISSING}), and so would the next. "
-                       f"Attach it: {attach_hint(kernel)}. Then run this command again")
+            verdict = (f"stopped: the session ended at once ({MISSING}), and so would the next: "
+                       f"{missing_verdict(api, kernel, session.version, session.token_dataset)}")
             code = EXIT_SECRET
             break
-        final = problem.startswith(UNFINISHED) or LOCAL_ONLY in problem
+        final = problem.startswith(UNFINISHED) or LOCAL_ONLY in problem or NO_END in problem
         if len(failures) >= FAILURES_IN_A_ROW or final:
             why = "; ".join(dict.fromkeys(failures))
             stopped = "stopped" if final else f"stopped: {FAILURES_IN_A_ROW} sessions in a row failed"
@@ -462,6 +472,27 @@ def run_sessions(
 UNFINISHED = "status.json says finished, but"
 #: How a session whose newest checkpoint is only on its disk begins (a next session would lose it: it stops the chain).
 LOCAL_ONLY = "its final push did not land:"
+#: How a status still ``running`` after its kernel ended begins (its end never reached the Hub: it stops the chain).
+NO_END = "its end never reached the Hub:"
+
+
+def ended_running_problem(run: HubRun | None, repo: str, kernel: str, kernel_state_name: str, version: int = 0) -> str:
+    """Why a run whose status still says ``running`` after Kaggle ended the kernel stops the chain, and what to do.
+
+    The trainer writes ``running`` while it trains and ``paused``/``finished``/``failed`` at its end, with the final
+    save: a status still ``running`` means neither the final push nor the release reached the Hub (the Hub down at the
+    session's end, say). The session's newest checkpoint is newer than the Hub's, and only in that version's output;
+    the next session would resume from the Hub's and lose the difference (up to ``push_every`` of training).
+    """
+    status = _status(run)
+    host, folder = run.local_folder() if run is not None else ("the Kaggle session", "the run's folder")
+    ref = f"{kernel}/{version}" if version else kernel
+    store = f"OUT/{folder[len(KAGGLE_OUTPUT):]}" if folder.startswith(KAGGLE_OUTPUT) else folder
+    hub = run.latest if run is not None and is_checkpoint_name(run.latest) else "none"
+    return (f"{NO_END} Kaggle ended the kernel ({kernel_state_name.lower()}) while hf://{repo}/status.json still says running "
+            f"at step {status.get('step')} (the Hub's latest is {hub}). The session's newest checkpoint is in {folder} of that "
+            f"version's output, not on the Hub, so no session is pushed. Push it: kaggle kernels output {ref} -p OUT (or the "
+            f"version's Output tab), then fintts push --store {store} --hub-repo {repo}; then run this again")
 
 
 def _status(run: HubRun | None) -> dict[str, Any]:
@@ -469,7 +500,7 @@ def _status(run: HubRun | None) -> dict[str, Any]:
 
 
 def _problem(kernel_state_name: str, message: str, before: HubRun | None, after: HubRun | None, *, repo: str = "",
-             kernel: str = "") -> str | None:
+             kernel: str = "", version: int = 0) -> str | None:
     """Why a session counts as failed, or ``None`` when it left the run further on.
 
     A session counts by what the Hub holds, not by the step its status reached: a newest
@@ -481,6 +512,8 @@ def _problem(kernel_state_name: str, message: str, before: HubRun | None, after:
     lost = unpushed_problem(after, repo, kernel) if after is not None else None
     if lost:
         return (f"the run failed ({now.get('reason')}) and " if now.get("state") == "failed" else "") + lost
+    if now.get("state") == "running":
+        return ended_running_problem(after, repo, kernel, kernel_state_name, version)
     if now.get("state") == "failed":
         return f"the run failed: {now.get('reason')}"
     if kernel_state_name != "COMPLETE":
@@ -488,6 +521,18 @@ def _problem(kernel_state_name: str, message: str, before: HubRun | None, after:
     if not now or (then and now.get("step", 0) <= then.get("step", 0) and now.get("state") != "finished"):
         return "the session left no new checkpoint"
     return None
+
+
+def kaggle_hours(run: HubRun | None) -> float:
+    """The GPU hours the run's Kaggle sessions took, as its ``status.json`` records them (``started``/``ended`` of each)."""
+    seconds = 0.0
+    for record in _status(run).get("sessions") or []:
+        if not isinstance(record, dict) or record.get("host", KAGGLE_HOST) != KAGGLE_HOST:
+            continue
+        started, ended = record.get("started"), record.get("ended")
+        if isinstance(started, (int, float)) and isinstance(ended, (int, float)):
+            seconds += max(0.0, ended - started)
+    return seconds / weekly.HOUR
 
 
 def _pull_hint(repo: str) -> str:

@@ -35,11 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
-from fintts.kaggle.kernel import CONFIGS, PROJECT, WHEELS_SLUG
+from fintts.kaggle.kernel import CONFIGS, KAGGLE_PYTHON, PROJECT, WHEELS_SLUG
 from fintts.train.config import ConfigError
 
-#: The Python of Kaggle's notebook image (3.11 in 2025); wheels for --offline are for this version.
-KAGGLE_PYTHON = "3.11"
 #: Kaggle's image is Ubuntu 22.04 (glibc 2.35) on x86-64: manylinux wheels up to 2.35 run there.
 KAGGLE_GLIBC_MINOR = 35
 #: Packages never shipped: Kaggle's image has torch, built for its CUDA, and these come with it.

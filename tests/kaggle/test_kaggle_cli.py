@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
 from fintts.errors import LeaseConflict
+from fintts.kaggle.kernel import KAGGLE_PYTHON
 from fintts.kaggle.parameters import load, read_parameters
 from fintts.train.config import parse_duration
 from fintts.train.stores.hub import Backoff
@@ -57,8 +59,9 @@ class Sessions:
     #: sessions save and push through a real HubStore, as `fintts train` does (a refused one: its final push gets a 413)
     stores: bool = False
     ran: int = 0  # sessions that got past `start` so far: the next one plays script[ran]
-    #: what the notebook's first cells do with the push: ``(ok, log)`` ends the session there, ``None`` goes on to the script
-    start: Callable[[dict], tuple[bool, str] | None] | None = None
+    #: what the notebook's first cells do with (push, version): ``(ok, log)`` ends the session there; the log so far (or
+    #: ``None``) goes on to the script
+    start: Callable[[dict, int], tuple[bool, str] | str | None] | None = None
     #: each session that trains runs to its BUDGET (12 h without one), which the local Kaggle's weekly quota counts
     count_budget: bool = False
 
@@ -103,8 +106,23 @@ def kaggle_env(hub_env, tmp_path):
     yield from local_kaggle(hub_env, tmp_path, notebook_exists=True)
 
 
-def local_kaggle(hub_env, tmp_path, *, notebook_exists: bool):
-    """What :func:`kaggle_env` yields; ``notebook_exists=False``: an account that has never pushed a fintts notebook."""
+@pytest.fixture(params=["before", "2026"])
+def era_kaggle_env(hub_env, tmp_path, request):
+    """:func:`kaggle_env`, Kaggle answering as it did before 2026 and as it does since (403s, versions' stale states)."""
+    yield from local_kaggle(hub_env, tmp_path, notebook_exists=True, era=request.param)
+
+
+#: What the wheels dataset holds for these tests: a wheel named as this checkout's fintts (the notebook's install cell
+#: then installs nothing) and the configs (`fintts kaggle wheels` itself is tested once: it builds for minutes).
+WHEELS = {f"fintts-{importlib.metadata.version('fintts')}-py3-none-any.whl": b"stand-in",
+          "demo.yaml": (ROOT / "configs" / "demo.yaml").read_bytes()}
+
+
+def local_kaggle(hub_env, tmp_path, *, notebook_exists: bool, era: str = "before"):
+    """What :func:`kaggle_env` yields; ``notebook_exists=False``: an account that has never pushed a fintts notebook.
+
+    ``era``: how the local Kaggle answers (:class:`KaggleServer`: ``"before"`` or ``"2026"``).
+    """
     sessions = Sessions()
     hub = HfApi(endpoint=hub_env.endpoint, token=TOKEN)
 
@@ -112,8 +130,9 @@ def local_kaggle(hub_env, tmp_path, *, notebook_exists: bool):
         if sessions.gate is not None:
             sessions.gate.wait(60)
         time.sleep(sessions.seconds)
-        if sessions.start is not None and (ended := sessions.start(push)) is not None:
-            return ended
+        begun = sessions.start(push, version) if sessions.start is not None else None
+        if isinstance(begun, tuple):
+            return begun
         if sessions.count_budget:
             budget = read_parameters(json.loads(push["text"]))["BUDGET"]
             server.used_hours += (parse_duration(budget) if budget else 12 * 3600) / 3600
@@ -144,12 +163,14 @@ def local_kaggle(hub_env, tmp_path, *, notebook_exists: bool):
                 push_run(hub, write_status, repo)
         if store is not None:
             store.release()
-        return ok, log
+        return ok, (begun or "") + log
 
-    with KaggleServer(user=USER, session=session) as kaggle:
+    with KaggleServer(user=USER, session=session, era=era) as kaggle:
         server = kaggle
+        kaggle.add_dataset(f"{USER}/fintts-wheels", WHEELS)  # `fintts kaggle wheels` ran (a push names it; Kaggle checks it)
         if notebook_exists:
             kaggle.create_kernel(KERNEL)
+            kaggle.add_dataset(f"{USER}/my-voice")  # and `fintts kaggle corpus`
         env = {**os.environ, **kaggle.env(), "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path), "PYTHONPATH": checkout_first()}
         env.pop("KAGGLE_KERNEL_RUN_TYPE", None)
         yield kaggle, env, sessions
@@ -177,9 +198,9 @@ def test_push_dry_run_stages_what_the_kaggle_command_pushes_as_is(kaggle_env, tm
     assert metadata["is_private"] is True and metadata["enable_internet"] is True
     assert metadata["dataset_sources"] == ["alice/fintts-wheels", "alice/my-voice"]
     assert read_parameters(load(staged / "kaggle_train.ipynb")) == {
-        "CONFIG": "mms-fin.yaml", "CONFIG_YAML": "", "DATA": "/kaggle/input/my-voice", "REPO": REPO, "STORE": "",
-        "BUDGET": "11h30m", "WHEELS": "",
-    }
+        "CONFIG": "mms-fin.yaml", "CONFIG_YAML": "", "CORPUS": "alice/my-voice", "DATA": "", "REPO": REPO, "STORE": "",
+        "BUDGET": "11h30m", "WHEELS": "", "TOKEN_DATASET": "", "PYTHON": KAGGLE_PYTHON, "INPUT": "/kaggle/input",
+    }  # the corpus by its dataset: the notebook finds it under either of Kaggle's layouts
     assert not kaggle.pushes  # a dry run pushes nothing
     # the kaggle command line itself pushes the staged folder, without a word about the slug
     pushed = run("-m", "kaggle", "kernels", "push", "-p", str(staged), env=env, cwd=tmp_path)
@@ -214,8 +235,9 @@ def test_push_takes_a_config_file_from_anywhere_into_the_notebook(kaggle_env, tm
     assert len(kaggle.pushes) == 1
 
 
-def test_run_pushes_session_after_session_until_the_run_is_finished(kaggle_env, tmp_path):
-    kaggle, env, sessions = kaggle_env
+def test_run_pushes_session_after_session_until_the_run_is_finished(era_kaggle_env, tmp_path):
+    # 2026: right after each push the kernel's state is still the previous session's COMPLETE for a moment
+    kaggle, env, sessions = era_kaggle_env
     sessions.script += [(status("paused", 100, 1, best=4.5), True, "paused\n"), (status("paused", 200, 2, best=3.9), True, "paused\n"),
                (status("finished", 300, 3, reason="max_steps", best=3.2), True, "finished\n")]
     result = run("-m", "fintts", "kaggle", "run", "--corpus", "alice/my-voice", "--hub-repo", REPO, "--poll", "0.1",
@@ -255,15 +277,34 @@ def test_run_retries_a_session_that_left_nothing_and_stops_at_max_sessions(kaggl
     assert kaggle.pushes[0]["datasetDataSources"] == ["alice/fintts-wheels"]  # the demo needs no corpus dataset
 
 
-def test_run_counts_the_gpu_hours_a_session_ran_and_stops_at_the_limit(kaggle_env, tmp_path):
+def recorded(hours: list[float]) -> list[dict]:
+    """A status.json's ``sessions`` of Kaggle sessions that ran these many hours each."""
+    return [{"host": "kaggle", "started": 1e9, "ended": 1e9 + h * 3600, "start_step": 0, "end_step": 100} for h in hours]
+
+
+def test_run_counts_the_runs_gpu_hours_across_reruns_and_pushes_no_leftover_too_short(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
-    sessions.seconds = 1.0
-    sessions.script += [(status("paused", 100, 1), True, ""), (status("paused", 200, 2), True, "")]
-    result = run("-m", "fintts", "kaggle", "run", "--hub-repo", REPO, "--config", "demo.yaml", "--gpu-hours", "0.0002",
-                 "--poll", "0.1", env=env, cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    # the first session ran ~1 s, more than the limit's 0.72 s: no second push
-    assert len(kaggle.pushes) == 1 and "GPU hours (--gpu-hours 0.0002)" in result.stdout
+    paused = status("paused", 100, 1) | {"sessions": recorded([11.5])}
+    sessions.script += [(paused, True, ""), (status("paused", 200, 2) | {"sessions": recorded([11.5, 11.4])}, True, "")]
+    first = kaggle_run(env, tmp_path, "--gpu-hours", "23", "--max-sessions", "1")
+    assert first.returncode == 0 and len(kaggle.pushes) == 1, first.stdout + first.stderr
+    # run again: the run has used 11.5 h of its 23, so this session's budget is what is left, not 12 h again
+    second = kaggle_run(env, tmp_path, "--gpu-hours", "23")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert read_parameters(json.loads(kaggle.pushes[1]["text"]))["BUDGET"] == "11h30m"
+    # then 0.1 h of the 23 is left: less than a session is worth, so nothing more is pushed
+    assert "stopped: 0.10 GPU hours of --gpu-hours are left, less than a session is worth" in second.stdout
+    assert len(kaggle.pushes) == 2
+
+
+def test_a_budget_over_kaggles_12_hours_runs_to_the_sessions_own_limit(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    sessions.script.append((status("paused", 100, 1), True, ""))
+    pushed = run("-m", "fintts", "kaggle", "push", "--config", "demo.yaml", "--hub-repo", REPO, "--budget", "12h54m",
+                 env=env, cwd=tmp_path)
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    assert "not less than Kaggle's 12 h session limit" in pushed.stdout
+    assert read_parameters(json.loads(kaggle.pushes[-1]["text"]))["BUDGET"] == ""  # the platform's limit, with its reserve
 
 
 def test_run_follows_a_session_already_running_instead_of_pushing_another(kaggle_env, tmp_path):
@@ -281,8 +322,9 @@ def test_run_follows_a_session_already_running_instead_of_pushing_another(kaggle
     assert len(kaggle.pushes) == 1 and "stopped after 1 session(s)" in out
 
 
-def test_status_shows_the_kernel_the_run_and_the_gpu_quota(kaggle_env, tmp_path):
-    kaggle, env, sessions = kaggle_env
+def test_status_shows_the_kernel_the_run_and_the_gpu_quota(era_kaggle_env, tmp_path):
+    # 2026: an unknown notebook, and one saved but never run, answer their status with a 403
+    kaggle, env, sessions = era_kaggle_env
     before = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
     assert f"kernel     {KERNEL}: saved, never run (attach HF_TOKEN first" in before.stdout and "nothing trained yet" in before.stdout
     other = run("-m", "fintts", "kaggle", "status", "--hub-repo", "alice/other-voice", env=env, cwd=tmp_path)
@@ -300,7 +342,37 @@ def test_without_credentials_the_kaggle_commands_say_where_they_go(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAGGLE_")} | {"HOME": str(tmp_path), "PYTHONPATH": checkout_first()}
     result = run("-m", "fintts", "kaggle", "status", env=env, cwd=tmp_path)
     assert result.returncode == 4 and "No Kaggle credentials" in result.stderr and "KAGGLE_USERNAME" in result.stderr
+    assert "Generate New Token" in result.stderr and "~/.kaggle/access_token" in result.stderr  # the token Kaggle offers now
     assert "Authentication required" not in result.stdout  # the client's own import-time help is not shown
+
+
+@pytest.mark.parametrize("version", ["1.7.4.5", "2.2.4"])
+def test_an_older_kaggle_client_is_named_with_what_to_install(tmp_path, version):
+    # what pip installs on Python 3.10 (1.7.4.5), or one before Quick Save (2.2.5): said before it is imported
+    site = tmp_path / "site"
+    (site / "kaggle").mkdir(parents=True)
+    (site / "kaggle" / "__init__.py").write_text("raise OSError('the 1.7 client and a new-style token')\n")
+    (site / f"kaggle-{version}.dist-info").mkdir()
+    (site / f"kaggle-{version}.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: kaggle\nVersion: {version}\n")
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": os.pathsep.join([str(site), checkout_first()])}
+    result = run("-m", "fintts", "kaggle", "status", env=env, cwd=tmp_path)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert f"needs the kaggle client 2.2.5 or newer, and this Python has kaggle {version}" in result.stderr
+    assert "pip install -U 'kaggle>=2.2.5'" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_train_extra_asks_for_the_kaggle_client_fintts_uses_where_python_allows_it():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    from packaging.requirements import Requirement
+
+    from fintts.kaggle.client import MIN_KAGGLE
+
+    train = [Requirement(r) for r in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["train"]]
+    (kaggle,) = [r for r in train if r.name == "kaggle"]
+    assert kaggle.specifier.contains(".".join(map(str, MIN_KAGGLE))) and not kaggle.specifier.contains("2.2.4")
+    assert not kaggle.specifier.contains("1.7.4.5")
+    # kaggle 2.x needs Python 3.11: on 3.10 pip would pick 1.7.4.5 (kaggle-cli #886), so it is not asked for there
+    assert kaggle.marker.evaluate({"python_version": "3.11"}) and not kaggle.marker.evaluate({"python_version": "3.10"})
 
 
 def test_wheels_dataset_is_uploaded_with_the_fintts_wheel_and_the_configs(kaggle_env, tmp_path):
@@ -308,14 +380,14 @@ def test_wheels_dataset_is_uploaded_with_the_fintts_wheel_and_the_configs(kaggle
     built_before = {*ROOT.glob("*.egg-info"), *ROOT.glob("build")}
     result = run("-m", "fintts", "kaggle", "wheels", env=env, cwd=tmp_path, timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
-    (version,) = kaggle.datasets["alice/fintts-wheels"]
+    seeded, version = kaggle.datasets["alice/fintts-wheels"]  # the fixture's, then this upload's
     wheel = next(name for name in version if name.startswith("fintts-") and name.endswith(".whl"))
     assert {"mms-fin.yaml", "demo.yaml"} <= set(version)
     (tmp_path / wheel).write_bytes(version[wheel])
     with zipfile.ZipFile(tmp_path / wheel) as archive:
         assert "fintts/train/session/launcher.py" in archive.namelist()
     again = run("-m", "fintts", "kaggle", "wheels", env=env, cwd=tmp_path, timeout=240)
-    assert again.returncode == 0 and len(kaggle.datasets["alice/fintts-wheels"]) == 2  # a new version, same dataset
+    assert again.returncode == 0 and len(kaggle.datasets["alice/fintts-wheels"]) == 3  # a new version, same dataset
     assert {*ROOT.glob("*.egg-info"), *ROOT.glob("build")} == built_before  # the checkout was not built in
 
 
@@ -433,3 +505,68 @@ def test_run_stops_when_a_sessions_final_push_did_not_land_and_says_how_to_push_
     resumed = kaggle_run(env, tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "the run is finished" in resumed.stdout and len(kaggle.pushes) == 4
+
+
+def test_run_stops_when_the_status_still_says_running_after_kaggle_ended_the_kernel(kaggle_env, tmp_path):
+    # session 2 pushed a checkpoint mid-session (status running at step 150), then its final save never reached the Hub
+    kaggle, env, sessions = kaggle_env
+    sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("running", 150, 2), True, "the Hub was down\n"),
+                        (status("finished", 300, 3, reason="max_steps"), True, "")]
+    result = kaggle_run(env, tmp_path)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert "session 2 failed: its end never reached the Hub: Kaggle ended the kernel (complete) while" in out
+    assert f"kaggle kernels output {KERNEL}/2 -p OUT" in out and f"fintts push --store OUT/runs/my-voice-run --hub-repo {REPO}" in out
+    assert len(kaggle.pushes) == 2  # no third session resumes from step 150 and loses what session 2 trained after it
+    again = kaggle_run(env, tmp_path)  # a later chain says the same before pushing anything
+    assert again.returncode == 1 and "its end never reached the Hub" in again.stdout and len(kaggle.pushes) == 2
+
+
+def test_run_waits_for_a_dataset_kaggle_is_still_processing_and_pushes_nothing_without_one(kaggle_env, tmp_path):
+    kaggle, env, sessions = kaggle_env
+    sessions.script += [(status("finished", 300, 1, reason="max_steps"), True, "")]
+    missing = kaggle_run(env, tmp_path, "--corpus", "alice/no-such-voice")
+    assert missing.returncode == 4 and not kaggle.pushes, missing.stdout + missing.stderr
+    assert "the dataset alice/no-such-voice does not exist" in missing.stderr and "fintts kaggle corpus" in missing.stderr
+    kaggle.processing_reads = 3
+    kaggle.add_dataset("alice/new-voice")
+    kaggle._processing["alice/new-voice"] = 3  # just uploaded: still processing for three looks
+    waited = kaggle_run(env, tmp_path, "--corpus", "alice/new-voice")
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    assert "waiting for the dataset alice/new-voice to be ready" in waited.stdout and "the run is finished" in waited.stdout
+    assert kaggle.pushes[-1]["datasetDataSources"] == ["alice/fintts-wheels", "alice/new-voice"]
+
+
+@pytest.mark.parametrize("era", ["before", "2026"])
+def test_expired_credentials_and_a_session_in_the_editor_say_what_to_do(hub_env, tmp_path, era):
+    for kaggle, env, _ in local_kaggle(hub_env, tmp_path, notebook_exists=True, era=era):
+        kaggle.fail(409, method="SaveKernel")  # the editor's own session is running
+        busy = kaggle_run(env, tmp_path)
+        assert busy.returncode == 4 and "stop the notebook's session in the editor" in busy.stderr, busy.stdout + busy.stderr
+        kaggle.expire()  # an OAuth login after its 12 hours
+        expired = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
+        assert expired.returncode == 4 and "401" in expired.stderr and "authenticate again (kaggle auth login" in expired.stderr
+        assert "Permission" not in expired.stderr.split(";")[-1]  # not taken for a kernel it may not see
+
+
+def test_the_kaggle_commands_need_no_torch_on_the_laptop(kaggle_env, tmp_path):
+    # the README says so: a laptop with fintts, kaggle and six (no torch, no transformers) drives the whole Kaggle path
+    kaggle, env, sessions = kaggle_env
+    blocked = tmp_path / "no-torch"
+    for name in ("torch", "transformers"):
+        (blocked / name).mkdir(parents=True)
+        (blocked / name / "__init__.py").write_text(f"raise ImportError('{name} is not installed here')\n")
+    env = env | {"PYTHONPATH": os.pathsep.join([str(blocked), env["PYTHONPATH"]])}
+    sessions.script.append((status("paused", 100, 1), True, ""))
+    corpus = tmp_path / "voice"
+    (corpus / "wavs").mkdir(parents=True)
+    speaker = ROOT / "fintts" / "tts" / "demo" / "corpus" / "espeak_f2"
+    lines = (speaker / "metadata.csv").read_text(encoding="utf-8").splitlines()[:2]
+    for line in lines:
+        (corpus / "wavs" / f"{line.split('|')[0]}.flac").write_bytes((speaker / "wavs" / f"{line.split('|')[0]}.flac").read_bytes())
+    (corpus / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for command in (("corpus", str(corpus), "--corpus", "alice/new-voice"),
+                    ("run", "--config", "demo.yaml", "--hub-repo", REPO, "--max-sessions", "1", "--poll", "0.1"),
+                    ("status", "--hub-repo", REPO)):
+        result = run("-m", "fintts", "kaggle", *command, env=env, cwd=tmp_path)
+        assert result.returncode == 0, f"{command[0]}: {result.stdout}{result.stderr}"

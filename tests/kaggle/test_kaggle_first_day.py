@@ -1,11 +1,12 @@
 """The first day on Kaggle in the README's order, the corpus upload, a kernel per voice and the weekly quota.
 
 Against the local Kaggle and Hub (:mod:`test_kaggle_cli`'s fixtures), with the real ``kaggle``
-client in ``fintts`` processes. A session here is a stand-in for the notebook: its first cells
-are played for real where they decide the day (the ``HF_TOKEN`` check is fintts's own
-:func:`~fintts.kaggle.secret.require_token`, run in a process with or without the token; the
-corpus is what the local Kaggle mounts of the uploaded dataset, checked by ``fintts check``),
-and what training leaves on the Hub comes from the script.
+client in ``fintts`` processes, under each of the local Kaggle's eras (``"before"`` and
+``"2026"``: :class:`~fintts_stand_ins.kaggle_server.KaggleServer`). A session here runs the
+pushed notebook itself, as the notebook tests do, from its parameters to its corpus check: the
+first cell (Python, token) with the secrets Kaggle passed to that version, the install cell,
+and ``fintts check`` on the datasets mounted where that era mounts them. What training leaves
+on the Hub then comes from the script.
 """
 
 from __future__ import annotations
@@ -19,18 +20,24 @@ import sys
 import threading
 import zipfile
 
+import nbformat
 import pytest
 import soundfile as sf
-from test_kaggle_cli import KERNEL, REPO, local_kaggle, run, status
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+from test_kaggle_cli import KERNEL, REPO, checkout_first, local_kaggle, run, status
 
 from fintts.kaggle.kernel import MAX_TITLE, kernel_title, slug
 from fintts.kaggle.parameters import read_parameters
-from fintts.kaggle.secret import MISSING
+from fintts.kaggle.secret import FOUND, MISSING
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
+from fintts_stand_ins.kaggle_server import secrets_module
 from hub_helpers import TOKEN
+from notebook_helpers import NOT_KAGGLE, text_output
 
 SPEAKER = DEMO_CORPUS / "espeak_f2"
 EDITOR = f"https://www.kaggle.com/code/{KERNEL}/edit"
+ERAS = ["before", "2026"]
 
 
 @pytest.fixture
@@ -39,10 +46,10 @@ def kaggle_env(hub_env, tmp_path):
     yield from local_kaggle(hub_env, tmp_path, notebook_exists=True)
 
 
-@pytest.fixture
-def new_kaggle_env(hub_env, tmp_path):
-    """:func:`kaggle_env` of an account that has never pushed a fintts notebook."""
-    yield from local_kaggle(hub_env, tmp_path, notebook_exists=False)
+@pytest.fixture(params=ERAS)
+def new_kaggle_env(hub_env, tmp_path, request):
+    """:func:`kaggle_env` of an account that has never pushed a fintts notebook, Kaggle as it answered in each era."""
+    yield from local_kaggle(hub_env, tmp_path, notebook_exists=False, era=request.param)
 
 
 def make_corpus(folder, clips: int = 4, *, missing: int = 0, silent: int = 0):
@@ -60,99 +67,212 @@ def make_corpus(folder, clips: int = 4, *, missing: int = 0, silent: int = 0):
     return folder
 
 
-def notebook_start(kaggle, tmp_path, attached: dict):
-    """The notebook's cells before training, as a Kaggle session runs them: the token first, then the mounted corpus."""
+def notebook_start(kaggle, tmp_path):
+    """The pushed notebook's cells before training, run as a Kaggle session runs them (``Sessions.start``).
 
-    def start(push):
-        parameters = read_parameters(json.loads(push["text"]))
-        env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN"} | {"HF_HOME": str(tmp_path / "session-hf")}
-        if attached["HF_TOKEN"]:
-            env["HF_TOKEN"] = TOKEN
-        cell = f"from fintts.kaggle.secret import require_token; require_token({parameters['REPO']!r})"
-        token = subprocess.run([sys.executable, "-c", cell], env=env, capture_output=True, text=True, timeout=60)
-        log = token.stdout + token.stderr
-        if token.returncode != 0:
-            return False, log
-        corpus = next(source for source in push["datasetDataSources"] if not source.endswith("/fintts-wheels"))
-        mounted = tmp_path / "input" / corpus.split("/")[1]
-        shutil.rmtree(mounted, ignore_errors=True)
-        kaggle.mount(corpus, mounted)
-        assert parameters["DATA"] == f"/kaggle/input/{mounted.name}"
-        check = subprocess.run([sys.executable, "-m", "fintts", "check", str(mounted), "--no-progress"], capture_output=True, text=True,
-                               timeout=120)
-        if check.returncode != 0:
-            return False, log + check.stdout + check.stderr
-        return None
+    Each pushed dataset is mounted where the era mounts it, under an input folder of the version's own
+    (the notebook's ``INPUT``), and the session gets the secrets Kaggle passes to that version. The cells
+    run in a fresh kernel up to and including the corpus check; a cell that raises ends the session with
+    the notebook's output as its log, else that output begins the log of the session's script.
+    """
+
+    def start(push, version):
+        root = tmp_path / f"session-v{version}"
+        for ref in push["datasetDataSources"]:
+            kaggle.mount(ref, root / "input")
+        secrets = {label: TOKEN for label in kaggle.secrets(push["slug"], version)}
+        notebook = nbformat.reads(push["text"], as_version=4)
+        check = next(i for i, cell in enumerate(notebook.cells) if "check_corpus(" in cell.source)
+        notebook.cells = notebook.cells[: check + 1]
+        parameters = next(cell for cell in notebook.cells if "parameters" in cell.metadata.get("tags", []))
+        parameters.source += f"\nINPUT = {str(root / 'input')!r}  # the test's /kaggle/input"
+        env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN" and k not in NOT_KAGGLE and not k.startswith("KAGGLE_")}
+        env |= {"HF_HOME": str(tmp_path / "session-hf"),
+                "PYTHONPATH": os.pathsep.join([str(secrets_module(root / "image", secrets)), checkout_first()])}
+        try:
+            NotebookClient(notebook, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(root)}}).execute(env=env)
+        except CellExecutionError as err:
+            return False, text_output(notebook) + str(err)
+        return text_output(notebook)
 
     return start
 
 
-def test_the_first_day_in_the_readme_order_spends_at_most_one_session_before_the_secret(new_kaggle_env, tmp_path):
+def first_day(new_kaggle_env, tmp_path):
+    """Steps 4 to 5 of the README: the corpus, the first run (the notebook made), a run before the token; the chain's argv."""
     kaggle, env, sessions = new_kaggle_env
-    attached = {"HF_TOKEN": False}
-    sessions.start = notebook_start(kaggle, tmp_path, attached)
-    sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("finished", 300, 2, reason="max_steps"), True, "")]
+    sessions.start = notebook_start(kaggle, tmp_path)
     chain = ("-m", "fintts", "kaggle", "run", "--corpus", "alice/my-voice", "--hub-repo", REPO, "--gpu-hours", "25",
              "--config", "demo.yaml", "--poll", "0.1")  # the README's command; the demo's config, polled at once
 
     # step 4: the corpus, checked and uploaded with its folders
     corpus = make_corpus(tmp_path / "my-voice")
-    uploaded = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/my-voice", env=env, cwd=tmp_path)
+    uploaded = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--corpus", "alice/my-voice", env=env, cwd=tmp_path)
     assert uploaded.returncode == 0, uploaded.stdout + uploaded.stderr
     assert "Good clips: 4" in uploaded.stdout and "--corpus alice/my-voice" in uploaded.stdout
 
-    # step 5: the first run creates the notebook without a session, and says where the secret goes
+    # step 5: the first run creates the notebook without a session, and says how to give it the token
     first = run(*chain, env=env, cwd=tmp_path)
     assert first.returncode == 0, first.stdout + first.stderr
     assert f"created {KERNEL} on Kaggle" in first.stdout and "no session was spent" in first.stdout
-    assert EDITOR in first.stdout and "Add-ons → Secrets" in first.stdout and "HF_TOKEN" in first.stdout
+    assert EDITOR in first.stdout and "Add-ons → Secrets" in first.stdout and "fintts kaggle token" in first.stdout
     assert kaggle.sessions_started == 0 and kaggle.pushes[0]["kernelExecutionType"] == "QUICK_SAVE"
 
-    # the step skipped: the session ends at the token check, and the chain stops there, saying the same
+    # the step skipped: the session ends at the token check, before any install, and the chain stops there, saying so
     forgot = run(*chain, env=env, cwd=tmp_path)
     assert forgot.returncode == 2, forgot.stdout + forgot.stderr
-    assert kaggle.sessions_started == 1
+    assert kaggle.sessions_started == 1 and sessions.ran == 0  # nothing trained
     assert f"stopped: the session ended at once ({MISSING}), and so would the next" in forgot.stdout
-    assert EDITOR in forgot.stdout and sessions.ran == 0  # nothing trained
+    assert "was never attached" in forgot.stdout and "fintts kaggle token" in forgot.stdout and EDITOR in forgot.stdout
     assert "lease" not in forgot.stdout  # the repo does not exist yet: no lease to speak of
+    assert "fintts check" not in forgot.stdout  # the corpus check did not run
+    return kaggle, env, sessions, chain
 
-    # step 5 done (the secret attached on kaggle.com), step 6: the same command runs the sessions to the end
-    attached["HF_TOKEN"] = True
-    done = run(*chain, env=env, cwd=tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "the run is finished" in done.stdout
-    assert kaggle.sessions_started == 3 and sessions.ran == 2
-    assert {push["slug"] for push in kaggle.pushes} == {KERNEL}
-    # step 7
+
+def finish_and_second_voice(kaggle, env, tmp_path):
+    """Step 7 (status), then a second voice: its own notebook, its own sessions."""
     watched = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
     assert f"kernel     {KERNEL}: complete" in watched.stdout and f"run        hf://{REPO}: finished" in watched.stdout
+    assert TOKEN not in json.dumps(kaggle.pushes)  # the token is in no pushed notebook or metadata
+    second = ("-m", "fintts", "kaggle", "run", "--corpus", "alice/my-voice", "--hub-repo", "alice/second-voice",
+              "--config", "demo.yaml", "--poll", "0.1")
+    return run(*second, env=env, cwd=tmp_path)
+
+
+def test_the_first_day_in_the_readme_order_with_the_secret_in_the_editor(new_kaggle_env, tmp_path):
+    kaggle, env, sessions, chain = first_day(new_kaggle_env, tmp_path)
+    sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("finished", 300, 2, reason="max_steps"), True, ""),
+                        (status("finished", 300, 1, reason="max_steps"), True, "")]
+    kaggle.attach_secret(KERNEL)  # step 5 done on kaggle.com: the secret, ticked for this notebook
+    done = run(*chain, env=env, cwd=tmp_path)
+    if kaggle.era == "before":  # the binding kept at every push: the same command runs the sessions to the end
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "the run is finished" in done.stdout and sessions.ran == 2 and kaggle.sessions_started == 3
+        second = finish_and_second_voice(kaggle, env, tmp_path)
+        assert "created alice/fintts-alice-second-voice on Kaggle" in second.stdout  # its own notebook needs its own secret
+        kaggle.attach_secret("alice/fintts-alice-second-voice")
+        second = run("-m", "fintts", "kaggle", "run", "--corpus", "alice/my-voice", "--hub-repo", "alice/second-voice",
+                     "--config", "demo.yaml", "--poll", "0.1", env=env, cwd=tmp_path)
+        assert second.returncode == 0 and "the run is finished" in second.stdout, second.stdout + second.stderr
+        return
+    # 2026: the push dropped the binding; the laptop cannot tell that from a secret never attached, and says both
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "or it was, and Kaggle dropped it when this version was pushed" in done.stdout and sessions.ran == 0, done.stdout
+    stored = run("-m", "fintts", "kaggle", "token", env=env | {"HF_TOKEN": TOKEN}, cwd=tmp_path)
+    assert stored.returncode == 0, stored.stdout + stored.stderr
+    assert TOKEN not in stored.stdout + stored.stderr and "fine-grained" in stored.stdout
+    done = run(*chain, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the run is finished" in done.stdout and sessions.ran == 2
+    assert all("alice/fintts-token" in push["datasetDataSources"] for push in kaggle.pushes[-2:])
+    second = finish_and_second_voice(kaggle, env, tmp_path)
+    # the token dataset is attached to the second voice's notebook too: no notebook made first, no secret to attach
+    assert second.returncode == 0 and "the run is finished" in second.stdout and "created" not in second.stdout, second.stdout
+    assert kaggle.pushes[-1]["slug"] == "alice/fintts-alice-second-voice"
+
+
+def test_the_first_day_with_fintts_kaggle_token_instead_of_the_secret(new_kaggle_env, tmp_path):
+    kaggle, env, sessions, chain = first_day(new_kaggle_env, tmp_path)
+    sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("finished", 300, 2, reason="max_steps"), True, ""),
+                        (status("finished", 300, 1, reason="max_steps"), True, "")]
+    stored = run("-m", "fintts", "kaggle", "token", env=env | {"HF_TOKEN": TOKEN}, cwd=tmp_path)
+    assert stored.returncode == 0, stored.stdout + stored.stderr
+    assert kaggle.datasets["alice/fintts-token"][-1]["token"].decode().strip() == TOKEN
+    done = run(*chain, env=env, cwd=tmp_path)
+    assert done.returncode == 0 and "the run is finished" in done.stdout, done.stdout + done.stderr
+    assert sessions.ran == 2 and {push["slug"] for push in kaggle.pushes} == {KERNEL}
+    assert TOKEN not in done.stdout + done.stderr
+    second = finish_and_second_voice(kaggle, env, tmp_path)
+    assert second.returncode == 0 and "the run is finished" in second.stdout and "created" not in second.stdout, second.stdout
+
+
+def test_a_secret_that_reached_a_session_and_then_was_dropped_is_told_apart(hub_env, tmp_path):
+    # reports disagree on whether a binding survives a push: here it does once, then not
+    for state in local_kaggle(hub_env, tmp_path, notebook_exists=True, era="before"):
+        kaggle, env, sessions = state
+        sessions.start = notebook_start(kaggle, tmp_path)
+        sessions.script += [(status("paused", 100, 1), True, "paused\n")]
+        kaggle.attach_secret(KERNEL)
+        kaggle.secrets_survive_push = False
+        chain = ("-m", "fintts", "kaggle", "run", "--hub-repo", REPO, "--config", "demo.yaml", "--poll", "0.1")
+        # the first push drops the binding it was made with: the session has no token; Kaggle's first version had none before
+        dropped = run(*chain, env=env, cwd=tmp_path)
+        assert dropped.returncode == 2 and "was never attached" in dropped.stdout, dropped.stdout + dropped.stderr
+        kaggle.secrets_survive_push = True
+        kaggle.attach_secret(KERNEL)
+        ok = run(*chain, "--max-sessions", "1", env=env, cwd=tmp_path)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        kaggle.secrets_survive_push = False
+        again = run(*chain, env=env, cwd=tmp_path)
+        assert again.returncode == 2, again.stdout + again.stderr
+        assert "was attached (an earlier version had it), but Kaggle did not pass it to this pushed version" in again.stdout
+        assert FOUND in kaggle._kernels[KERNEL.split("/")[1]]["versions"][1]["log"]
 
 
 def test_kaggle_corpus_uploads_the_folders_and_refuses_a_corpus_without_a_usable_clip(kaggle_env, tmp_path):
     kaggle, env, _ = kaggle_env
     corpus = make_corpus(tmp_path / "my-voice", 3, missing=1, silent=1)
     missing, silent = (line.split("|")[0] for line in (corpus / "metadata.csv").read_text().splitlines()[3:5])
-    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/my-voice", env=env, cwd=tmp_path)
+    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--corpus", "alice/new-voice", env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Good clips: 3" in result.stdout and missing in result.stdout and silent in result.stdout  # the bad clips, reported
-    (version,) = kaggle.datasets["alice/my-voice"]
+    (version,) = kaggle.datasets["alice/new-voice"]
     assert set(version) == {"metadata.csv", "wavs.zip"}  # the folder, zipped; the corpus got no metadata file of ours
     with zipfile.ZipFile(io.BytesIO(version["wavs.zip"])) as archive:
         assert len([name for name in archive.namelist() if name.endswith(".flac")]) == 4  # the silent one is the check's verdict
     assert not (corpus / "dataset-metadata.json").exists()
     # what a session mounts reads as the laptop's corpus did
-    kaggle.mount("alice/my-voice", tmp_path / "input" / "my-voice")
-    mounted = run("-m", "fintts", "check", str(tmp_path / "input" / "my-voice"), "--no-progress", env=env, cwd=tmp_path)
+    folder = kaggle.mount("alice/new-voice", tmp_path / "input")
+    mounted = run("-m", "fintts", "check", str(folder), "--no-progress", env=env, cwd=tmp_path)
     assert mounted.returncode == 0 and "Good clips: 3" in mounted.stdout
-    again = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/my-voice", env=env, cwd=tmp_path)
-    assert again.returncode == 0 and len(kaggle.datasets["alice/my-voice"]) == 2  # a new version of the same dataset
+    again = run(  # the option's older name, kept
+        "-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "alice/new-voice", env=env, cwd=tmp_path)
+    assert again.returncode == 0 and len(kaggle.datasets["alice/new-voice"]) == 2  # a new version of the same dataset
 
     nothing = make_corpus(tmp_path / "no-voice", 0, missing=2, silent=1)
-    refused = run("-m", "fintts", "kaggle", "corpus", str(nothing), "--dataset", "alice/no-voice", env=env, cwd=tmp_path)
+    refused = run("-m", "fintts", "kaggle", "corpus", str(nothing), "--corpus", "alice/no-voice", env=env, cwd=tmp_path)
     assert refused.returncode == 2 and "has no usable clip" in refused.stderr, refused.stdout + refused.stderr
     assert "alice/no-voice" not in kaggle.datasets and kaggle.calls["StartBlobUpload"] == 4  # 2 files for each upload above
-    other = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--dataset", "bob/my-voice", env=env, cwd=tmp_path)
+    other = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--corpus", "bob/my-voice", env=env, cwd=tmp_path)
     assert other.returncode == 2 and "bob/my-voice belongs to bob" in other.stderr
+
+
+def test_kaggle_corpus_uploads_no_dotfile_and_follows_no_link(kaggle_env, tmp_path):
+    kaggle, env, _ = kaggle_env
+    corpus = make_corpus(tmp_path / "my-voice")
+    secrets = {name: f"SECRET-{number}-{name}".encode() for number, name in enumerate(
+        (".env", ".kaggle/kaggle.json", ".cache/huggingface/token", "wavs/.netrc", "elsewhere-top", "elsewhere-wavs"))}
+    for name, value in secrets.items():
+        place = corpus / name if not name.startswith("elsewhere") else tmp_path / name
+        place.parent.mkdir(parents=True, exist_ok=True)
+        place.write_bytes(value)
+    (corpus / "notes.txt").symlink_to(tmp_path / "elsewhere-top")  # a link at the top level
+    (corpus / "wavs" / "extra.flac").symlink_to(tmp_path / "elsewhere-wavs")  # and one inside a folder
+    (corpus / "home").symlink_to(tmp_path, target_is_directory=True)  # a link to a folder holding it all
+    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--corpus", "alice/new-voice", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (version,) = kaggle.datasets["alice/new-voice"]
+    sent = b"".join(version.values())
+    for name in version:
+        if name.endswith(".zip"):
+            with zipfile.ZipFile(io.BytesIO(version[name])) as archive:
+                sent += b"".join(archive.read(member) for member in archive.namelist())
+                assert not [member for member in archive.namelist() if "/." in f"/{member}" or member.endswith("extra.flac")]
+    assert not [name for name, value in secrets.items() if value in sent]
+    assert set(version) == {"metadata.csv", "wavs.zip"}
+    # a session still reads the whole corpus
+    folder = kaggle.mount("alice/new-voice", tmp_path / "input")
+    assert "Good clips: 4" in run("-m", "fintts", "check", str(folder), "--no-progress", env=env, cwd=tmp_path).stdout
+
+
+def test_kaggle_corpus_refuses_a_flat_folder_kaggle_would_refuse(kaggle_env, tmp_path):
+    kaggle, env, _ = kaggle_env
+    corpus = make_corpus(tmp_path / "my-voice")
+    for number in range(1001):
+        (corpus / f"extra-{number:04d}.txt").write_text("x")
+    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--corpus", "alice/new-voice", env=env, cwd=tmp_path)
+    assert result.returncode == 2 and "more than 1000" in result.stderr and "move the clips into a folder" in result.stderr
+    assert "alice/new-voice" not in kaggle.datasets
 
 
 def test_each_hub_repo_gets_its_own_kernel_and_follows_only_its_own_session(kaggle_env, tmp_path):
@@ -170,7 +290,7 @@ def test_each_hub_repo_gets_its_own_kernel_and_follows_only_its_own_session(kagg
     out = first_line + second.communicate(timeout=60)[0]
     assert "following it" not in out and "session 1: pushed version 1 of https://www.kaggle.com/code/alice/fintts-alice-second-voice" in out
     assert [push["slug"] for push in kaggle.pushes] == [KERNEL, "alice/fintts-alice-second-voice"]
-    assert [push["newTitle"] for push in kaggle.pushes] == [f"fintts {REPO}", f"fintts {other}"]
+    assert [push["newTitle"] for push in kaggle.pushes] == ["fintts alice my-voice-run", "fintts alice second-voice"]  # no "/"
 
 
 def test_a_kernel_title_is_stable_valid_and_its_own():
@@ -179,7 +299,7 @@ def test_a_kernel_title_is_stable_valid_and_its_own():
     slugs = []
     for repo in repos:
         title = kernel_title(repo, "template")
-        assert title == kernel_title(repo, "template") and 5 <= len(title) <= MAX_TITLE, title
+        assert title == kernel_title(repo, "template") and 5 <= len(title) <= MAX_TITLE and "/" not in title, title
         assert len(slug(title)) >= 5 and set(slug(title)) <= set("abcdefghijklmnopqrstuvwxyz0123456789-"), title
         slugs.append(slug(title))
     assert len(set(slugs)) == len(repos)  # no two voices share a kernel

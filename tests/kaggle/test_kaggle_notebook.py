@@ -4,6 +4,7 @@ and its check cell with a shared config."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import nbformat
@@ -14,7 +15,9 @@ import yaml
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from fintts.kaggle.parameters import load, with_parameters
+from fintts.kaggle.inputs import relocate
+from fintts.kaggle.kernel import KAGGLE_PYTHON
+from fintts.kaggle.parameters import load, read_parameters, with_parameters
 from fintts.kaggle.secret import MISSING
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from notebook_helpers import ROOT, output_types, run_notebook, text_output
@@ -104,7 +107,42 @@ def test_without_the_hf_token_the_notebook_stops_before_the_corpus_or_training(t
     notebook, error = run_until_it_stops(tmp_path, {"CONFIG": "demo.yaml", "REPO": "alice/my-voice"})
     assert error.ename == "MissingSecret" and "Add-ons → Secrets" in error.evalue
     assert MISSING in text_output(notebook)
-    assert not executed(notebook, "fintts check") and not executed(notebook, "launch(")
+    assert not executed(notebook, "pip") and not executed(notebook, "check_corpus(")  # before any install: seconds
+    assert not executed(notebook, "launch(")
+
+
+@pytest.mark.parametrize("layout", ["datasets/alice/my-voice", "my-voice"])  # Kaggle's mount since 2026, and before it
+def test_the_notebook_finds_the_corpus_dataset_under_either_mount_layout(tmp_path, layout):
+    tiny_ljspeech(tmp_path / "input" / layout)
+    parameters = {"CONFIG": str(ROOT / "configs" / "demo.yaml"), "CORPUS": "alice/my-voice", "INPUT": str(tmp_path / "input")}
+    out = text_output(run_notebook(check_cells(tmp_path), cwd=tmp_path, parameters=parameters, timeout=120))
+    assert "Good clips: 2" in out and f"Corpus {tmp_path / 'input' / layout}" in out
+
+
+def test_a_configs_own_input_paths_are_read_under_the_layout_kaggle_mounted(tmp_path):
+    # a config written for /kaggle/input/<slug> in a session that mounts /kaggle/input/datasets/<owner>/<slug> (2026)
+    root = tmp_path / "input"
+    tiny_ljspeech(root / "datasets" / "alice" / "my-voice")
+    config = f"task: vits\ndata: '{root}/my-voice'\nformat: ljspeech\nmax_steps: 10\n"
+    out = text_output(run_notebook(check_cells(tmp_path), cwd=tmp_path, timeout=120,
+                                   parameters={"CONFIG": "mine.yaml", "CONFIG_YAML": config, "INPUT": str(root)}))
+    assert "Good clips: 2" in out and f"Corpus {root / 'datasets' / 'alice' / 'my-voice'}" in out
+    # and the other way round, for a copy of the MMS voice (init) or its discriminator's file
+    (root / "mms-tts-fin" / "full_models").mkdir(parents=True)
+    assert relocate(f"{root}/datasets/bob/mms-tts-fin/full_models", str(root)) == str(root / "mms-tts-fin" / "full_models")
+    assert relocate("facebook/mms-tts-fin", str(root)) == "facebook/mms-tts-fin"  # not a path under the inputs
+
+
+def test_a_session_on_another_python_than_the_offline_wheels_stops_before_installing(tmp_path):
+    wheels = tmp_path / "input" / "datasets" / "alice" / "fintts-wheels"
+    wheels.mkdir(parents=True)
+    (wheels / "numpy-2.1.0-cp39-cp39-manylinux_2_17_x86_64.whl").write_bytes(b"")  # built for another Python than this one
+    notebook, error = run_until_it_stops(tmp_path, {"CONFIG": "demo.yaml", "INPUT": str(tmp_path / "input")})
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert error.ename == "RuntimeError" and f"fintts kaggle wheels --offline --python-version {here}" in error.evalue
+    assert f"the notebook was pushed for Kaggle's Python {KAGGLE_PYTHON}" in text_output(notebook)
+    assert not executed(notebook, "pip")
+    assert read_parameters(load(NOTEBOOK))["PYTHON"] == KAGGLE_PYTHON  # the notebook's default is fintts's one value
 
 
 def test_a_corpus_without_a_usable_clip_stops_the_notebook_at_the_check(tmp_path):

@@ -21,7 +21,9 @@ What it speaks, and models:
   ``stream_name``/``time``/``data``). Like Kaggle, a push whose slug is not its title's is
   refused. A push with ``kernelExecutionType: QUICK_SAVE`` (the client's ``no_run``, the web
   UI's Quick Save) saves a version and runs nothing: a kernel that never ran is ``NEW_SCRIPT``.
-  :meth:`create_kernel` makes a kernel exist as a quick save would, without a push.
+  :meth:`create_kernel` makes a kernel exist as a quick save would, without a push;
+  :meth:`attach_secret` binds a secret as the editor does, and :meth:`secrets` says what a
+  version's session was passed.
 * **GPU quota.** ``GetAcceleratorQuotaStatistics`` reports :attr:`used_hours` (hours this
   week's quota counted before, or besides, the sessions run here; tests may raise it from a
   session to stand for its length) plus the session hours run here as ``timeUsed``,
@@ -29,9 +31,38 @@ What it speaks, and models:
 * **Datasets.** ``GetDatasetStatus``, ``StartBlobUpload`` with the file ``PUT`` to the URL it
   returns, ``CreateDataset`` and ``CreateDatasetVersion``; :attr:`datasets` holds every
   version's files as uploaded (a folder sent with ``dir_mode="zip"`` is one ``NAME.zip``), and
-  :meth:`mount` writes a version out as a session sees it under ``/kaggle/input/<slug>``
-  (Kaggle unpacks each uploaded zip into a folder of its name).
-* **Credentials.** Requests need HTTP basic auth with ``user``/``key`` (401 otherwise).
+  :meth:`mount` writes a version out as a session sees it under its input folder, where the
+  era mounts it (Kaggle unpacks each uploaded zip into a folder of its name).
+* **Credentials.** Requests need HTTP basic auth with ``user``/``key`` (401 otherwise);
+  :meth:`expire` makes every later request a 401, as an OAuth login (``kaggle auth login``) is
+  after its 12 hours: the client never refreshes it (issue 41, item 6).
+
+**Two eras**, switched per test with ``era=``; where Kaggle's behaviour changed, or where
+reports disagree with what it used to do, each answer below cites its source:
+
+* ``era="before"`` (the default: Kaggle as the client's tests and fintts's first tests saw it):
+  an unknown kernel or dataset is a 404; a dataset is mounted at ``/kaggle/input/<slug>``; a
+  secret attached in the editor stays bound to every later version; a kernel saved but never
+  run answers ``NEW_SCRIPT``.
+* ``era="2026"``: an unknown kernel or dataset is a **403** (Kaggle/kaggle-cli PR #951: the API
+  answers 401/403 for a slug it will not confirm, and ``KaggleApi.kernels_status`` turns that
+  into ``ValueError("Cannot access kernel … Permission 'kernels.get' was denied")``; Kaggle staff
+  in kaggle-cli #548: a 403 can mean "not found"); a kernel only ever quick-saved answers its
+  status with the same 403 (undocumented: the harshest of NEW_SCRIPT/404/403); datasets are
+  mounted at ``/kaggle/input/datasets/<owner>/<slug>`` (diagnostic kernels of 2026-06 and
+  2026-09: ``os.listdir('/kaggle/input') == ['datasets']``); **every push drops the secret's
+  binding** (``ApiSaveKernelRequest`` has no field for secrets; kaggle-cli #582, PR #944 closed
+  unmerged; users driving notebooks through the API report each pushed version loses it); and
+  right after a push the kernel's status (asked without a version) is still the previous
+  version's for :attr:`stale_reads` reads.
+
+In both eras: ``ListKernels`` finds a user's kernels by ``search`` (what ``kaggle kernels list
+--user U --search S`` sends); a status asked for ``owner/slug/N`` (``versionLabel: vN``, the
+client's ``_kernel_version_label``) is that version's; a dataset is still processing for
+:attr:`processing_reads` status reads after each upload, and a push naming a dataset that is
+absent or still processing gets it back in ``invalidDatasetSources`` (the client prints "not
+valid dataset sources"); a dataset version whose top level holds more than :data:`MAX_FLAT_FILES`
+files is refused (reported in issue 41; zip them).
 
 Fault switches for tests: :meth:`fail` answers the next calls of a method with an HTTP
 status (optionally with ``Retry-After``), :meth:`drop` closes their connections unanswered,
@@ -56,6 +87,9 @@ from urllib.parse import urlsplit
 
 #: ``session(push, version) -> (ok, log)``: what a pushed version does while Kaggle "runs" it.
 Session = Callable[[dict, int], "tuple[bool, str]"]
+ERAS = ("before", "2026")
+#: Kaggle refuses a dataset version whose folder holds more files than this at its top level (zip them).
+MAX_FLAT_FILES = 1000
 API = re.compile(r"/api/v1/(?P<service>[\w.]+)/(?P<method>\w+)")
 UPLOAD = re.compile(r"/upload/(?P<token>\w+)")
 
@@ -102,7 +136,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         if self.command == "PUT" and (match := UPLOAD.fullmatch(path)):
             status, answer = kaggle._upload(match["token"], body)
-        elif self.headers.get("Authorization") != kaggle._basic_auth:
+        elif self.headers.get("Authorization") != kaggle._basic_auth or kaggle._expired:
             status, answer = 401, {"code": 401, "message": "Unauthenticated"}
         elif match := API.fullmatch(path):
             status, answer = kaggle._call(match["service"], match["method"], json.loads(body or b"{}"))
@@ -137,8 +171,16 @@ class KaggleServer:
     """Kaggle on ``127.0.0.1`` for the real client (:meth:`env`); use as a context manager."""
 
     def __init__(self, *, user: str = "fintts-tester", key: str = "0123456789abcdef" * 2,
-                 session: Session | None = None, quota_hours: float = 30.0):
-        self.user, self.key = user, key
+                 session: Session | None = None, quota_hours: float = 30.0, era: str = "before"):
+        assert era in ERAS, f"era is one of {ERAS}"
+        self.user, self.key, self.era = user, key, era
+        #: unversioned status reads right after a push that still answer the previous version's state (2026: reported)
+        self.stale_reads = 1 if era == "2026" else 0
+        #: status reads of a dataset after each upload that answer "still processing"
+        self.processing_reads = 0
+        #: a secret attached in the editor stays bound to later pushed versions (2026: dropped; reports disagree, so a
+        #: test may switch it mid-way)
+        self.secrets_survive_push = era != "2026"
         self.session = session or (lambda push, version: (True, "done\n"))
         self.quota_hours = quota_hours
         self.used_hours = 0.0
@@ -149,7 +191,10 @@ class KaggleServer:
         self.datasets: dict[str, list[dict[str, bytes]]] = {}
         self._basic_auth = "Basic " + base64.b64encode(f"{user}:{key}".encode()).decode()
         self._lock = threading.Lock()
-        self._kernels: dict[str, dict[str, Any]] = {}  # slug -> {"status", "log", "version"}
+        #: slug -> {"versions": [{"status", "log", "secrets"}], "secrets": labels bound now, "stale": reads left}
+        self._kernels: dict[str, dict[str, Any]] = {}
+        self._processing: dict[str, int] = {}  # dataset ref -> status reads left before it is READY
+        self._expired = False
         self._blobs: dict[str, dict[str, Any]] = {}
         self._session_seconds = 0.0
         self._tokens = itertools.count(1)
@@ -192,15 +237,35 @@ class KaggleServer:
         owner, _, slug = kernel.partition("/")
         assert owner == self.user, f"kernels here belong to {self.user}"
         with self._lock:
-            self._kernels.setdefault(slug, {"version": 0, "status": "NEW_SCRIPT", "log": ""})
+            self._kernels.setdefault(slug, {"versions": [], "secrets": set(), "stale": 0, "title": slug})
 
-    def mount(self, ref: str, folder: Any, version: int = -1) -> None:
-        """Write dataset ``ref``'s ``version`` (default the newest) into ``folder`` as a session sees it: zips unpacked."""
+    def attach_secret(self, kernel: str, label: str = "HF_TOKEN") -> None:
+        """What a person does in ``kernel``'s editor: Add-ons → Secrets, ticked for this notebook."""
+        with self._lock:
+            self._kernels[kernel.partition("/")[2]]["secrets"].add(label)
+
+    def secrets(self, kernel: str, version: int) -> set[str]:
+        """The secrets Kaggle passes to ``kernel``'s session of ``version`` (bound when it was pushed)."""
+        with self._lock:
+            return set(self._kernels[kernel.partition("/")[2]]["versions"][version - 1]["secrets"])
+
+    def input_path(self, ref: str) -> str:
+        """Where a session finds dataset ``ref`` under its input folder, in this era (relative to ``/kaggle/input``)."""
+        owner, _, slug = ref.partition("/")
+        # 2026: /kaggle/input/datasets/<owner>/<slug> (diagnostic kernels of 2026-06 and 2026-09); before: /kaggle/input/<slug>
+        return f"datasets/{owner}/{slug}" if self.era == "2026" else slug
+
+    def mount(self, ref: str, input_root: Any, version: int = -1) -> Any:
+        """Write dataset ``ref``'s ``version`` (default the newest) under ``input_root`` as a session sees it; its folder.
+
+        ``input_root`` stands for ``/kaggle/input``: the dataset lands where :meth:`input_path` says, each uploaded zip
+        unpacked into a folder of its name.
+        """
         import io
         import zipfile
         from pathlib import Path
 
-        target = Path(folder)
+        target = Path(input_root) / self.input_path(ref)
         target.mkdir(parents=True, exist_ok=True)
         for name, data in self.datasets[ref][version].items():
             if name.endswith(".zip"):
@@ -208,11 +273,21 @@ class KaggleServer:
                     archive.extractall(target / name[: -len(".zip")])
             else:
                 (target / name).write_bytes(data)
+        return target
+
+    def add_dataset(self, ref: str, files: dict[str, bytes] | None = None) -> None:
+        """Make dataset ``ref`` exist with one version of ``files`` (as uploaded), ready to mount."""
+        with self._lock:
+            self.datasets.setdefault(ref, []).append(dict(files or {"README.md": b"stand-in\n"}))
+
+    def expire(self) -> None:
+        """The credentials expire: every later request is a 401 (an OAuth login after its 12 hours)."""
+        self._expired = True
 
     def wait_idle(self, timeout: float = 30.0) -> None:
         """Block until no pushed version is still queued or running."""
         deadline = time.time() + timeout
-        while any(k["status"] in ("QUEUED", "RUNNING") for k in self._kernels.values()):
+        while any(v["status"] in ("QUEUED", "RUNNING") for k in list(self._kernels.values()) for v in k["versions"]):
             if time.time() > deadline:
                 raise TimeoutError("a session is still running")
             time.sleep(0.02)
@@ -252,6 +327,12 @@ class KaggleServer:
         with self._lock:
             return handler(request)
 
+    def _absent(self, what: str) -> tuple[int, dict[str, Any]]:
+        """How Kaggle answers for a kernel or dataset it will not confirm: 404 before, 403 in 2026 (kaggle-cli PR #951, #548)."""
+        if self.era == "2026":
+            return 403, {"code": 403, "message": f"Permission '{what}' was denied"}
+        return 404, {"code": 404, "message": f"{what.split('.')[0][:-1]} not found"}
+
     def _SaveKernel(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         owner, _, slug = request.get("slug", "").partition("/")
         if owner != self.user:
@@ -259,18 +340,25 @@ class KaggleServer:
         if _slugify(request.get("newTitle") or slug) != slug:
             return 409, {"code": 409, "message": f"the title {request.get('newTitle')!r} does not resolve to {slug!r}"}
         self.pushes.append(request)
-        kernel = self._kernels.setdefault(slug, {"version": 0, "status": "NEW_SCRIPT", "log": ""})
+        kernel = self._kernels.setdefault(slug, {"versions": [], "secrets": set(), "stale": 0})
+        kernel["title"] = request.get("newTitle") or slug
+        if not self.secrets_survive_push:  # the binding does not survive a push (kaggle-cli #582, PR #944 closed unmerged)
+            kernel["secrets"] = set()
         url = f"https://www.kaggle.com/code/{owner}/{slug}"
-        if request.get("kernelExecutionType") == "QUICK_SAVE":  # saved, nothing runs
-            kernel.update(version=kernel["version"] + 1)
-            return 200, {"ref": f"/code/{owner}/{slug}", "url": url, "versionNumber": kernel["version"], "error": ""}
-        kernel.update(version=kernel["version"] + 1, status="QUEUED", log="")
-        threading.Thread(target=self._run, args=(slug, request, kernel["version"]), daemon=True).start()
-        return 200, {"ref": f"/code/{owner}/{slug}", "url": url, "versionNumber": kernel["version"], "error": ""}
+        invalid = [ref for ref in request.get("datasetDataSources", []) if ref not in self.datasets or self._processing.get(ref)]
+        quick = request.get("kernelExecutionType") == "QUICK_SAVE"  # saved, nothing runs
+        kernel["versions"].append({"status": "NEW_SCRIPT" if quick else "QUEUED", "log": "", "secrets": set(kernel["secrets"]),
+                                   "ran": not quick})
+        version = len(kernel["versions"])
+        if not quick:
+            kernel["stale"] = self.stale_reads
+            threading.Thread(target=self._run, args=(slug, request, version), daemon=True).start()
+        return 200, {"ref": f"/code/{owner}/{slug}", "url": url, "versionNumber": version, "error": "",
+                     "invalidDatasetSources": invalid}
 
     def _run(self, slug: str, push: dict[str, Any], version: int) -> None:
         with self._lock:
-            self._kernels[slug]["status"] = "RUNNING"
+            self._kernels[slug]["versions"][version - 1]["status"] = "RUNNING"
         started = time.time()
         try:
             ok, log = self.session(push, version)
@@ -279,25 +367,46 @@ class KaggleServer:
         with self._lock:
             self._session_seconds += (time.time() - started) if self.count_session_time else 0.0
             lines = [{"stream_name": "stdout", "time": 0.0, "data": line} for line in log.splitlines(keepends=True)]
-            self._kernels[slug].update(status="COMPLETE" if ok else "ERROR", log=json.dumps(lines))
+            self._kernels[slug]["versions"][version - 1].update(status="COMPLETE" if ok else "ERROR", log=json.dumps(lines))
 
-    def _kernel(self, request: dict[str, Any]) -> dict[str, Any] | None:
-        if request.get("userName") != self.user:
+    def _version(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """The version a status or log request asks for: ``versionLabel`` ``vN``, else the newest that ran (``None``: none)."""
+        kernel = self._kernels.get(request.get("kernelSlug", "")) if request.get("userName") == self.user else None
+        if kernel is None:
             return None
-        return self._kernels.get(request.get("kernelSlug", ""))
+        label = request.get("versionLabel")
+        if label:
+            number = int(label.lstrip("v")) if label.lstrip("v").isdigit() else 0
+            return kernel["versions"][number - 1] if 0 < number <= len(kernel["versions"]) else None
+        ran = [v for v in kernel["versions"] if v["ran"]]
+        if kernel["stale"] and len(ran) > 1:  # reported: the previous session's state for a moment after a push
+            kernel["stale"] -= 1
+            return ran[-2]
+        if ran:
+            return ran[-1]
+        # saved, never run: NEW_SCRIPT before; in 2026 undocumented (NEW_SCRIPT, 404 or 403): the 403 is modelled
+        return None if self.era == "2026" else {"status": "NEW_SCRIPT", "log": ""}
 
     def _GetKernelSessionStatus(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        kernel = self._kernel(request)
-        if kernel is None:
-            return 404, {"code": 404, "message": "kernel not found"}
-        message = "the notebook raised an exception" if kernel["status"] == "ERROR" else ""
-        return 200, {"status": kernel["status"], "failureMessage": message}
+        version = self._version(request)
+        if version is None:
+            return self._absent("kernels.get")
+        message = "the notebook raised an exception" if version["status"] == "ERROR" else ""
+        return 200, {"status": version["status"], "failureMessage": message}
 
     def _ListKernelSessionOutput(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        kernel = self._kernel(request)
-        if kernel is None:
-            return 404, {"code": 404, "message": "kernel not found"}
-        return 200, {"files": [], "log": kernel["log"], "nextPageToken": ""}
+        version = self._version(request)
+        if version is None:
+            return self._absent("kernels.get")
+        return 200, {"files": [], "log": version["log"], "nextPageToken": ""}
+
+    def _ListKernels(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """A user's kernels whose slug or title holds ``search`` (private ones only for their owner)."""
+        user, search = request.get("user") or "", (request.get("search") or "").lower()
+        found = [{"ref": f"{self.user}/{slug}", "title": kernel.get("title", slug), "author": self.user}
+                 for slug, kernel in sorted(self._kernels.items())
+                 if user in ("", self.user) and (search in slug or search in kernel.get("title", slug).lower())]
+        return 200, {"kernels": found, "nextPageToken": ""}
 
     def _GetAcceleratorQuotaStatistics(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         used = self.used_hours * 3600 + self._session_seconds
@@ -306,8 +415,12 @@ class KaggleServer:
         return 200, {"quotaRefreshTime": "2030-01-06T00:00:00.000Z", "gpuQuota": quota}
 
     def _GetDatasetStatus(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        if f"{request.get('ownerSlug')}/{request.get('datasetSlug')}" not in self.datasets:
-            return 404, {"code": 404, "message": "dataset not found"}
+        ref = f"{request.get('ownerSlug')}/{request.get('datasetSlug')}"
+        if ref not in self.datasets:
+            return self._absent("datasets.get")
+        if self._processing.get(ref):
+            self._processing[ref] -= 1
+            return 200, {"status": "BLOBS_RECEIVED"}
         return 200, {"status": "READY"}
 
     def _StartBlobUpload(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -326,7 +439,10 @@ class KaggleServer:
         blobs = [self._blobs.get(f.get("token", "")) for f in files]
         if any(blob is None or blob["data"] is None for blob in blobs):
             return {"status": "error", "error": "a file was not uploaded"}
+        if len(blobs) > MAX_FLAT_FILES:
+            return {"status": "error", "error": f"a dataset folder may hold at most {MAX_FLAT_FILES} files at its top level; zip them"}
         self.datasets.setdefault(ref, []).append({blob["name"]: blob["data"] for blob in blobs})
+        self._processing[ref] = self.processing_reads
         return {"ref": ref, "url": f"https://www.kaggle.com/datasets/{ref}", "status": "ok", "error": ""}
 
     def _CreateDataset(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -340,5 +456,24 @@ class KaggleServer:
     def _CreateDatasetVersion(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         ref = f"{request.get('ownerSlug')}/{request.get('datasetSlug')}"
         if ref not in self.datasets:
-            return 404, {"code": 404, "message": "dataset not found"}
+            return self._absent("datasets.get")
         return 200, self._new_version(ref, request.get("body", {}).get("files", []))
+
+
+def secrets_module(folder: Any, secrets: dict[str, str]) -> Any:
+    """A ``kaggle_secrets`` module in ``folder`` (put it on the session's ``PYTHONPATH``) that passes ``secrets``.
+
+    Kaggle's image has ``kaggle_secrets.UserSecretsClient``; ``get_secret(label)`` of a label not
+    attached to the notebook (or not passed to this version) raises its ``BackendError`` ("No user
+    secrets exist for kernel id … and label …"), as here.
+    """
+    from pathlib import Path
+
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "kaggle_secrets.py").write_text(
+        f"SECRETS = {secrets!r}\n\n\nclass BackendError(Exception):\n    pass\n\n\nclass UserSecretsClient:\n"
+        "    def get_secret(self, label):\n        if label not in SECRETS:\n"
+        "            raise BackendError(f'No user secrets exist for kernel id 1 and label {label}')\n"
+        "        return SECRETS[label]\n", encoding="utf-8")
+    return target
