@@ -202,7 +202,9 @@ class HubClient:
         try:
             self._bounded(self.api.create_repo, self.repo_id, private=private, exist_ok=True)
         except HfHubHTTPError as err:
-            if err.response is None or err.response.status_code not in (401, 403) or not self._token:
+            # 401 is the Hub's answer to a token it does not know (classify says "rejected the token"); 403 to a
+            # valid token without the right: "You don't have the rights to create a model under the namespace …"
+            if err.response is None or err.response.status_code != 403 or not self._token:
                 raise
             namespace = self.repo_id.split("/")[0]
             raise HubAuthError(
