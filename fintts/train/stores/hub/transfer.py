@@ -17,7 +17,7 @@ from fintts.errors import StoreError
 from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import LOSS_PLOT, HubClient, checkpoint_names, json_object
-from fintts.train.stores.hub.errors import HubMoved
+from fintts.train.stores.hub.errors import HubError, HubMoved
 from fintts.train.stores.hub.lease import LEASE
 from fintts.train.stores.hub.resume import REREADS
 from fintts.train.stores.hub.store import HubStore
@@ -82,6 +82,10 @@ def pull(
             if attempt == REREADS:
                 raise
             log.warning("%s: its history was rewritten while pulling; pulling again from the new head", client.url)
+        except HubError as err:  # a dropped connection mid-download: what is already on disk is fetched again, whole
+            if not err.transient or attempt == REREADS:
+                raise
+            log.warning("%s: %s; pulling again (try %d of %d)", client.url, err, attempt + 1, REREADS)
     raise AssertionError("unreachable")
 
 
