@@ -51,3 +51,37 @@ def release_layout() -> dict[str, tuple[int, ...]]:
         "text_head.weight": (2454, width), "speech_head.weight": (8194, width),
     })
     return layout
+
+
+def short_speaking_t3(tokens: int, seed: int = 0) -> dict:
+    """A real-size T3's state dict from random weights, changed so that upstream's ``generate`` ends after about
+    ``tokens`` speech tokens, each one S3Gen has (a random T3 never says stop: generate would run its 1000 tokens, a
+    minute each on a CPU, and would pick ids 6561-8193 that S3Gen's token table lacks, as a trained one does not).
+
+    The Llama's layers are silenced (``o_proj`` and ``down_proj`` zero: they compute, and add nothing), so the last
+    hidden state of a speech position is its token's embedding plus its position's. Two of its columns are then set:
+    one constant (30), one a ramp over positions (5 per position, 0 at ``tokens``); the stop token's head row reads
+    the ramp (x10: far below the random rows before ``tokens``, far above after) and the rows of the ids S3Gen lacks
+    read the constant negatively."""
+    import torch
+
+    from fintts.tts.chatterbox.t3 import T3, T3Settings
+
+    settings = T3Settings()
+    torch.manual_seed(seed)
+    weights = T3(settings).state_dict()
+    constant, ramp = settings.hidden_size - 2, settings.hidden_size - 1
+    with torch.no_grad():
+        for n in range(settings.num_hidden_layers):
+            weights[f"tfmr.layers.{n}.self_attn.o_proj.weight"].zero_()
+            weights[f"tfmr.layers.{n}.mlp.down_proj.weight"].zero_()
+        positions = weights["speech_pos_emb.emb.weight"]
+        weights["speech_emb.weight"][:, [constant, ramp]] = 0.0
+        positions[:, constant] = 30.0
+        positions[:, ramp] = 5.0 * (torch.arange(len(positions)) - tokens)
+        head = weights["speech_head.weight"]
+        head[settings.start_speech_token:] = 0.0
+        head[settings.start_speech_token:, constant] = -10.0
+        head[settings.stop_speech_token, constant] = 0.0
+        head[settings.stop_speech_token, ramp] = 10.0
+    return weights
