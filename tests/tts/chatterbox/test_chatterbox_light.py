@@ -154,8 +154,8 @@ release = Path("release")
 release.mkdir()
 torch.save(S3Gen().state_dict(), release / "s3gen.pt")
 torch.save(VoiceEncoder().state_dict(), release / "ve.pt")
-time = torch.arange(2 * 24_000) / 24_000
-wav = 0.3 * torch.sin(2 * np.pi * 220 * time) * (1 + 0.5 * torch.sin(2 * np.pi * 3 * time)) + 0.01 * torch.randn(len(time))
+t = torch.arange(2 * 24_000) / 24_000
+wav = 0.3 * torch.sin(2 * np.pi * 220 * t) * (1 + 0.5 * torch.sin(2 * np.pi * 3 * t)) + 0.01 * torch.randn(len(t))
 save_wav(Path("clip.wav"), wav.numpy(), 24_000)
 parts = ReleasedParts(release, torch.device("cpu"))
 clip16 = load_audio(Path("clip.wav"), 16_000)
