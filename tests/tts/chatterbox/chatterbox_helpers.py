@@ -54,9 +54,10 @@ def release_layout() -> dict[str, tuple[int, ...]]:
 
 
 def short_speaking_t3(tokens: int, seed: int = 0) -> dict:
-    """A real-size T3's state dict from random weights, changed so that upstream's ``generate`` ends after about
-    ``tokens`` speech tokens, each one S3Gen has (a random T3 never says stop: generate would run its 1000 tokens, a
-    minute each on a CPU, and would pick ids 6561-8193 that S3Gen's token table lacks, as a trained one does not).
+    """A real-size T3's state dict from random weights (normal, std 0.02; norms one), changed so that upstream's
+    ``generate`` ends after about ``tokens`` speech tokens, each one S3Gen has (a random T3 never says stop: generate
+    would run its 1000 tokens, seconds each on a CPU, and would pick ids 6561-8193 that S3Gen's token table lacks, as
+    a trained one does not).
 
     The Llama's layers are silenced (``o_proj`` and ``down_proj`` zero: they compute, and add nothing), so the last
     hidden state of a speech position is its token's embedding plus its position's. Two of its columns are then set:
@@ -68,8 +69,11 @@ def short_speaking_t3(tokens: int, seed: int = 0) -> dict:
     from fintts.tts.chatterbox.t3 import T3, T3Settings
 
     settings = T3Settings()
-    torch.manual_seed(seed)
-    weights = T3(settings).state_dict()
+    with torch.device("meta"):  # the names and shapes only: T3's own init costs ~15 s of a CPU (Linear's, then Llama's)
+        shapes = {name: value.shape for name, value in T3(settings).state_dict().items()}
+    generator = torch.Generator().manual_seed(seed)
+    weights = {name: torch.ones(shape) if name.endswith("norm.weight") else torch.zeros(shape) if name.endswith(".bias")
+               else torch.empty(shape).normal_(std=0.02, generator=generator) for name, shape in shapes.items()}
     constant, ramp = settings.hidden_size - 2, settings.hidden_size - 1
     with torch.no_grad():
         for n in range(settings.num_hidden_layers):

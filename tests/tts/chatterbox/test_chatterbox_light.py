@@ -130,7 +130,7 @@ torch.save(out.speech_logits, "theirs.pt")
 
 
 #: in the venv, as fintts's export runs on Kaggle: the release's frozen parts (upstream's own S3Gen and VoiceEncoder,
-#: random weights, saved under the release's names), fintts's ReleasedParts on a 2 s clip (speech tokens, speaker
+#: random weights, saved under the release's names), fintts's ReleasedParts on a 1 s clip (speech tokens, speaker
 #: embedding and S3Gen's reference, through torchaudio's real code), then fintts's write_voice with a real-size T3
 BUILD = """
 import json
@@ -154,7 +154,7 @@ release = Path("release")
 release.mkdir()
 torch.save(S3Gen().state_dict(), release / "s3gen.pt")
 torch.save(VoiceEncoder().state_dict(), release / "ve.pt")
-t = torch.arange(2 * 24_000) / 24_000
+t = torch.arange(24_000) / 24_000
 wav = 0.3 * torch.sin(2 * np.pi * 220 * t) * (1 + 0.5 * torch.sin(2 * np.pi * 3 * t)) + 0.01 * torch.randn(len(t))
 save_wav(Path("clip.wav"), wav.numpy(), 24_000)
 parts = ReleasedParts(release, torch.device("cpu"))
@@ -192,7 +192,7 @@ def test_fintts_say_speaks_our_exported_folder_through_upstreams_from_local(ligh
                            env=_venv_env())
     assert build.returncode == 0, build.stderr[-3000:]
     made = json.loads(build.stdout.strip().splitlines()[-1])
-    assert made["speech"] == [50] and abs(made["speaker_norm"] - 1) < 1e-3  # 25 tokens a second; a unit embedding
+    assert made["speech"] == [25] and abs(made["speaker_norm"] - 1) < 1e-3  # 25 tokens a second; a unit embedding
     assert made["gen"] == ["embedding", "prompt_feat", "prompt_feat_len", "prompt_token", "prompt_token_len"]
     assert made["ours"] == made["theirs"]  # the ids upstream's generate reads for fintts say's text are those we train on
     out = tmp_path / "out.wav"
