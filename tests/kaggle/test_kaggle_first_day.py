@@ -171,6 +171,9 @@ def test_the_first_day_in_the_readme_order_with_the_secret_in_the_editor(new_kag
     assert kaggle.pushes[-1]["slug"] == "alice/fintts-alice-second-voice"
 
 
+# Kaggle before 2026 only: in 2026 the secret test above goes on with `fintts kaggle token` after the dropped binding,
+# the same chain (a whole first day through notebooks, ~45 s of CPU each, was run twice for it).
+@pytest.mark.parametrize("new_kaggle_env", ["before"], indirect=True)
 def test_the_first_day_with_fintts_kaggle_token_instead_of_the_secret(new_kaggle_env, tmp_path):
     kaggle, env, sessions, chain = first_day(new_kaggle_env, tmp_path)
     sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("finished", 300, 2, reason="max_steps"), True, ""),
