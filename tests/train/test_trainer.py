@@ -11,8 +11,8 @@ from safetensors.torch import load_file
 
 from fintts.train import ConfigDrift, Trainer, train
 from fintts.train.config import ConfigError, load_config
-from fintts.train.machine.clock import SessionClock
 from fintts.train.run import checkpoint
+from fintts.train.session.clock import SessionClock
 from fintts.train.step.sampler import EpochPlan, MicroBatchSampler
 from trainer_helpers import QUIET, assert_bit_identical, final_weights, run_python, write_config
 

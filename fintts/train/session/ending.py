@@ -15,11 +15,11 @@ from typing import Any
 
 from fintts.train import phases
 from fintts.train.decision import FAILURES, FINISHED, StopReason
-from fintts.train.machine.clock import SessionClock, SessionInterrupted
 from fintts.train.processes.collective import announce, await_main, post_failure, posted_failures, vote
 from fintts.train.report import card, status
 from fintts.train.run import checkpoint
 from fintts.train.run.state import TrainerState
+from fintts.train.session.clock import SessionClock, SessionInterrupted
 from fintts.train.session.facts import SessionFacts
 from fintts.train.step.building import BuiltPhase
 

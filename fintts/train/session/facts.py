@@ -24,9 +24,9 @@ import torch
 from accelerate import Accelerator
 
 from fintts.train.config import RunConfig
-from fintts.train.machine.clock import SessionClock, StopRequest, session_clock
 from fintts.train.machine.platform import device_label, host_name
 from fintts.train.run.state import SessionRecord
+from fintts.train.session.clock import SessionClock, StopRequest, session_clock
 from fintts.train.session.watchdog import CollectiveBound
 from fintts.train.session.watching import process_group_settings
 from fintts.train.step import memory

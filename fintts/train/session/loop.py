@@ -12,7 +12,7 @@ processes wait for the main one off the device). What they all need of the sessi
 precision, clock, store, record and log) is one value, :class:`~fintts.train.session.facts.SessionFacts`,
 built when the session starts and passed to each.
 
-The session's end is planned backwards from its limit (:mod:`fintts.train.machine.clock`): the
+The session's end is planned backwards from its limit (:mod:`fintts.train.session.clock`): the
 store's requests are bounded by it, the final wait gives up before it, and the summary is
 printed before the lease is released, so a session killed at its limit has already said
 whether its checkpoint is safe and how to push it if not.
@@ -33,7 +33,6 @@ from torch.utils.data import DataLoader
 from fintts.train import phases
 from fintts.train.config import ConfigDrift, RunConfig, as_run_config, fingerprint
 from fintts.train.decision import Decision, Flags, StopReason, decide
-from fintts.train.machine.clock import ENDING, TRAINING, SessionInterrupted, StopRequest
 from fintts.train.machine.platform import library_versions
 from fintts.train.processes.collective import announce, await_main, vote
 from fintts.train.report.metrics import Board, LossWindow
@@ -44,6 +43,7 @@ from fintts.train.run.rng import capture_rng
 from fintts.train.run.state import TrainerState
 from fintts.train.session import ending, pending_export, resume, stopping, validating, watching
 from fintts.train.session.background_export import BackgroundExport
+from fintts.train.session.clock import ENDING, TRAINING, SessionInterrupted, StopRequest
 from fintts.train.session.facts import SessionFacts
 from fintts.train.session.saving import is_disk_full, write_checkpoint
 from fintts.train.session.watchdog import SessionWatchdog

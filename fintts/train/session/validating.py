@@ -18,13 +18,13 @@ import torch
 from accelerate.utils import gather_object
 
 from fintts.train.decision import StopReason
-from fintts.train.machine.clock import SessionClock
 from fintts.train.processes.collective import announce, await_main, post_failure
 from fintts.train.report.metrics import Board
 from fintts.train.run import checkpoint, validation
 from fintts.train.run.rng import isolated_rng
 from fintts.train.run.state import TrainerState
 from fintts.train.session.background_export import BackgroundExport
+from fintts.train.session.clock import SessionClock
 from fintts.train.session.facts import SessionFacts
 from fintts.train.session.saving import replace_export
 from fintts.train.step import memory

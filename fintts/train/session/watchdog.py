@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 
 import torch.distributed as dist
 
-from fintts.train.machine.clock import ENDING, SessionClock, StopRequest
+from fintts.train.session.clock import ENDING, SessionClock, StopRequest
 
 #: A collective waits at most this many times the longest stretch between two votes seen so far ...
 GAP_FACTOR = 4.0
