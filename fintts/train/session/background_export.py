@@ -166,14 +166,10 @@ class BackgroundExport:
 
     def __init__(self, final: Path, warn: Callable[[str], None], *, enabled: bool = True):
         self.final, self._warn = final, warn
-        #: ``False``: a session that makes no slow part (its store is thrown away: a bench's)
+        #: ``False``: this process makes no slow part (another process of the session, or a session whose store is
+        #: thrown away: a bench's)
         self.enabled = enabled
         self._work = final.with_name(f".{final.name}-later")
-        for leftover in final.parent.glob(f"{self._work.name}-*"):  # a killed session's unfinished copies
-            if leftover.is_dir():
-                shutil.rmtree(leftover, ignore_errors=True)
-            else:
-                leftover.unlink(missing_ok=True)
         self.generation = 0
         self._job: _Job | None = None
         self._wanted: Callable[[Path], None] | None = None
@@ -181,6 +177,14 @@ class BackgroundExport:
         #: here): the next session makes it. Only a finished swap or a newer export clears it.
         self._unmade = False
         self._step = 0
+
+    def sweep(self) -> None:
+        """Remove a killed session's unfinished copies (the main process, once the run is its to write)."""
+        for leftover in self.final.parent.glob(f"{self._work.name}-*"):
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
 
     def exported(self, derive: Callable[[Path], None] | None, step: int) -> None:
         """``final`` was just replaced by the export of ``step``; ``derive`` (``None``: nothing) is its slow part."""

@@ -27,8 +27,7 @@ from fintts.train.config import RunConfig
 from fintts.train.machine.platform import device_label, host_name
 from fintts.train.run.state import SessionRecord
 from fintts.train.session.clock import SessionClock, StopRequest, session_clock
-from fintts.train.session.watchdog import CollectiveBound
-from fintts.train.session.watching import process_group_settings
+from fintts.train.session.watchdog import CollectiveBound, process_group_settings
 from fintts.train.step import memory
 from fintts.train.step.precision import resolve_precision
 from fintts.train.stores import Store
@@ -96,6 +95,11 @@ class SessionFacts:
         if message not in self.record.warnings:
             self.record.warnings.append(message)
             self.log(f"warning: {message}")
+
+    def stopping(self, why: str) -> None:
+        """Why training stops the session: kept in its warnings (the status and the summary say it), and logged."""
+        self.record.warnings.append(why)
+        self.log("stopping: " + why)
 
     def spent(self, phase: str, since: float) -> None:
         """Add the time since ``since`` to this session's ``phase`` (see :data:`fintts.train.run.state.PHASES`)."""
