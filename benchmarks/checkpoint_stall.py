@@ -67,7 +67,7 @@ def measure(params: int, steps: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp)
         trainer, fresh = run(store, params, steps)
-        stalls = trainer.state.durable_seconds[-steps:]
+        stalls = trainer.session.state.durable_seconds[-steps:]
         size = sum(p.stat().st_size for p in (store / "checkpoints" / checkpoint.read_latest(store)).iterdir())
         actual = sum(p.numel() for m in trainer.raw_models.values() for p in m.parameters())
         _, resume = run(store, params, steps + 1)

@@ -86,7 +86,7 @@ from fintts.kaggle.kernels import (
 )
 from fintts.kaggle.secret import MISSING, attach_hint, token_dataset
 from fintts.train.config import parse_duration
-from fintts.train.machine.clock import hms
+from fintts.train.report.durations import hms
 from fintts.train.run.checkpoint import CHECKPOINTS, LATEST, is_checkpoint_name, step_of
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import HubClient, json_object

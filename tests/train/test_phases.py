@@ -130,7 +130,7 @@ def test_a_phase_switch_leaves_accelerate_holding_only_the_current_phase_models(
     config = write_config(tmp_path, phases=PHASES, max_steps=24, eval_every=0, checkpoint_every_steps=0)
     trainer = Trainer(load_config(config, [f"store={tmp_path / 'store'}"]), **QUIET)
     assert trainer.run().end_step == 24
-    held = trainer.facts.accelerator._models  # accelerate's references: what it keeps alive (and in its own memory bookkeeping)
+    held = trainer.session.facts.accelerator._models  # accelerate's references: what it keeps alive (and in its own memory bookkeeping)
     assert len(held) == 1, held  # the first phase's model and critic were released at the switch
 
 

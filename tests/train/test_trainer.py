@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,8 +12,8 @@ from safetensors.torch import load_file
 
 from fintts.train import ConfigDrift, Trainer, train
 from fintts.train.config import ConfigError, load_config
-from fintts.train.machine.clock import SessionClock
 from fintts.train.run import checkpoint
+from fintts.train.session.clock import SessionClock
 from fintts.train.step.sampler import EpochPlan, MicroBatchSampler
 from trainer_helpers import QUIET, assert_bit_identical, final_weights, run_python, write_config
 
@@ -234,6 +235,22 @@ def test_sampler_seeks_without_loading_and_splits_steps_across_devices():
     assert plan.steps(3) == steps and plan.steps(4) != steps
 
 
+def test_a_session_is_one_value_with_nothing_missing_once_it_started(tmp_path):
+    """The running session is built whole at its start (its facts, state, phase, guard, exports, what it learnt): no
+    part of it is ``None``, nor may its type let one be; nor is anything the Trainer holds, new run or resumed."""
+    config = write_config(tmp_path, max_steps=2, eval_every=0, checkpoint_every_steps=0)
+    store = tmp_path / "store"
+    for steps in (2, 3):  # a new run, then a resumed one
+        trainer = Trainer(load_config(config, [f"store={store}", f"max_steps={steps}"]), **QUIET)
+        assert trainer.run().end_step == steps
+        session = trainer.session
+        for field in dataclasses.fields(session):
+            assert getattr(session, field.name) is not None, field.name
+            assert "None" not in str(field.type) and "Optional" not in str(field.type), (field.name, field.type)
+        assert [name for name, value in vars(trainer).items() if value is None] == []
+        assert session.state.step == steps and session.built.max_steps == steps
+
+
 def test_a_resumed_optimizer_keeps_its_state_where_a_fresh_one_does(tmp_path):
     """AdamW keeps its step counters on the CPU and its moments beside the parameters; a resume must too
     (counters on the GPU would make every step wait on the device)."""
@@ -243,7 +260,7 @@ def test_a_resumed_optimizer_keeps_its_state_where_a_fresh_one_does(tmp_path):
     fresh.run()
     resumed = Trainer(load_config(config, [f"store={store}", "max_steps=5"]), **QUIET)
     assert resumed.run().start_step == 4
-    for before, after in zip(fresh.built.groups, resumed.built.groups):
+    for before, after in zip(fresh.session.built.groups, resumed.session.built.groups):
         for (param, a), b in zip(before.optimizer.state.items(), after.optimizer.state.values()):
             assert b["step"].device == a["step"].device == torch.device("cpu")
             assert b["exp_avg"].device == a["exp_avg"].device == param.device

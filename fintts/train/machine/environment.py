@@ -25,8 +25,8 @@ import torch
 from huggingface_hub import constants
 from huggingface_hub.utils import get_session
 
-from fintts.train.machine.clock import hms
 from fintts.train.machine.platform import PLATFORM_LIMITS, detect_platform, session_start
+from fintts.train.report.durations import hms
 from fintts.train.stores.hub.auth import find_token
 from fintts.train.stores.hub.errors import HubAuthError
 

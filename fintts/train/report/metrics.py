@@ -78,14 +78,13 @@ class LossWindow:
         self.sums, self.steps = {}, 0
         return means
 
-    def record(self, writer: Board, history: list[dict[str, float]], step: int, *, lr: Callable[[], float]) -> None:
+    def record(self, writer: Board, history: list[dict[str, float]], step: int, *, lr: float) -> None:
         """The means since the last take (and the learning rate) into the run's ``history`` and TensorBoard; none if no step
         was counted."""
         means = self.take()
         if means is None:
             return
-        entry = {"step": step, **means}
-        entry["lr"] = lr()
+        entry = {"step": step, **means, "lr": lr}
         history.append(entry)
         for key, value in entry.items():
             if key != "step":

@@ -13,10 +13,16 @@ At the end the total is the step reached: the session is complete, whatever stop
 from __future__ import annotations
 
 import time
+from typing import Protocol
 
 from tqdm.auto import tqdm
 
-from fintts.train.machine.clock import SessionClock
+
+class Clock(Protocol):
+    """What the bar reads of the session's clock (:class:`~fintts.train.session.clock.SessionClock`, which a report
+    below the session does not import): the seconds of training left, ``None`` without a limit."""
+
+    def remaining(self) -> float | None: ...
 
 
 def session_end_step(step: int, max_steps: int, seconds_left: float | None, seconds_per_step: float | None) -> int | None:
@@ -31,7 +37,7 @@ def session_end_step(step: int, max_steps: int, seconds_left: float | None, seco
 class SessionBar:
     """A tqdm bar from the session's first step to its predicted last, shown only when ``enabled``."""
 
-    def __init__(self, *, step: int, max_steps: int, clock: SessionClock, enabled: bool, desc: str):
+    def __init__(self, *, step: int, max_steps: int, clock: Clock, enabled: bool, desc: str):
         self.clock, self.max_steps = clock, max_steps
         self.first_step, self.started = step, time.time()
         total = session_end_step(step, max_steps, clock.remaining(), None)

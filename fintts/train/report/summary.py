@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from fintts.train.machine.clock import hms, in_words
+from fintts.train.report.durations import hms, in_words
 from fintts.train.report.status import NOT_LOSSES
 from fintts.train.step import memory as memory_report
 

@@ -1,35 +1,13 @@
 """The slow part of a task's export (ONNX graphs, say) made in a child process, so training goes on meanwhile.
 
-At a new best the main process replaces ``model/`` with the task's quick export (its
-weights) as before, then hands the slow part (:meth:`Task.export_later`) to a child process,
-which makes it in a hard-linked copy of that folder. Only the main process swaps the finished
-copy in, and only while ``model/`` still holds the export the copy was made from: a newer
-best meanwhile makes the copy stale, so its process is ended at once and the newest one is made
-instead (finishing it would spend the CPU that feeds the devices on files nobody keeps, and make
-the newest wait). So ``model/``
-never holds files derived from other weights than its own whenever a push snapshots it, and a
-session killed mid-way leaves ``model/`` as the quick export wrote it (the copy is removed at
-the next start). The main process waits for the newest one before its final save
-(:meth:`BackgroundExport.settle`), so the final push carries the graphs when the clock allows.
-
-Why a process and not a thread: an export is torch's tracer and onnxruntime's quantiser, neither of
-which can be abandoned half-way. A thread still inside them when the interpreter exits aborts the
-process (``terminate called without an active exception``, exit 134: a crashed Kaggle kernel after
-the summary) whenever the clock ends a session before its export. A child process can be ended:
-when the clock leaves no time for it, :meth:`settle` kills it and the export is recorded as pending
-for the next session. The child also keeps the export's warnings, logging switches and GIL off the
-training process. It is ended with its parent (``PR_SET_PDEATHSIG`` on Linux), ignores the
-terminal's SIGINT and the session's SIGTERM (the parent decides what a signal means), and is the
-machine's first to go: the lowest CPU priority, the OOM killer's first choice (``oom_score_adj``
-1000), a few threads (:func:`export_threads`), since the CPU also feeds the devices. One the kernel
-kills (out of memory) is started again, :data:`RETRIES` times, then left to the next session. It
-holds nothing it could leak (:func:`child_environment`): no token or credential variable, no Hugging
-Face login file, no launch's ``RANK``/``MASTER_*``, and a private temporary folder of its own that
-the session removes when the child ends, however it ends (onnxruntime's quantiser leaves ~150 MB in
-``$TMPDIR`` for an MMS voice when killed mid-way).
-
-The task names its slow part as a module-level function (or a :func:`functools.partial` of one
-with JSON arguments); the child imports it by name, so nothing is pickled between the two.
+At a new best the main process writes ``model/``'s quick part in place and hands the slow part
+(:meth:`Task.export_later`) to a child process working in a hard-linked copy; only a copy of the export
+``model/`` still holds is swapped in (a stale one's process is ended at once), so a push never snapshots
+files derived from other weights. A process, not a thread: torch's tracer and onnxruntime's quantiser
+cannot be abandoned half-way, and a thread still inside them at exit aborts the interpreter; a process can
+be ended when the clock leaves no time, and the export is then recorded as pending for the next session.
+The child's rules (dies with its parent, lowest priority, no credential, a private temporary folder) and
+why are in docs/how-it-is-built.md, "Task.export and Task.export_later".
 """
 
 from __future__ import annotations
@@ -166,14 +144,10 @@ class BackgroundExport:
 
     def __init__(self, final: Path, warn: Callable[[str], None], *, enabled: bool = True):
         self.final, self._warn = final, warn
-        #: ``False``: a session that makes no slow part (its store is thrown away: a bench's)
+        #: ``False``: this process makes no slow part (another process of the session, or a session whose store is
+        #: thrown away: a bench's)
         self.enabled = enabled
         self._work = final.with_name(f".{final.name}-later")
-        for leftover in final.parent.glob(f"{self._work.name}-*"):  # a killed session's unfinished copies
-            if leftover.is_dir():
-                shutil.rmtree(leftover, ignore_errors=True)
-            else:
-                leftover.unlink(missing_ok=True)
         self.generation = 0
         self._job: _Job | None = None
         self._wanted: Callable[[Path], None] | None = None
@@ -181,6 +155,14 @@ class BackgroundExport:
         #: here): the next session makes it. Only a finished swap or a newer export clears it.
         self._unmade = False
         self._step = 0
+
+    def sweep(self) -> None:
+        """Remove a killed session's unfinished copies (the main process, once the run is its to write)."""
+        for leftover in self.final.parent.glob(f"{self._work.name}-*"):
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
 
     def exported(self, derive: Callable[[Path], None] | None, step: int) -> None:
         """``final`` was just replaced by the export of ``step``; ``derive`` (``None``: nothing) is its slow part."""

@@ -1,27 +1,33 @@
 """The end of a session: the final save, the wait for the store, the status and page, the lease given back.
 
-Every end gives the lease back within the session's clock: a finished or stopped session
-(:func:`final_save`, :func:`wait_durable`, :func:`tell_final`, :func:`give_back`), one that
-failed (:func:`fail`: nothing saved is dropped, the newest verified checkpoint is pushed or
-said to be on this disk only), one stopped by a signal during set-up (:func:`abandon`).
+Every end gives the lease back within the session's clock, and says what is safe before it does:
+a finished or stopped session (:func:`finish`: the final save, the wait, the summary, the release),
+one that failed (:func:`fail`: nothing saved is dropped, the newest verified checkpoint is pushed or
+said to be on this disk only), one stopped by a signal during set-up (:func:`abandon`), and one whose
+training overran its time (:class:`SessionEnd`, which the watchdog's thread ends). The other
+processes wait for the main one's final word off the device, never in a collective while it waits
+for the Hub, so a slow final push cannot make a process group's timeout abort them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
-from fintts.train import phases
+from accelerate.utils import gather_object
+
 from fintts.train.decision import FAILURES, FINISHED, StopReason
-from fintts.train.machine.clock import SessionClock, SessionInterrupted
 from fintts.train.processes.collective import announce, await_main, post_failure, posted_failures, vote
-from fintts.train.report import card, status
+from fintts.train.report.summary import SessionSummary
 from fintts.train.run import checkpoint
-from fintts.train.run.state import TrainerState
+from fintts.train.session import checkpointing, exporting, reporting, watchdog
+from fintts.train.session.background_export import BackgroundExport
+from fintts.train.session.clock import SessionClock, SessionInterrupted
 from fintts.train.session.facts import SessionFacts
-from fintts.train.step.building import BuiltPhase
+from fintts.train.session.session import Session
+from fintts.train.step import memory
 
 #: Seconds the main process waits at most for the others to read the session's final status (they poll for it).
 FINAL_READ = 10.0
@@ -29,27 +35,88 @@ FINAL_READ = 10.0
 INTERRUPTED_RELEASE = 5.0
 
 
-def final_save(reason: StopReason, state: TrainerState, facts: SessionFacts, *, intact: Callable[[str], bool],
-               save: Callable[..., bool], export: Callable[[], None], settle: Callable[[StopReason], None]) -> StopReason:
+@dataclasses.dataclass
+class SessionEnd:
+    """How the session ends when the loop cannot end it: on an error, or (the watchdog's thread) when training overran.
+
+    ``session`` is ``None`` while the session sets up (it is set once built): then there is no
+    state worth a status, and failing only gives the lease back.
+    """
+
+    facts: SessionFacts
+    exports: BackgroundExport
+    session: Session | None = None
+
+    def fail(self, err: BaseException) -> None:
+        """Record why the session failed, push what it saved, give the lease back (see :func:`fail`)."""
+        fail(err, self.session, self.facts)
+
+    def overrun(self, error: BaseException) -> None:
+        """The watchdog's end of the session (another thread; the main one is stuck): as a failure, export closed."""
+        try:
+            self.fail(error)
+        finally:
+            self.exports.close()
+
+    def where(self) -> str:
+        """Where training stands, for the watchdog's error."""
+        if self.session is None:
+            return watchdog.where(0, None, 0.0)
+        learnt = self.session.learnt
+        return watchdog.where(self.session.state.step, learnt.step_began, learnt.mean_step)
+
+
+def finish(session: Session, reason: StopReason, resumed_from: str | None) -> SessionSummary:
+    """The final save, then (main process) the wait for the store, the status and the lease's release; the summary,
+    the same in every process (printed before the release: whatever happens next, it has been said)."""
+    facts, record, state = session.facts, session.facts.record, session.state
+    record.reason = reason.value  # before the final save, so the checkpoint's sessions log says why
+    started = time.time()
+    reason = final_save(reason, session)
+    record.reason = reason.value  # a final save the disk refused
+    session.learnt.peaks = gather_object([memory.peak_memory(facts.device)])
+    wait_interrupted = False
+    if facts.main:
+        durable, wait_interrupted = wait_durable(facts)
+        pending = facts.store.pending()
+        facts.spent("final", started)
+        record.end_step, record.ended = state.step, time.time()
+        final = {"status": reporting.write_status(session, final_state(reason), reason=reason.value), "durable": durable,
+                 "pending": pending}
+        tell_final(final, facts)
+    else:
+        final = hear_final(facts.clock)
+    summary = SessionSummary.from_status(
+        final["status"], resumed_from=resumed_from, durable=final["durable"], pending=final["pending"],
+        clock_origin=facts.clock_origin,
+    )
+    facts.log(summary.format())  # before the release: whatever happens next, this has been said
+    if facts.main:
+        give_back(facts, wait_interrupted=wait_interrupted)
+    return summary
+
+
+def final_save(reason: StopReason, session: Session) -> StopReason:
     """Save the session's last step unless a checkpoint of it is intact, and publish it as final; why the session ended
     (a final save the disk refuses ends it for that). Every process takes part (the save gathers their random streams).
 
-    ``save(final=True, export=False)`` saves a checkpoint, ``export()`` makes ``model/`` (the final weights are the
-    voice while no validation has found a best), ``settle(reason)`` finishes the background export first.
+    While no validation has found a best, the final weights are the voice: ``model/`` is exported from them first, and
+    the background export settled, so the final checkpoint says truly whether ``model/`` still lacks its slow part.
     """
+    facts, state = session.facts, session.state
     main, store = facts.main, facts.store
     here = checkpoint.name_for_step(state.step)
     keep_latest = reason in (StopReason.DIVERGED, StopReason.DISK_FULL)  # the last good checkpoint / no room for another
-    saving = not keep_latest and vote([main and not intact(here)], facts.device)[0]
+    saving = not keep_latest and vote([main and not intact(here, session)], facts.device)[0]
     if saving and main and state.best_step is None:
-        export()  # no validated best yet: the final weights are the voice, exported before the wait below
-    settle(reason)  # so the final checkpoint says truly whether model/ still lacks its slow part
+        exporting.export(session)  # no validated best yet: the final weights are the voice, exported before the wait below
+    exporting.settle(reason, session)
     if keep_latest:
         latest = checkpoint.current(store.root)
         if main and checkpoint.is_checkpoint_name(latest) and (store.root / checkpoint.CHECKPOINTS / latest).is_dir():
             store.publish(latest, final=True)
     elif saving:
-        if not save(final=True, export=False):
+        if not checkpointing.save(session, final=True, export=False):
             reason = StopReason.DISK_FULL
     elif main:
         try:
@@ -77,18 +144,19 @@ def hear_final(clock: SessionClock) -> dict[str, Any]:
     return json.loads(await_main("final", clock.end))
 
 
-def intact(name: str, good: set[str], facts: SessionFacts, *, step: int) -> bool:
+def intact(name: str, session: Session) -> bool:
     """Is ``name`` a checkpoint this session resumed from or saved (``good``), still matching its manifest?
 
     The end of a session decides by what it knows, not by ``latest``'s text: a ``latest``
     edited by hand, or a checkpoint damaged since, gets this step saved again.
     """
-    if name not in good:
+    facts = session.facts
+    if name not in session.learnt.good:
         return False
     try:
         checkpoint.verify(facts.store.root / checkpoint.CHECKPOINTS / name)
     except checkpoint.CheckpointError as err:
-        facts.log(f"warning: {err}; saving step {step} again")
+        facts.log(f"warning: {err}; saving step {session.state.step} again")
         return False
     return True
 
@@ -130,18 +198,18 @@ def abandon(err: SessionInterrupted, facts: SessionFacts) -> None:
         release_now(facts)
 
 
-def fail(err: BaseException, state: TrainerState | None, facts: SessionFacts, *, write_status: Callable[..., Any]) -> None:
+def fail(err: BaseException, session: Session | None, facts: SessionFacts) -> None:
     """Record why the session failed in its record; with several processes, the one that raised first is the reason.
 
-    ``state`` is ``None`` when set-up had not built the phase: there is no state worth a status.
+    ``session`` is ``None`` when set-up had not built the phase: there is no state worth a status.
     """
     own = f"{type(err).__name__}: {err}"
     post_failure(facts.rank, own)
-    if not facts.main or state is None:  # set-up had not built the phase: no state worth a status
+    if not facts.main or session is None:  # set-up had not built the phase: no state worth a status
         if facts.main:
             release_now(facts)
         return
-    record, store, stop = facts.record, facts.store, facts.stop
+    record, store, stop, state = facts.record, facts.store, facts.stop, session.state
     peers = posted_failures(facts.rank)
     record.ended, record.end_step = time.time(), state.step
     record.reason = f"error: {type(err).__name__}" if not peers else f"error in process {min(peers)}"
@@ -149,46 +217,8 @@ def fail(err: BaseException, state: TrainerState | None, facts: SessionFacts, *,
         state.sessions.append(record)
     seen = stop.received
     try:
-        write_status("failed", reason="; ".join(f"process {r}: {m}" for r, m in sorted(peers.items())) or own)
+        reporting.write_status(session, "failed", reason="; ".join(f"process {r}: {m}" for r, m in sorted(peers.items())) or own)
         # nothing saved is dropped: the newest verified checkpoint is pushed, or said to be on this disk only
         facts.log(store.secure_newest(facts.clock.closing_time(), interrupted=lambda: stop.received > seen))
     finally:
         release_now(facts)
-
-
-def clock_facts(clock: SessionClock) -> dict[str, float | None]:
-    """The session's length and what its clock keeps free at the end, for estimates of the next sessions."""
-    if clock.limit is None or clock.deadline is None:
-        return {"limit": None, "held_back": 0.0}
-    return {"limit": clock.limit, "held_back": round(clock.start + clock.limit - clock.deadline + clock.reserve(), 1)}
-
-
-def write_status(state_name: str, reason: str | None, facts: SessionFacts, *, run: TrainerState, built: BuiltPhase,
-                 peaks: list[dict[str, Any]], data: dict[str, Any] | None) -> dict[str, Any]:
-    """Write ``status.json`` and, from it, the run's card (with the newest loss plot beside it) (main process).
-
-    Returns the status even when the disk is too full to write it: a full disk is said
-    (in the warnings, the log and the summary), never a reason to lose the session.
-    """
-    store, clock = facts.store, facts.clock
-    root = store.root
-    current = status.build(
-        state=state_name, reason=reason, run=run, task=built.cfg.task, max_steps=built.max_steps,
-        groups=[g.name for g in built.groups], monitor=built.monitor, monitor_mode=built.monitor_mode,
-        root=root, store=store.url, about=built.task.describe(), memory=peaks,
-        data=data, clock=clock_facts(clock),
-        warnings=facts.record.warnings + [p for p in (store.problem(), clock.ceiling_note(), *store.notes()) if p],
-        phases=phases.describe(facts.config.train.phases, run),
-    )
-    try:
-        store.write_status(current)
-        latest = checkpoint.current(root)
-        plot = root / checkpoint.CHECKPOINTS / latest / card.LOSS_PLOT if checkpoint.is_checkpoint_name(latest) else None
-        if plot is not None and plot.is_file():
-            checkpoint.write_atomic(root / card.LOSS_PLOT, plot.read_bytes())
-        repo = store.hub_repo
-        page = card.render(current, built.task.card(current, repo), repo=repo, loss_plot=(root / card.LOSS_PLOT).is_file())
-        checkpoint.write_atomic(root / card.CARD, page.encode())
-    except OSError as err:
-        facts.warn(f"could not write the run's status and page in {root} ({err})")
-    return current

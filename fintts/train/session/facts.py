@@ -1,16 +1,11 @@
 """The facts of one session: what it runs on and with, built once at its start, taken explicitly by every part.
 
-Why one value: the session's accelerator, device, rank and world, precision, clock, store, record and
-log were attributes the trainer set on itself one by one while it set up, and every helper took the
-ones it needed as a keyword list of its own (a resume took fifteen), so which facts a part reads, and
-whether they were set yet, depended on who called it and when. :meth:`SessionFacts.begin` builds them
-once, in the order the session needs (the process group before the device, the store's deadline
-before anything talks to it), and a part that needs them takes ``facts`` and reads what it needs.
-
-Nothing in it is rebound while the session runs. The objects it holds change inside (the clock
-learns how long a save takes, the record gathers warnings and times, the store pushes), and a
-phase switch changes the settings training uses (``BuiltPhase.cfg``), never ``config``: the run's
-config as the session began.
+The session's accelerator, device, rank and world, precision, clock, store, record and log used to be set
+on the trainer one by one while it set up, so whether a fact was set yet depended on who called and when.
+:meth:`SessionFacts.begin` builds them once, in the order the session needs (the process group before the
+device, the store's deadline before anything talks to it). Nothing in it is rebound while the session
+runs; the objects it holds change inside (the clock learns, the record gathers warnings, the store pushes),
+and a phase switch changes ``BuiltPhase.cfg``, never ``config``: the run's config as the session began.
 """
 
 from __future__ import annotations
@@ -24,11 +19,10 @@ import torch
 from accelerate import Accelerator
 
 from fintts.train.config import RunConfig
-from fintts.train.machine.clock import SessionClock, StopRequest, session_clock
 from fintts.train.machine.platform import device_label, host_name
 from fintts.train.run.state import SessionRecord
-from fintts.train.session.watchdog import CollectiveBound
-from fintts.train.session.watching import process_group_settings
+from fintts.train.session.clock import SessionClock, StopRequest, session_clock
+from fintts.train.session.watchdog import CollectiveBound, process_group_settings
 from fintts.train.step import memory
 from fintts.train.step.precision import resolve_precision
 from fintts.train.stores import Store
@@ -96,6 +90,11 @@ class SessionFacts:
         if message not in self.record.warnings:
             self.record.warnings.append(message)
             self.log(f"warning: {message}")
+
+    def stopping(self, why: str) -> None:
+        """Why training stops the session: kept in its warnings (the status and the summary say it), and logged."""
+        self.record.warnings.append(why)
+        self.log("stopping: " + why)
 
     def spent(self, phase: str, since: float) -> None:
         """Add the time since ``since`` to this session's ``phase`` (see :data:`fintts.train.run.state.PHASES`)."""

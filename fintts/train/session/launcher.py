@@ -75,11 +75,11 @@ import yaml
 
 from fintts.process_exit import end_with_parent
 from fintts.train.config import ConfigError, RunConfig, as_run_config
-from fintts.train.machine.clock import SessionClock, session_clock
 from fintts.train.machine.platform import ORIGIN_VARIABLE, START_VARIABLE
 from fintts.train.processes.collective import NCCL_ERROR_HANDLING
 from fintts.train.processes.collective_check import check_collectives
 from fintts.train.report.summary import SessionSummary
+from fintts.train.session.clock import SessionClock, session_clock
 from fintts.train.session.loop import Trainer
 
 #: Seconds the other processes get to end by themselves after one failed (they save nothing;

@@ -1,21 +1,13 @@
-"""One session of training: resume, step until a reason to stop, save, make it durable, exit.
+"""One session of training: set up, step until the processes decide to stop, end with a summary.
 
-Read :meth:`Trainer.run` top to bottom; it is the whole story: build the phase, resume, and
-for each step: step, log, validate, decide, save or stop. The acts it calls have rooms of
-their own: :mod:`~fintts.train.step.building` (a phase as one value), :mod:`~fintts.train.session.resume`
-(the checkpoint it starts from, and a phase switch's rebuild), :mod:`~fintts.train.step.optimizer_step`,
-:mod:`~fintts.train.session.validating` (validation, the best and ``model/``'s exports), :mod:`~fintts.train.decision`
-(what every process does after a step, decided together), :mod:`~fintts.train.session.stopping` (what training's
-own stops say), :mod:`~fintts.train.session.saving`, :mod:`~fintts.train.session.ending` (the final save, the status and
-the lease given back), :mod:`~fintts.train.session.watching` and :mod:`~fintts.train.processes.collective` (how the
-processes wait for the main one off the device). What they all need of the session (its device, processes,
-precision, clock, store, record and log) is one value, :class:`~fintts.train.session.facts.SessionFacts`,
-built when the session starts and passed to each.
-
-The session's end is planned backwards from its limit (:mod:`fintts.train.machine.clock`): the
-store's requests are bounded by it, the final wait gives up before it, and the summary is
-printed before the lease is released, so a session killed at its limit has already said
-whether its checkpoint is safe and how to push it if not.
+Read :meth:`Trainer.run` and :meth:`Trainer._train` top to bottom; they are the whole story. Set-up
+builds one :class:`~fintts.train.session.session.Session` (its facts, the run's state, the phase, the
+step guard, the exports), never ``None`` once built, and every act takes it: each step is switch
+phase if due (:mod:`~fintts.train.session.phase_switch`), step (:meth:`Trainer._one_step`, returning
+what it did), decide together (:mod:`fintts.train.decision`), act (save or stop), report. The end is
+:func:`fintts.train.session.ending.finish`; a session's end is planned backwards from its limit
+(:mod:`fintts.train.session.clock`), so one killed at its limit has already said whether its
+checkpoint is safe and how to push it if not.
 """
 
 from __future__ import annotations
@@ -27,41 +19,45 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from accelerate.utils import gather_object
 from torch.utils.data import DataLoader
 
 from fintts.train import phases
 from fintts.train.config import ConfigDrift, RunConfig, as_run_config, fingerprint
 from fintts.train.decision import Decision, Flags, StopReason, decide
-from fintts.train.machine.clock import ENDING, TRAINING, SessionInterrupted, StopRequest
-from fintts.train.machine.platform import library_versions
-from fintts.train.processes.collective import announce, await_main, vote
+from fintts.train.processes.collective import announce, await_main
 from fintts.train.report.metrics import Board, LossWindow
 from fintts.train.report.progress import SessionBar
 from fintts.train.report.summary import SessionSummary
 from fintts.train.run import checkpoint
-from fintts.train.run.rng import capture_rng
 from fintts.train.run.state import TrainerState
-from fintts.train.session import ending, pending_export, resume, stopping, validating, watching
+from fintts.train.session import (
+    checkpointing,
+    ending,
+    exporting,
+    pending_export,
+    phase_switch,
+    reporting,
+    resume,
+    stopping,
+    validating,
+    watchdog,
+)
 from fintts.train.session.background_export import BackgroundExport
+from fintts.train.session.clock import ENDING, TRAINING, SessionInterrupted, StopRequest
 from fintts.train.session.facts import SessionFacts
-from fintts.train.session.saving import is_disk_full, write_checkpoint
-from fintts.train.session.watchdog import SessionWatchdog
-from fintts.train.step import memory
-from fintts.train.step.building import BuiltPhase, build_phase, describe_data
+from fintts.train.session.session import Learnt, Session, build
 from fintts.train.step.guard import FP16_OVERFLOW, StepGuard
 from fintts.train.step.optimizer_step import OutOfMemory, optimizer_step
 from fintts.train.step.sampler import MicroBatchSampler
 from fintts.train.step.seeding import seed_process
 from fintts.train.step.stepping import cuda_switches
 from fintts.train.stores import Store, store_for
-from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
-from fintts.train.task import Weights
+from fintts.train.stores.base import MODEL_DIR
 
 
 @dataclasses.dataclass
 class _Pace:
-    """What one session's loop carries from step to step: how long steps and validations take, when it last saved."""
+    """How long steps and validations take, and when the session last saved."""
 
     last_save: float
     #: the session's checkpoint interval by time, as the session began (a phase switch keeps it)
@@ -77,22 +73,38 @@ class _Pace:
 
 
 @dataclasses.dataclass
-class _Learnt:
-    """What a session learns as it goes and reads again later (one per session; see each field for who sets it)."""
+class _Steps:
+    """What the loop carries from step to step besides the session: the phase's loader and batches, the pace, the
+    losses since they were last logged, TensorBoard and the progress bar."""
 
-    #: verified checkpoints of this session: the one it resumed from, then each one it saved (the final save trusts these)
-    good: set[str] = dataclasses.field(default_factory=set)
-    #: seconds the newest checkpoint took to save and push (main process; ``None``: none yet)
-    durable: float | None = None
-    #: the phase's newest validation (its files go into each checkpoint; a phase's build forgets it)
-    last_eval: dict[str, Any] | None = None
-    #: every process's peak memory, as last measured (for the status)
-    peaks: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    #: what the phase's data is (for the status)
-    data: dict[str, Any] | None = None
-    #: where training stands, for the watchdog's error: when the step under way began (``None``: not yet), steps' mean
-    step_began: float | None = None
-    mean_step: float = 0.0
+    loader: DataLoader
+    batches: Any
+    pace: _Pace
+    window: LossWindow
+    writer: Board
+    bar: SessionBar
+
+
+@dataclasses.dataclass
+class StepDone:
+    """What one step did, as this process saw it: its flags for the vote, its losses, and what the vote's acts need
+    to say why (this process's validation error, why its steps diverged, where memory ran out)."""
+
+    flags: Flags = dataclasses.field(default_factory=Flags)
+    losses: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: ``None``: the step fitted in every process's memory
+    out_of_memory: OutOfMemory | None = None
+    #: a validation ran with this step (a phase's first, or one ``eval_every`` asked for)
+    validated: bool = False
+    failed: Exception | None = None
+    diverged: str | None = None
+
+    def took(self, validated: validating.Validated) -> None:
+        """A validation ran with this step: patience and its error go to the vote (the newest error is the one said)."""
+        self.validated = True
+        self.flags.early_stop = self.flags.early_stop or validated.early_stop
+        self.flags.validation_error = self.flags.validation_error or validated.error is not None
+        self.failed = validated.error or self.failed
 
 
 class Trainer:
@@ -101,11 +113,8 @@ class Trainer:
     Every setting comes from ``config``. ``store`` replaces the store the config describes
     (for a store built in code, e.g. a Hub store with other retry timings).
     ``allow_config_change`` accepts a resumed run whose math-changing settings differ from
-    its checkpoint's; ``force`` takes the store from another writer.
-
-    Besides its arguments it holds the session's facts (:class:`~fintts.train.session.facts.SessionFacts`,
-    built when the session starts) and what changes as the run trains: its state, the phase built,
-    the step guard, ``model/``'s exports, and what the session learnt (:class:`_Learnt`).
+    its checkpoint's; ``force`` takes the store from another writer. After :meth:`run`,
+    :attr:`session` is the session it ran (its state, phase and facts).
     """
 
     def __init__(
@@ -128,398 +137,286 @@ class Trainer:
         #: ``False``: ``model/`` gets the task's quick export only, never its slow part (see :func:`train`)
         self.background_export = background_export
         self.store = store or store_for(config.train)
-        #: the session's facts; ``None`` until the session began
-        self.facts: SessionFacts | None = None
-        #: where the run stands (the checkpoint's state, then this session's steps); ``None`` until the session read it
-        self.state: TrainerState | None = None
-        #: the phase being trained (see :mod:`fintts.train.step.building`); ``None`` until the session built it.
-        self.built: BuiltPhase | None = None
-        #: what decides whether a step is applied, and when the steps diverged; ``None`` until the session set up
-        self.guard: StepGuard | None = None
-        #: the slow part of model/'s exports (main process); ``None`` until the session holds its store.
-        self.exports: BackgroundExport | None = None
-        self.learnt = _Learnt()
+        #: the session :meth:`run` built, whole (``None`` until a run built one)
+        self.session: Session | None = None
 
     # ------------------------------------------------------------------ the story
     def run(self) -> SessionSummary:
+        """Set up one session, train it until the processes decide to stop, end it; its summary (also printed)."""
         stop = StopRequest()
         with stop.installed():  # from the session's start to its end: a signal never kills it half-way
+            facts = SessionFacts.begin(self.config, self.store, stop, self._log, own_process=self.own_process)
+            exports = BackgroundExport(self.store.root / MODEL_DIR, facts.warn, enabled=facts.main and self.background_export)
+            end = ending.SessionEnd(facts, exports)
+            watching: watchdog.SessionWatchdog | None = None
             try:
-                return self._session(stop)
+                if facts.main:
+                    self.store.acquire(facts.record.id, force=self.force)
+                    exports.sweep()
+                    watching = watchdog.start(end, clock=facts.clock, stop=stop, log=facts.log, world=facts.world)
+                session, folder = self._open(facts, exports)
+                self.session = end.session = session
+                resumed_from = self._resume(session, folder)
+                facts.record.start_step = facts.record.end_step = session.state.step
+                session.state.sessions.append(facts.record)
+                reporting.write_status(session, "running")
+                stop.phase = TRAINING
+                with cuda_switches(session.built.cfg.cudnn_benchmark, session.built.cfg.tf32):
+                    reason = self._train(session) if _work_left(session) else _nothing_left(session)
+                stop.phase = ENDING
+                watchdog.own_end(watching)
+                return ending.finish(session, reason, resumed_from)
+            except SessionInterrupted as err:
+                watchdog.own_end(watching)
+                ending.abandon(err, facts)
+                raise
+            except BaseException as err:
+                watchdog.own_end(watching)
+                end.fail(err)
+                raise
             finally:
-                if self.exports is not None:
-                    self.exports.close()  # whatever ended the session: no export process outlives it
-
-    def _session(self, stop: StopRequest) -> SessionSummary:
-        self.facts = facts = SessionFacts.begin(self.config, self.store, stop, self._log, own_process=self.own_process)
-        self.learnt = _Learnt()
-        watchdog: SessionWatchdog | None = None
-        try:
-            if facts.main:
-                self.store.acquire(facts.record.id, force=self.force)
-                self.exports = BackgroundExport(self.store.root / MODEL_DIR, facts.warn, enabled=self.background_export)
-                learnt = self.learnt
-                watchdog = watching.watch_the_end(
-                    facts, self._overrun, lambda: watching.where(self.state and self.state.step, learnt.step_began, learnt.mean_step),
-                )
-            started = time.time()
-            folder, saved = resume.resume_point(facts, allow_config_change=self.allow_config_change)
-            facts.spent("resume", started)
-            cfg = self.config.train
-            self.state = saved or TrainerState(run_name=cfg.run_name, fingerprint=fingerprint(self.config))
-            self.guard = StepGuard(
-                max_skipped=cfg.max_skipped_steps, min_loss_scale=cfg.min_loss_scale, spike_factor=cfg.spike_factor,
-                spike_window=cfg.spike_window,
-            )
-            torch.manual_seed(cfg.seed)  # model init; replaced by the checkpoint's weights when resuming
-            self._build(resuming=folder is not None)
-            started = time.time()
-            resumed_from = self._resume(folder) if folder is not None else self._begin()
-            if self.state.export_pending:  # an earlier session ended before model/'s slow part was made
-                if facts.main:  # (it may download model/ from the Hub: the others wait off the device meanwhile)
-                    pending_export.make_pending(self.built, self.state, self.exports, facts)
-                    announce("pending-export")
-                else:
-                    await_main("pending-export", facts.clock.end)
-            facts.spent("resume", started)
-            facts.record.start_step = facts.record.end_step = self.state.step
-            self.state.sessions.append(facts.record)
-            self._write_status("running")
-            stop.phase = TRAINING
-            with cuda_switches(self.built.cfg.cudnn_benchmark, self.built.cfg.tf32):
-                reason = self._train() if self._work_left() else self._nothing_left()
-            stop.phase = ENDING
-            watching.own_end(watchdog)
-            return self._finish(reason, resumed_from)
-        except SessionInterrupted as err:
-            watching.own_end(watchdog)
-            ending.abandon(err, facts)
-            raise
-        except BaseException as err:
-            watching.own_end(watchdog)
-            self._fail(err)
-            raise
+                exports.close()  # whatever ended the session: no export process outlives it
 
     # ------------------------------------------------------------------ set-up
-    def _overrun(self, err: BaseException) -> None:
-        """The watchdog's end of the session (another thread; the main one is stuck): as a failure, export closed."""
-        try:
-            self._fail(err)
-        finally:
-            if self.exports is not None:
-                self.exports.close()
-
-    def _build(self, start: Weights | None = None, resuming: bool = False) -> BuiltPhase:
-        """Build the current phase (see :mod:`fintts.train.step.building`), replacing the previous one whole; the phase built."""
-        facts = self.facts
-        self.built = build_phase(
-            self.config.phase(self.state.phase, self.state.resolved), start, accelerator=facts.accelerator, device=facts.device,
-            precision=facts.precision, cache=self.store.root / CACHE_DIR, main=facts.main, log=facts.log, progress=self.progress,
-            spent=facts.spent, warn=facts.warn, resuming=resuming,
+    def _open(self, facts: SessionFacts, exports: BackgroundExport) -> tuple[Session, Path | None]:
+        """The checkpoint to start from (drift refused before anything is built), the run's state and its phase built:
+        the session, and the checkpoint to load into it (``None``: a new run)."""
+        started = time.time()
+        folder, saved = resume.starting_checkpoint(facts, allow_config_change=self.allow_config_change)
+        facts.spent("resume", started)
+        cfg = self.config.train
+        state = saved or TrainerState(run_name=cfg.run_name, fingerprint=fingerprint(self.config))
+        guard = StepGuard(
+            max_skipped=cfg.max_skipped_steps, min_loss_scale=cfg.min_loss_scale, spike_factor=cfg.spike_factor,
+            spike_window=cfg.spike_window,
         )
-        self.state.resolved = {**self.state.resolved, **self.built.resolved}
-        self.learnt.data = describe_data(self.built, facts.log)
-        self.learnt.last_eval = None
-        return self.built
+        torch.manual_seed(cfg.seed)  # model init; replaced by the checkpoint's weights when resuming
+        learnt = Learnt()
+        built = build(state, facts, learnt, progress=self.progress, resuming=folder is not None)
+        return Session(facts=facts, state=state, built=built, guard=guard, exports=exports, learnt=learnt,
+                       progress=self.progress), folder
 
-    def _begin(self) -> None:
-        """A new run: its state records the data it starts on."""
-        self.state.data = resume.data_record(self.built)
-        seed_process(self.built.cfg.seed, self.facts.rank)
-
-    def _resume(self, folder: Path) -> str:
+    def _resume(self, session: Session, folder: Path | None) -> str | None:
         """Load the checkpoint's weights, optimizers and random streams into the phase built from its state (see
-        :mod:`fintts.train.session.resume`)."""
-        resume.load_checkpoint(folder, self.state, self.built, self.facts, guard=self.guard, allow_config_change=self.allow_config_change)
-        self.learnt.good.add(folder.name)
-        return folder.name
+        :mod:`fintts.train.session.resume`), or start a new run on its data; then make the export an earlier session
+        left unmade. The checkpoint resumed from (``None``: a new run)."""
+        facts, state, built = session.facts, session.state, session.built
+        started = time.time()
+        if folder is None:  # a new run: its state records the data it starts on
+            state.data = resume.data_record(built)
+            seed_process(built.cfg.seed, facts.rank)
+        else:
+            resume.load_checkpoint(folder, state, built, facts, guard=session.guard, allow_config_change=self.allow_config_change)
+            session.learnt.good.add(folder.name)
+        if state.export_pending:  # an earlier session ended before model/'s slow part was made
+            if facts.main:  # (it may download model/ from the Hub: the others wait off the device meanwhile)
+                pending_export.make_pending(session)
+                announce("pending-export")
+            else:
+                await_main("pending-export", facts.clock.end)
+        facts.spent("resume", started)
+        return None if folder is None else folder.name
 
     # ------------------------------------------------------------------ the loop
-    def _work_left(self) -> bool:
-        last_phase = phases.in_last_phase(self.config.train.phases, self.state)
-        return self.state.step < self.built.max_steps and not (self.state.stopped_early and self.built.cfg.patience and last_phase)
-
-    def _nothing_left(self) -> StopReason:
-        return StopReason.EARLY_STOPPING if self.state.stopped_early else StopReason.MAX_STEPS
-
-    def _batches(self) -> tuple[DataLoader, Any]:
-        """The phase's loader from where the run stands (each epoch iterates it again), its first batches, and its models
-        in training mode."""
-        cfg = self.built.cfg
-        sampler = MicroBatchSampler(
-            self.built.plan, self.state.epoch, self.state.step_in_epoch,
-            micro_batch_size=self.built.micro, rank=self.facts.rank, world=self.facts.world,
-        )
-        loader = DataLoader(
-            self.built.data.dataset,
-            batch_sampler=sampler,
-            collate_fn=self.built.data.collate,
-            num_workers=cfg.num_workers,
-            persistent_workers=cfg.persistent_workers and cfg.num_workers > 0,
-            pin_memory=cfg.pin_memory and self.facts.device.type == "cuda",
-            # a private generator: creating a loader must not consume the training RNG
-            generator=torch.Generator().manual_seed(cfg.seed + self.state.epoch),
-        )
-        for model in self.built.models.values():
-            model.train()
-        return loader, iter(loader)
-
-    def _train(self) -> StopReason:
-        """Step until the processes decide together to stop: for each step, step, log, validate, decide, save or stop."""
-        facts = self.facts
-        pace, window = _Pace(time.time(), self.built.cfg.checkpoint_every), LossWindow()
-        writer = Board.open(self.store.root / "tb" if facts.main else None, facts.warn)
-        bar = SessionBar(
-            step=self.state.step, max_steps=self.built.max_steps, clock=facts.clock, enabled=self.progress and facts.main,
-            desc=self.built.cfg.run_name,
-        )
-        loader, batches = self._batches()
+    def _train(self, session: Session) -> StopReason:
+        """Step until the processes decide together to stop: switch phase if due, step, decide, act, report."""
+        facts, config = session.facts, self.config.train
+        steps = _start_steps(session)
         decision = Decision(stop=None, save=False)
-        self.learnt.mean_step = 0.0
+        session.learnt.mean_step = 0.0
         while decision.stop is None:
-            flags, validated, failed, diverged = Flags(), False, None, None
-            ended = phases.phase_end(self.config.train.phases, self.state, self.built.plan.steps_per_epoch)
+            opening = None
+            ended = phases.phase_end(config.phases, session.state, session.built.plan.steps_per_epoch)
             if ended:
                 with facts.bound.lifted():  # new models are built: an unmeasured wait
-                    switched = resume.next_phase(ended, self.state, self.built, facts, save=self._save, rebuild=self._build)
-                if not switched:
-                    return StopReason.DISK_FULL
-                loader, batches = self._batches()
-                if self.built.cfg.eval_every:  # a phase starts with a validation of the weights it begins from
-                    failed, validated = self._validate(flags, writer), True
-            started = self.learnt.step_began = time.time()
-            if self.state.step_in_epoch >= self.built.plan.steps_per_epoch:
-                batches = self._next_epoch(loader)
-            losses, skipped, out_of_memory = optimizer_step(
-                self.built, batches, accelerator=facts.accelerator, guard=self.guard, precision=facts.precision,
-                device=facts.device, rank=facts.rank, world=facts.world,
-            )
-            if out_of_memory is not None:
-                flags.out_of_memory = True
-            else:
-                self._count_step(started, losses, skipped, pace, window, writer)
-                every = self.built.cfg.eval_every
-                if every and self.state.step % every == 0:
-                    failed, validated = self._validate(flags, writer, pace) or failed, True
-                diverged = self._judge(flags, pace)
-            flags.signal = facts.stop.signal_name
-            if facts.main:
-                self._poll_exports()
-            decision = decide(
-                flags, rank=facts.rank, world=facts.world, device=facts.device,
-                early_stop_ends_run=phases.in_last_phase(self.config.train.phases, self.state),
-            )
-            facts.bound.voted()
-            self.learnt.mean_step = pace.mean_step if pace.step_times else 0.0
-            if validated:
-                self.state.stopped_early = decision.early_stop
-            decision = self._act(decision, out_of_memory, diverged, failed, pace)
-            if out_of_memory is None:
-                bar.update(self.state.step, loss=f"{losses.get(self.built.main_loss, float('nan')):.4g}", s_step=f"{pace.mean_step:.2f}")
-        bar.close()
-        self._record_losses(window, writer)
-        if pace.skipped:
-            facts.record.warnings.append(f"{pace.skipped} step(s) were skipped in this session, the last for: {pace.last_skipped}")
-        writer.close()
+                    if not phase_switch.next_phase(ended, session):
+                        return StopReason.DISK_FULL
+                steps.loader, steps.batches = _batches(session)
+                if session.built.cfg.eval_every:  # a phase starts with a validation of the weights it begins from
+                    opening = _validate(session, steps)
+            done = self._one_step(session, steps, opening)
+            decision = _decide(session, done, steps.pace)
+            decision = _act(session, decision, done, steps.pace)
+            if done.out_of_memory is None:
+                loss = done.losses.get(session.built.main_loss, float("nan"))
+                steps.bar.update(session.state.step, loss=f"{loss:.4g}", s_step=f"{steps.pace.mean_step:.2f}")
+        steps.bar.close()
+        _record_losses(session, steps)
+        if steps.pace.skipped:
+            facts.record.warnings.append(
+                f"{steps.pace.skipped} step(s) were skipped in this session, the last for: {steps.pace.last_skipped}")
+        steps.writer.close()
         return decision.stop
 
-    def _next_epoch(self, loader: DataLoader) -> Any:
-        self.state.epoch += 1
-        self.state.step_in_epoch = 0
-        loader.batch_sampler.set_epoch(self.state.epoch)
-        return iter(loader)
-
-    def _count_step(self, started: float, losses: dict[str, float], skipped: str | None, pace: _Pace, window: LossWindow,
-                    writer: Board) -> None:
-        """A step taken: the run's counters, its time, its losses (logged when due) and whether it was skipped."""
-        self.state.step += 1
-        self.state.step_in_epoch += 1
-        pace.step_times = (pace.step_times + [time.time() - started])[-20:]
-        self.facts.spent("steps", started)
-        window.add(losses, pace.step_times[-1])
-        if skipped is not None and skipped != FP16_OVERFLOW:
-            pace.skipped, pace.last_skipped = pace.skipped + 1, skipped
-            if self.guard.in_row == 1 or "spike" in skipped:
-                self.facts.log(f"step {self.state.step} skipped: {skipped}")
-        if self.state.step % self.built.cfg.log_every == 0 or self.state.step == self.built.max_steps:
-            self._record_losses(window, writer)
-
-    def _validate(self, flags: Flags, writer: Board, pace: _Pace | None = None) -> Exception | None:
-        """Validate in every process (see :func:`fintts.train.session.validating.validate`): patience and errors go to the
-        step's vote; returns this process's error, for the message should the vote stop on it.
-
-        ``pace``: a validation ``eval_every`` asked for, timed (the clock keeps room for the next one); a phase's
-        first validation is not.
-        """
-        started = time.time()
-        done = validating.validate(self.built, self.state, writer, self.facts, export=self._export)
-        self.learnt.peaks = done.peaks
-        if done.evaluated is not None:
-            self.learnt.last_eval = done.evaluated
-        flags.early_stop, flags.validation_error = flags.early_stop or done.early_stop, flags.validation_error or done.error is not None
-        if pace is not None:
-            pace.eval_seconds = time.time() - started
-            self.facts.spent("validation", started)
-        return done.error
-
-    def _judge(self, flags: Flags, pace: _Pace) -> str | None:
-        """This process's view after a step taken: divergence, the run's end, the deadline, a checkpoint due.
-
-        Returns why the steps diverged (``None``: they did not), for the message should the vote stop on it.
-        """
-        cfg = self.built.cfg
-        next_eval = bool(cfg.eval_every) and (self.state.step + 1) % cfg.eval_every == 0
-        diverged = self.guard.verdict(self.built.scaler.get_scale() if self.built.scaler.is_enabled() else None)
-        flags.diverged = diverged is not None
-        flags.max_steps = self.state.step >= self.built.max_steps
-        flags.deadline = self.facts.clock.must_stop(max(pace.step_times) * 1.2 + (pace.eval_seconds if next_eval else 0.0))
-        steady = self.guard.in_row == 0  # while steps are being skipped, latest stays the last good checkpoint
-        flags.save_by_time = steady and bool(pace.checkpoint_every) and time.time() - pace.last_save >= pace.checkpoint_every
-        flags.save_by_steps = steady and bool(cfg.checkpoint_every_steps) and self.state.step % cfg.checkpoint_every_steps == 0
-        return diverged
-
-    def _act(self, decision: Decision, out_of_memory: OutOfMemory | None, diverged: str | None, failed: Exception | None,
-             pace: _Pace) -> Decision:
-        """Do what the processes decided: report the failure that stops them, or save; a save the disk refuses stops them."""
-        facts = self.facts
-        if decision.stop is StopReason.VALIDATION_ERROR:
-            stopping.validation_failed(failed, decision.failed_processes, rank=facts.rank, step=self.state.step)
-        elif decision.stop is StopReason.OUT_OF_MEMORY:
-            if out_of_memory is not None:  # always: every process learnt it in the step (see optimizer_step)
-                self._stopping(stopping.out_of_memory(out_of_memory, self.built, at=self.state.step, world=facts.world, rank=facts.rank))
-        elif decision.stop is StopReason.DIVERGED:
-            latest = checkpoint.current(self.store.root) if facts.main else None
-            self._stopping(stopping.diverged(diverged or "the steps of another process diverged", step=self.state.step, latest=latest))
-        elif decision.save:
-            saving = time.time()
-            if not self._save():
-                decision = Decision(stop=StopReason.DISK_FULL, save=False)
-            facts.spent("checkpoints", saving)
-            pace.last_save = time.time()
-        return decision
-
-    def _stopping(self, why: str) -> None:
-        """Why training stops the session: kept in its warnings (the status and the summary say it), and logged."""
-        self.facts.record.warnings.append(why)
-        self.facts.log("stopping: " + why)
-
-    def _record_losses(self, window: LossWindow, writer: Board) -> None:
-        """The window's mean losses (and the learning rate) into the run's history and TensorBoard; none if it is empty."""
-        window.record(writer, self.state.history, self.state.step, lr=lambda: self.built.groups[0].optimizer.param_groups[0]["lr"])
-
-    # ------------------------------------------------------------------ saving
-    def _save(self, *, final: bool = False, export: bool = True) -> bool:
-        """Save a checkpoint of this step and hand it to the store; ``False`` when the disk is full (then nothing changed).
-        ``export=False``: ``model/`` already holds this step's export (the final save's, made before its wait).
-
-        The checkpoint comes first: once it is written, nothing after it (the status, the
-        ``model/`` export, the snapshot for a push) can keep it from being published.
-        """
-        facts, state, learnt = self.facts, self.state, self.learnt
-        started = time.time()
-        rngs = gather_object([capture_rng()])
-        name = checkpoint.name_for_step(state.step)
-        full = False
-        if facts.main:
-            state.rng = rngs
-            state.guard = self.guard.state()
-            state.precision, state.versions = facts.precision, library_versions()
-            state.world_size, state.micro_batch_size = facts.world, self.built.micro
-            facts.record.end_step = state.step
-            facts.record.ended = time.time()
-            if state.best_step is not None and state.best_checkpoint is None:
-                state.best_checkpoint = name
-            if export and state.best_step is None and validating.slow_part(self.built, self.exports) is not None:
-                state.export_pending = True  # a kill before the export below is made leaves it to the next session
-            try:
-                checkpoint.save(
-                    self.store.root, name,
-                    lambda folder: write_checkpoint(folder, self.built, state, learnt.last_eval["files"] if learnt.last_eval else {},
-                                                    plot=final or self.store.push_due()),
-                )
-            except Exception as err:
-                if not is_disk_full(err):
-                    raise
-                full = True
-                if isinstance(err, checkpoint.LatestNotWritten):  # the folder is whole: it is the one to resume from
-                    learnt.good.add(name)
-                    self._stopping(stopping.latest_not_written(name, self.store.root))
-                else:
-                    self._stopping(stopping.disk_full(name, state, self.store.root))
-            else:
-                learnt.good.add(name)
-                if export and state.best_step is None:  # no validated best yet: the newest weights are the model
-                    self._export()
-                self._poll_exports()  # a finished background export goes into this push
-                holder = state.best_checkpoint
-                phase_ends = [record["checkpoint"] for record in state.phases]  # each phase's last weights
-                self.store.prune(self.built.cfg.keep_last, ([holder] if holder else []) + phase_ends)
-                self._write_status("running")
-                self.store.publish(name, final=final)
-                learnt.durable = time.time() - started + max(self.store.transfer_seconds()[-5:] or [0.0])
-                facts.clock.record(learnt.durable)
-                state.durable_seconds = list(facts.clock.measured)
-        (full,) = vote([full], facts.device)
-        facts.accelerator.wait_for_everyone()
-        return not full
-
-    def _export(self) -> None:
-        """Replace ``model/`` with the task's export (main process; see :func:`fintts.train.session.validating.export`)."""
-        validating.export(self.built, self.state, self.exports, self.facts)
-
-    def _poll_exports(self) -> None:
-        """Put a finished background export in place (main process; see :func:`fintts.train.session.validating.poll_exports`)."""
-        validating.poll_exports(self.exports, self.state, self.facts.clock, self.learnt.durable)
-
-    # ------------------------------------------------------------------ the end
-    def _finish(self, reason: StopReason, resumed_from: str | None) -> SessionSummary:
-        """The final save, then (main process) the wait for the store, the status and the lease's release
-        (see :mod:`fintts.train.session.ending`).
-
-        The other processes wait for the main one's final status off the device (on the
-        process group's store, until the session's end), never in a collective while it
-        waits for the Hub: a slow final push cannot make a watchdog abort them.
-        """
-        facts, record = self.facts, self.facts.record
-        record.reason = reason.value  # before the final save, so the checkpoint's sessions log says why
-        started = time.time()
-        reason = ending.final_save(
-            reason, self.state, facts, save=self._save, export=self._export,
-            intact=lambda name: ending.intact(name, self.learnt.good, facts, step=self.state.step),
-            settle=lambda why: validating.settle_exports(why, self.state, self.exports, facts, durable=self.learnt.durable),
+    def _one_step(self, session: Session, steps: _Steps, opening: validating.Validated | None) -> StepDone:
+        """One optimizer step, and this process's view after it: its validation when due, divergence, the run's end,
+        the deadline, a checkpoint due. ``opening``: the validation a phase began with, this step's too."""
+        facts, state, built = session.facts, session.state, session.built
+        done = StepDone()
+        if opening is not None:
+            done.took(opening)
+        started = session.learnt.step_began = time.time()
+        if state.step_in_epoch >= built.plan.steps_per_epoch:
+            steps.batches = _next_epoch(session, steps.loader)
+        done.losses, skipped, done.out_of_memory = optimizer_step(
+            built, steps.batches, accelerator=facts.accelerator, guard=session.guard, precision=facts.precision,
+            device=facts.device, rank=facts.rank, world=facts.world,
         )
-        record.reason = reason.value  # a final save the disk refused
-        self.learnt.peaks = gather_object([memory.peak_memory(facts.device)])
-        wait_interrupted = False
-        if facts.main:
-            durable, wait_interrupted = ending.wait_durable(facts)
-            pending = self.store.pending()
-            facts.spent("final", started)
-            record.end_step, record.ended = self.state.step, time.time()
-            final = {"status": self._write_status(ending.final_state(reason), reason=reason.value), "durable": durable, "pending": pending}
-            ending.tell_final(final, facts)
-        else:
-            final = ending.hear_final(facts.clock)
-        summary = SessionSummary.from_status(
-            final["status"], resumed_from=resumed_from, durable=final["durable"], pending=final["pending"],
-            clock_origin=facts.clock_origin,
-        )
-        facts.log(summary.format())  # before the release: whatever happens next, this has been said
-        if facts.main:
-            ending.give_back(facts, wait_interrupted=wait_interrupted)
-        return summary
+        if done.out_of_memory is not None:
+            done.flags.out_of_memory = True
+            return done
+        _count_step(session, steps, started, done.losses, skipped)
+        every = built.cfg.eval_every
+        if every and state.step % every == 0:
+            done.took(_validate(session, steps, timed=True))
+        done.diverged = _judge(session, done.flags, steps.pace)
+        return done
 
-    def _fail(self, err: BaseException) -> None:
-        """Record why the session failed, push what it saved, give the lease back (see :func:`fintts.train.session.ending.fail`)."""
-        built = self.built is not None  # set-up had not built the phase: no state worth a status
-        ending.fail(err, self.state if built else None, self.facts, write_status=self._write_status)
 
-    def _write_status(self, state: str, *, reason: str | None = None) -> dict[str, Any] | None:
-        """Write ``status.json`` and the run's page (main process; see :func:`fintts.train.session.ending.write_status`)."""
-        if not self.facts.main:
-            return None
-        return ending.write_status(state, reason, self.facts, run=self.state, built=self.built, peaks=self.learnt.peaks,
-                                   data=self.learnt.data)
+# ---------------------------------------------------------------------- the loop's detail, one call away
+def _work_left(session: Session) -> bool:
+    state, built = session.state, session.built
+    last_phase = phases.in_last_phase(session.facts.config.train.phases, state)
+    return state.step < built.max_steps and not (state.stopped_early and built.cfg.patience and last_phase)
+
+
+def _nothing_left(session: Session) -> StopReason:
+    return StopReason.EARLY_STOPPING if session.state.stopped_early else StopReason.MAX_STEPS
+
+
+def _start_steps(session: Session) -> _Steps:
+    """The loop's own things at its start: the phase's loader, the pace, the loss window, TensorBoard, the bar."""
+    facts, built = session.facts, session.built
+    loader, batches = _batches(session)
+    bar = SessionBar(step=session.state.step, max_steps=built.max_steps, clock=facts.clock,
+                     enabled=session.progress and facts.main, desc=built.cfg.run_name)
+    return _Steps(loader=loader, batches=batches, pace=_Pace(time.time(), built.cfg.checkpoint_every), window=LossWindow(),
+                  writer=Board.open(facts.store.root / "tb" if facts.main else None, facts.warn), bar=bar)
+
+
+def _batches(session: Session) -> tuple[DataLoader, Any]:
+    """The phase's loader from where the run stands (each epoch iterates it again), its first batches, and its models
+    in training mode."""
+    facts, state, built = session.facts, session.state, session.built
+    cfg = built.cfg
+    sampler = MicroBatchSampler(
+        built.plan, state.epoch, state.step_in_epoch, micro_batch_size=built.micro, rank=facts.rank, world=facts.world,
+    )
+    loader = DataLoader(
+        built.data.dataset,
+        batch_sampler=sampler,
+        collate_fn=built.data.collate,
+        num_workers=cfg.num_workers,
+        persistent_workers=cfg.persistent_workers and cfg.num_workers > 0,
+        pin_memory=cfg.pin_memory and facts.device.type == "cuda",
+        # a private generator: creating a loader must not consume the training RNG
+        generator=torch.Generator().manual_seed(cfg.seed + state.epoch),
+    )
+    for model in built.models.values():
+        model.train()
+    return loader, iter(loader)
+
+
+def _next_epoch(session: Session, loader: DataLoader) -> Any:
+    session.state.epoch += 1
+    session.state.step_in_epoch = 0
+    loader.batch_sampler.set_epoch(session.state.epoch)
+    return iter(loader)
+
+
+def _count_step(session: Session, steps: _Steps, started: float, losses: dict[str, float], skipped: str | None) -> None:
+    """A step taken: the run's counters, its time, its losses (logged when due) and whether it was skipped."""
+    state, pace, facts = session.state, steps.pace, session.facts
+    state.step += 1
+    state.step_in_epoch += 1
+    pace.step_times = (pace.step_times + [time.time() - started])[-20:]
+    facts.spent("steps", started)
+    steps.window.add(losses, pace.step_times[-1])
+    if skipped is not None and skipped != FP16_OVERFLOW:
+        pace.skipped, pace.last_skipped = pace.skipped + 1, skipped
+        if session.guard.in_row == 1 or "spike" in skipped:
+            facts.log(f"step {state.step} skipped: {skipped}")
+    if state.step % session.built.cfg.log_every == 0 or state.step == session.built.max_steps:
+        _record_losses(session, steps)
+
+
+def _validate(session: Session, steps: _Steps, *, timed: bool = False) -> validating.Validated:
+    """Validate in every process (see :func:`fintts.train.session.validating.validate`); what the session keeps of it.
+
+    ``timed``: a validation ``eval_every`` asked for (the clock keeps room for the next one); a phase's first is not.
+    """
+    started = time.time()
+    done = validating.validate(session, steps.writer)
+    session.learnt.peaks = done.peaks
+    if done.evaluated is not None:
+        session.learnt.last_eval = done.evaluated
+    if timed:
+        steps.pace.eval_seconds = time.time() - started
+        session.facts.spent("validation", started)
+    return done
+
+
+def _judge(session: Session, flags: Flags, pace: _Pace) -> str | None:
+    """This process's view after a step taken: divergence, the run's end, the deadline, a checkpoint due.
+
+    Returns why the steps diverged (``None``: they did not), for the message should the vote stop on it.
+    """
+    state, built, guard = session.state, session.built, session.guard
+    cfg = built.cfg
+    next_eval = bool(cfg.eval_every) and (state.step + 1) % cfg.eval_every == 0
+    diverged = guard.verdict(built.scaler.get_scale() if built.scaler.is_enabled() else None)
+    flags.diverged = diverged is not None
+    flags.max_steps = state.step >= built.max_steps
+    flags.deadline = session.facts.clock.must_stop(max(pace.step_times) * 1.2 + (pace.eval_seconds if next_eval else 0.0))
+    steady = guard.in_row == 0  # while steps are being skipped, latest stays the last good checkpoint
+    flags.save_by_time = steady and bool(pace.checkpoint_every) and time.time() - pace.last_save >= pace.checkpoint_every
+    flags.save_by_steps = steady and bool(cfg.checkpoint_every_steps) and state.step % cfg.checkpoint_every_steps == 0
+    return diverged
+
+
+def _decide(session: Session, done: StepDone, pace: _Pace) -> Decision:
+    """Every process's vote on this step (see :func:`fintts.train.decision.decide`), a finished export put in place
+    first (main process)."""
+    facts = session.facts
+    done.flags.signal = facts.stop.signal_name
+    if facts.main:
+        exporting.poll(session)
+    decision = decide(
+        done.flags, rank=facts.rank, world=facts.world, device=facts.device,
+        early_stop_ends_run=phases.in_last_phase(facts.config.train.phases, session.state),
+    )
+    facts.bound.voted()
+    session.learnt.mean_step = pace.mean_step if pace.step_times else 0.0
+    if done.validated:
+        session.state.stopped_early = decision.early_stop
+    return decision
+
+
+def _act(session: Session, decision: Decision, done: StepDone, pace: _Pace) -> Decision:
+    """Do what the processes decided: report the failure that stops them, or save; a save the disk refuses stops them."""
+    facts, state = session.facts, session.state
+    if decision.stop is StopReason.VALIDATION_ERROR:
+        stopping.validation_failed(done.failed, decision.failed_processes, rank=facts.rank, step=state.step)
+    elif decision.stop is StopReason.OUT_OF_MEMORY:
+        if done.out_of_memory is not None:  # always: every process learnt it in the step (see optimizer_step)
+            facts.stopping(stopping.out_of_memory(done.out_of_memory, session.built, at=state.step, world=facts.world,
+                                                  rank=facts.rank))
+    elif decision.stop is StopReason.DIVERGED:
+        latest = checkpoint.current(facts.store.root) if facts.main else None
+        facts.stopping(stopping.diverged(done.diverged or "the steps of another process diverged", step=state.step, latest=latest))
+    elif decision.save:
+        saving = time.time()
+        if not checkpointing.save(session):
+            decision = Decision(stop=StopReason.DISK_FULL, save=False)
+        facts.spent("checkpoints", saving)
+        pace.last_save = time.time()
+    return decision
+
+
+def _record_losses(session: Session, steps: _Steps) -> None:
+    """The window's mean losses (and the learning rate) into the run's history and TensorBoard; none if it is empty."""
+    lr = session.built.groups[0].optimizer.param_groups[0]["lr"]
+    steps.window.record(steps.writer, session.state.history, session.state.step, lr=lr)
 
 
 def train(

@@ -18,26 +18,25 @@ from pathlib import Path
 from typing import Any
 
 from fintts.errors import StoreError
-from fintts.train.run.state import TrainerState
-from fintts.train.session import validating
-from fintts.train.session.background_export import BackgroundExport
+from fintts.train.session import exporting
 from fintts.train.session.facts import SessionFacts
-from fintts.train.step.building import BuiltPhase
+from fintts.train.session.session import Session
 from fintts.train.stores.base import MODEL_DIR
 
 #: Tries of each Hub request of the download (the client's retry loop; never past the session's end).
 HUB_ATTEMPTS = 3
 
 
-def make_pending(built: BuiltPhase, state: TrainerState, exports: BackgroundExport, facts: SessionFacts) -> None:
+def make_pending(session: Session) -> None:
     """Start the slow part the resumed checkpoint says ``model/`` lacks (main process), fetching ``model/`` first when
     this disk has none."""
+    facts, state, exports = session.facts, session.state, session.exports
     final = facts.store.root / MODEL_DIR
-    if validating.slow_part(built, exports) is None or final.is_dir():
-        validating.export_later(built, state, exports)
+    if exporting.slow_part(session) is None or final.is_dir():
+        exporting.export_later(session)
         return
     if state.best_step is None:  # model/ is the export of the weights just resumed: make it again from them
-        validating.export(built, state, exports, facts)
+        exporting.export(session)
         if not final.is_dir():
             exports.unmade(state.step, f"{final} could not be made again from the resumed weights")
         return
@@ -45,7 +44,7 @@ def make_pending(built: BuiltPhase, state: TrainerState, exports: BackgroundExpo
     if why is not None:
         exports.unmade(state.step, why)
         return
-    validating.export_later(built, state, exports)
+    exporting.export_later(session)
 
 
 def fetch_model(facts: SessionFacts, final: Path) -> str | None:

@@ -1,6 +1,6 @@
-"""Resuming: the checkpoint a session starts from, loaded into the phase built from its state; and the phase switch's rebuild.
+"""Resuming: the checkpoint a session starts from, loaded into the phase built from its state.
 
-Drift is refused before anything is built (:func:`resume_point`): a checkpoint trained with
+Drift is refused before anything is built (:func:`starting_checkpoint`): a checkpoint trained with
 settings that change the result, or for other labels, is not continued unless asked
 (``allow_config_change``). What may change (the data's items, the library versions, the
 number of processes, the precision) is said, and kept in the session's warnings where the
@@ -10,28 +10,25 @@ training dynamics change.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors.torch import load_model
 
-from fintts.train import phases
 from fintts.train.config import ConfigDrift, fingerprint, fingerprint_changes
 from fintts.train.machine.platform import library_versions
 from fintts.train.processes.collective import announce, await_main
 from fintts.train.report import status
 from fintts.train.run import checkpoint, data_drift
-from fintts.train.run.rng import isolated_rng, restore_rng
+from fintts.train.run.rng import restore_rng
 from fintts.train.run.state import TrainerState
 from fintts.train.session.facts import SessionFacts
 from fintts.train.step.building import BuiltPhase
 from fintts.train.step.guard import StepGuard
-from fintts.train.task import Weights
 
 
-def resume_point(facts: SessionFacts, *, allow_config_change: bool) -> tuple[Path | None, TrainerState | None]:
+def starting_checkpoint(facts: SessionFacts, *, allow_config_change: bool) -> tuple[Path | None, TrainerState | None]:
     """The checkpoint to resume from and its state, read before anything is built; drift is refused here."""
     config, store, log = facts.config, facts.store, facts.log
     if facts.main:
@@ -166,29 +163,3 @@ def load_scaler(scaler_state: dict[str, Any], saved: TrainerState, name: str, bu
         return
     facts.log(note)
     facts.record.warnings.append(note)
-
-
-def next_phase(reason: str, state: TrainerState, built: BuiltPhase, facts: SessionFacts, *, save: Callable[[], bool],
-               rebuild: Callable[[Weights], BuiltPhase]) -> bool:
-    """End the current phase and build the next one from its final weights (see :mod:`fintts.train.phases`).
-
-    ``rebuild`` builds the phase ``state`` names from the weights given, and returns it.
-    ``False`` when the phase's end could not be saved (the disk is full): the phase
-    then does not end, and the session stops as for any checkpoint that cannot be saved.
-    """
-    config = facts.config
-    ended = config.train.phases[state.phase].name
-    latest = checkpoint.read_latest(facts.store.root)
-    if (latest is None or checkpoint.step_of(latest) != state.step) and not save():
-        return False
-    start = {name: model.state_dict() for name, model in built.raw_models.items()}
-    seed = built.cfg.seed
-    facts.accelerator.free_memory()  # the ended phase's models and optimizers are not kept alive by accelerate
-    phases.begin_next(config.train.phases, state, reason, checkpoint.name_for_step(state.step))
-    with isolated_rng(seed + 7_777 * state.phase):
-        built = rebuild(start)
-    del start
-    state.data = data_record(built)
-    facts.log(f"step {state.step}: phase {ended} ended ({reason}); phase {config.train.phases[state.phase].name} "
-        f"begins" + "".join(f", {k}: {v}" for k, v in state.resolved.items()))
-    return True

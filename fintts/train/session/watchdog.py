@@ -1,29 +1,12 @@
 """What keeps a session of several processes inside its time, whatever one of them does.
 
-A process that hangs (a device fault, a stuck data loader, a teardown) leaves the others
-waiting in their next collective. Two bounds, both from the session's own measurements and
-clock, keep that from costing the session:
-
-- **A collective waits a few slow steps, not the session** (:class:`CollectiveBound`). Once
-  the steps are measured, every process sets its process group's timeout to
-  :data:`GAP_FACTOR` × the longest stretch between two of its votes so far (a step with its
-  validation and its checkpoint, whatever the slowest process took), never less than the
-  floor (``collective_timeout``; ``auto``: :data:`COLLECTIVE_FLOOR`) nor more than the
-  session's limit. A hung peer then makes the main process's collective fail within minutes,
-  and it ends the session as failed, pushing its newest checkpoint (``Trainer._fail``).
-  Until the steps are measured (set-up, the first step, a phase switch's building) the bound
-  is the session's limit, as before.
-- **The session's end comes whatever a peer does** (:class:`SessionWatchdog`). The main
-  process watches its clock from a thread: when training has not ended half a reserve after
-  the time it should have stopped, it takes the session's end out of the main thread's hands:
-  it writes the ``failed`` status, pushes the newest verified checkpoint until the clock's
-  closing time, gives the lease back, and ends the process (exit code 1). The launcher then
-  ends the others.
-
-Neither saves a checkpoint of the step the processes were in: that needs every process's
-random streams (a collective), and a process stopped inside a step may hold weights from
-two steps (one optimizer group stepped, the next one not). What a hung process costs is
-the steps since the last checkpoint, at most ``checkpoint_every``.
+A process that hangs (a device fault, a stuck loader, a teardown) leaves the others waiting in their next
+collective. Two bounds, from the session's own measurements and clock, keep that from costing the session:
+a collective waits a few slow steps, not the session (:class:`CollectiveBound`, which also gives the process
+group its first timeout), and the session's end comes whatever a peer does (:class:`SessionWatchdog`: the main
+process's clock watched from a thread, which ends the session as failed with its newest checkpoint pushed).
+Neither saves the step under way: that needs every process (a collective). The numbers are in the table of
+docs/sessions-and-stores.md; this module imports nothing of the session, which it is given as a :class:`Watched`.
 """
 
 from __future__ import annotations
@@ -35,10 +18,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 import torch.distributed as dist
+from accelerate.utils import InitProcessGroupKwargs
 
-from fintts.train.machine.clock import ENDING, SessionClock, StopRequest
+from fintts.train.session.clock import ENDING, SessionClock, StopRequest
 
 #: A collective waits at most this many times the longest stretch between two votes seen so far ...
 GAP_FACTOR = 4.0
@@ -66,6 +51,13 @@ def set_collective_timeout(seconds: float | None) -> None:
     setter = getattr(distributed_c10d, "_set_pg_timeout", None)  # torch >= 2.3
     if setter is not None:
         setter(datetime.timedelta(seconds=seconds))
+
+
+def process_group_settings(bound: CollectiveBound) -> list[InitProcessGroupKwargs]:
+    """The process group's timeout until the steps are measured (see :class:`CollectiveBound`):
+    ``collective_timeout``, or (``auto``) the session's limit (torch's default without one)."""
+    seconds = bound.initial
+    return [InitProcessGroupKwargs(timeout=datetime.timedelta(seconds=seconds))] if seconds else []
 
 
 class CollectiveBound:
@@ -106,19 +98,28 @@ class SessionOverrun(RuntimeError):
     """The session's end came while training still ran: a process hung, or a step took far longer than measured."""
 
 
+class Watched(Protocol):
+    """What the watchdog ends: :class:`fintts.train.session.ending.SessionEnd` (not imported: it is made of the
+    session, whose facts are built with :func:`process_group_settings`)."""
+
+    def where(self) -> str:
+        """Where training stands, for the watchdog's error."""
+
+    def overrun(self, error: BaseException) -> None:
+        """End the session as failed (status, newest checkpoint pushed, lease), from the watchdog's thread."""
+
+
 class SessionWatchdog(threading.Thread):
     """The main process's guard of the session's end (see the module's docstring).
 
-    ``fail(error)`` is the trainer's failure path (status, newest checkpoint pushed, lease);
-    ``describe()`` says what each process last reported, for the error. The main thread calls
-    :meth:`stand_down` before it ends the session itself; ``False`` means the watchdog has
+    It ends ``watched`` (:meth:`Watched.overrun`) with its whereabouts in the error. The main thread
+    calls :meth:`stand_down` before it ends the session itself; ``False`` means the watchdog has
     taken the end, and the main thread must leave it the process (:meth:`join`).
     """
 
-    def __init__(self, clock: SessionClock, stop: StopRequest, fail: Callable[[BaseException], None],
-                 describe: Callable[[], str], log: Callable[[str], None]):
+    def __init__(self, clock: SessionClock, stop: StopRequest, watched: Watched, log: Callable[[str], None]):
         super().__init__(name="fintts-session-watchdog", daemon=True)
-        self.clock, self.stop, self.fail, self.describe, self.log = clock, stop, fail, describe, log
+        self.clock, self.stop, self.watched, self.log = clock, stop, watched, log
         self._lock = threading.Lock()
         self._state = "watching"  # then "stood-down" (the main thread ends the session) or "fired"
 
@@ -152,14 +153,38 @@ class SessionWatchdog(threading.Thread):
 
     def _end(self) -> None:
         error = SessionOverrun(
-            f"the session's end is near and training has not stopped: {self.describe()}. The session ends now with its "
+            f"the session's end is near and training has not stopped: {self.watched.where()}. The session ends now with its "
             "newest checkpoint; the steps since it are lost"
         )
         self.log(f"stopping: {error}")
         try:
-            self.fail(error)
+            self.watched.overrun(error)
         except BaseException as err:  # whatever went wrong, the process still ends before the session does
             print(f"error while ending the session: {type(err).__name__}: {err}", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(EXIT_FAILED)
+
+
+def start(watched: Watched, *, clock: SessionClock, stop: StopRequest, log: Callable[[str], None], world: int) -> SessionWatchdog | None:
+    """With several processes, the main one's clock watched from a thread (started here); ``None`` with one (a single
+    process may be the notebook's own kernel, which the watchdog would end), or without a limit."""
+    if world > 1 and clock.end is not None:
+        watchdog = SessionWatchdog(clock, stop, watched, log)
+        watchdog.start()
+        return watchdog
+    return None
+
+
+def own_end(watchdog: SessionWatchdog | None) -> None:
+    """The main thread ends the session, unless the watchdog took the end: then it leaves it the process."""
+    if watchdog is not None and not watchdog.stand_down():
+        watchdog.join()
+
+
+def where(step: int, began: float | None, mean_step: float) -> str:
+    """Where training stands, for the watchdog's error: ``step`` done, the next one ``began`` (``None``: not yet)."""
+    if began is None:
+        return "the session was still setting up"
+    return (f"step {step + 1} began {time.time() - began:.0f} s ago"
+            + (f" (steps took {mean_step:.1f} s)" if mean_step else "") + ": a process hung, or this step is far slower than measured")

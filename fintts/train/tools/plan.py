@@ -11,7 +11,7 @@ the same device, or, for a run in progress, what its own sessions recorded
 target machine — the install and model download of a fresh container, moving checkpoints to
 and from the Hub — is an :class:`Assumptions` field, and every figure says which it is.
 
-A session is the :class:`~fintts.train.machine.clock.SessionClock`'s: training stops ``safety_margin``
+A session is the :class:`~fintts.train.session.clock.SessionClock`'s: training stops ``safety_margin``
 plus a reserve (``reserve_factor`` × the final save and upload) before the limit, and the
 session then ends, so the quota pays for what the session used, not for its limit.
 """
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fintts.train.config import ConfigError, RunConfig, TrainConfig, parse_duration, total_steps
-from fintts.train.machine.clock import in_words
+from fintts.train.report.durations import in_words
 from fintts.train.stores.base import Store
 
 HOUR = 3600.0

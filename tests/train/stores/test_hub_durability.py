@@ -13,8 +13,8 @@ from huggingface_hub import HfApi, constants
 
 from fintts.train import Trainer
 from fintts.train.config import load_config
-from fintts.train.machine.clock import SessionClock
 from fintts.train.run import checkpoint
+from fintts.train.session.clock import SessionClock
 from fintts.train.stores import LeaseConflict
 from fintts.train.stores.hub import pull
 from fintts_stand_ins import HubServer

@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 REREADS = 3
 
 
-def resume_point(root: Path, client: HubClient, ledger: Ledger, retrying: Retrying, log: Callable[[str], None]) -> Path | None:
+def newest_checkpoint(root: Path, client: HubClient, ledger: Ledger, retrying: Retrying, log: Callable[[str], None]) -> Path | None:
     """The newest complete checkpoint in ``root``, downloading it from the Hub when the Hub's is newer than the local one.
 
     What the Hub holds is noted in ``ledger``; ``retrying(what, call)`` runs each request. A
@@ -39,7 +39,7 @@ def resume_point(root: Path, client: HubClient, ledger: Ledger, retrying: Retryi
     local = ckpt.latest_complete(root, log)
     for attempt in range(1, REREADS + 1):
         try:
-            return _resume_point(root, local, client, ledger, retrying, log)
+            return _newest_at_head(root, local, client, ledger, retrying, log)
         except HubMoved as err:
             if attempt == REREADS:
                 raise
@@ -47,9 +47,10 @@ def resume_point(root: Path, client: HubClient, ledger: Ledger, retrying: Retryi
     raise AssertionError("unreachable")
 
 
-def _resume_point(
+def _newest_at_head(
     root: Path, local: Path | None, client: HubClient, ledger: Ledger, retrying: Retrying, log: Callable[[str], None]
 ) -> Path | None:
+    """One reading of the run at the Hub's head: ``local`` (this disk's newest) or a newer checkpoint downloaded."""
     try:
         head, files, pointed = retrying("look up the run on the Hub", lambda: look(client))
     except HubRepoError:

@@ -307,7 +307,7 @@ class HubStore(Store):
         when one fails its manifest), ``status.json`` and ``pushes.json``, and ``model/`` when
         this disk has an older one (see :func:`~.resume.fetch_model`).
         """
-        return resume.resume_point(self.root, self._client, self._ledger, self._retrying, log)
+        return resume.newest_checkpoint(self.root, self._client, self._ledger, self._retrying, log)
 
     # -- publishing -------------------------------------------------------------------
 

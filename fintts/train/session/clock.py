@@ -1,26 +1,12 @@
 """When does this session end, and when must training stop to save in time?
 
-The session starts when its container or process did (:mod:`fintts.train.machine.platform`).
-The *reserve* is the time the final checkpoint needs to be saved and uploaded. It is
-learned: ``reserve_factor`` × the longest of this run's recent measured save+upload
-times, kept in the trainer state so the next session starts with it. Until a run has
-measured one, ``initial_reserve`` (at most a quarter of the session) stands in. The reserve
-never exceeds :data:`MAX_RESERVE_SHARE` of the session either: one slow push (a stalled Hub)
-would otherwise take the better part of every later session for itself. When the ceiling
-bites, :meth:`SessionClock.ceiling_note` says so for the session's summary.
-
-The session's *end* (its limit) is a hard one: on Kaggle the container is killed there. The
-last part of the session is planned backwards from it: the final wait for the store gives
-up at :meth:`SessionClock.closing_time`, leaving ``CLOSING`` seconds (at most half the
-safety margin) to print the summary and release the lease, which are bounded by the end too.
-
-Signals (:class:`StopRequest`) are handled from the session's start to its end, never by
-dying half-way: while the session sets up (taking the lease, downloading the checkpoint) a
-signal aborts the set-up at once, which then gives the lease back and changes nothing;
-while it trains, a signal stops training at the end of the current step (a second Ctrl-C
-aborts); while it ends (the final save, the wait for the upload, releasing the lease), a
-signal only cuts the wait for the upload short, so the checkpoint stays safe on this disk
-and the summary says how to push it.
+The session starts when its container or process did (:mod:`fintts.train.machine.platform`), and its end
+is a hard one (Kaggle kills the container there), so its last part is planned backwards from it: the
+*reserve* for the final save and upload is learned (``reserve_factor`` × the run's slowest recent one,
+kept across sessions; ``initial_reserve`` until one is measured) and capped at :data:`MAX_RESERVE_SHARE`
+of the session, and the final wait gives up at :meth:`SessionClock.closing_time` so the summary and the
+lease's release still fit. Signals (:class:`StopRequest`) are handled by the session's phase, never by
+dying half-way. The numbers and what each signal does are in docs/sessions-and-stores.md.
 """
 
 from __future__ import annotations
@@ -39,25 +25,6 @@ from fintts.train.machine.platform import PLATFORM_LIMITS, detect_platform, sess
 CLOSING = 30.0
 #: The reserve is at most this share of the session, however slow the run's pushes were.
 MAX_RESERVE_SHARE = 0.25
-
-
-def hms(seconds: float) -> str:
-    """``seconds`` as ``h:mm:ss``, how fintts shows a duration to a person."""
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-
-
-def in_words(seconds: float) -> str:
-    """``seconds`` rounded as a person says a length of time: ``90 s``, ``15 min``, ``2.5 h``, ``12 h``.
-
-    Session limits and estimates are read at a glance; ``0.0333333 h`` is two minutes to no one.
-    """
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    hours = seconds / 3600
-    return f"{hours:.0f} h" if hours >= 10 or hours == round(hours) else f"{hours:.1f} h"
 
 
 @dataclass
@@ -169,11 +136,14 @@ SETUP, TRAINING, ENDING = "setup", "training", "ending"
 
 
 class StopRequest:
-    """SIGTERM/SIGINT during a session, handled as its :attr:`phase` needs (see the module's docstring).
+    """SIGTERM/SIGINT during a session, handled as its :attr:`phase` needs.
 
-    Kaggle sends SIGTERM before killing a session; a notebook's "interrupt" button sends
-    SIGINT. While training, a second SIGINT raises ``KeyboardInterrupt`` at once for a person
-    who means it. Handlers are installed only in the main thread, and only inside :meth:`installed`.
+    Kaggle sends SIGTERM before killing a session; a notebook's "interrupt" button sends SIGINT. While
+    the session sets up, a signal aborts the set-up at once (it then gives the lease back and changes
+    nothing); while it trains, it stops training at the end of the current step (a second SIGINT raises
+    ``KeyboardInterrupt`` at once for a person who means it); while it ends, it only cuts the wait for the
+    upload short, so the checkpoint stays safe on this disk. Handlers are installed only in the main
+    thread, and only inside :meth:`installed`.
     """
 
     def __init__(self) -> None:

@@ -1,0 +1,77 @@
+"""A checkpoint of the session's step, saved and handed to the store: the one act every process takes part in.
+
+Every process gives its random streams (a collective), the main one writes the folder whole or
+not at all (:mod:`fintts.train.run.checkpoint`), and only then rewrites what depends on it: the
+status, ``model/``'s export when no validation has found a best, the store's pruning and push.
+Once the folder is written, nothing after it can keep it from being published. A disk too full
+for it stops the session with what is intact said (:mod:`fintts.train.session.stopping`), decided
+together by the processes so none waits for a peer that stopped.
+"""
+
+from __future__ import annotations
+
+import time
+
+from accelerate.utils import gather_object
+
+from fintts.train.machine.platform import library_versions
+from fintts.train.processes.collective import vote
+from fintts.train.run import checkpoint
+from fintts.train.run.rng import capture_rng
+from fintts.train.session import exporting, reporting, stopping
+from fintts.train.session.saving import is_disk_full, write_checkpoint
+from fintts.train.session.session import Session
+
+
+def save(session: Session, *, final: bool = False, export: bool = True) -> bool:
+    """Save a checkpoint of this step and hand it to the store; ``False`` when the disk is full (then nothing changed).
+    ``final``: the session's last (it is published as such); ``export=False``: ``model/`` already holds this step's
+    export (the final save's, made before its wait)."""
+    facts, state, built, learnt = session.facts, session.state, session.built, session.learnt
+    store = facts.store
+    started = time.time()
+    rngs = gather_object([capture_rng()])
+    name = checkpoint.name_for_step(state.step)
+    full = False
+    if facts.main:
+        state.rng = rngs
+        state.guard = session.guard.state()
+        state.precision, state.versions = facts.precision, library_versions()
+        state.world_size, state.micro_batch_size = facts.world, built.micro
+        facts.record.end_step = state.step
+        facts.record.ended = time.time()
+        if state.best_step is not None and state.best_checkpoint is None:
+            state.best_checkpoint = name
+        if export and state.best_step is None and exporting.slow_part(session) is not None:
+            state.export_pending = True  # a kill before the export below is made leaves it to the next session
+        try:
+            checkpoint.save(
+                store.root, name,
+                lambda folder: write_checkpoint(folder, built, state, learnt.last_eval["files"] if learnt.last_eval else {},
+                                                plot=final or store.push_due()),
+            )
+        except Exception as err:
+            if not is_disk_full(err):
+                raise
+            full = True
+            if isinstance(err, checkpoint.LatestNotWritten):  # the folder is whole: it is the one to resume from
+                learnt.good.add(name)
+                facts.stopping(stopping.latest_not_written(name, store.root))
+            else:
+                facts.stopping(stopping.disk_full(name, state, store.root))
+        else:
+            learnt.good.add(name)
+            if export and state.best_step is None:  # no validated best yet: the newest weights are the model
+                exporting.export(session)
+            exporting.poll(session)  # a finished background export goes into this push
+            holder = state.best_checkpoint
+            phase_ends = [record["checkpoint"] for record in state.phases]  # each phase's last weights
+            store.prune(built.cfg.keep_last, ([holder] if holder else []) + phase_ends)
+            reporting.write_status(session, "running")
+            store.publish(name, final=final)
+            learnt.durable = time.time() - started + max(store.transfer_seconds()[-5:] or [0.0])
+            facts.clock.record(learnt.durable)
+            state.durable_seconds = list(facts.clock.measured)
+    (full,) = vote([full], facts.device)
+    facts.accelerator.wait_for_everyone()
+    return not full
