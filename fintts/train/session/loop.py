@@ -40,6 +40,7 @@ from fintts.train.report.metrics import Board, LossWindow
 from fintts.train.report.progress import SessionBar
 from fintts.train.report.summary import SessionSummary
 from fintts.train.run import checkpoint
+from fintts.train.run.layout import CACHE_DIR, MODEL_DIR, TENSORBOARD_DIR
 from fintts.train.run.rng import capture_rng
 from fintts.train.run.state import TrainerState
 from fintts.train.session import ending, pending_export, resume, stopping, validating, watching
@@ -55,7 +56,6 @@ from fintts.train.step.sampler import MicroBatchSampler
 from fintts.train.step.seeding import seed_process
 from fintts.train.step.stepping import cuda_switches
 from fintts.train.stores import Store, store_for
-from fintts.train.stores.base import CACHE_DIR, MODEL_DIR
 from fintts.train.task import Weights
 
 
@@ -268,7 +268,7 @@ class Trainer:
         """Step until the processes decide together to stop: for each step, step, log, validate, decide, save or stop."""
         facts = self.facts
         pace, window = _Pace(time.time(), self.built.cfg.checkpoint_every), LossWindow()
-        writer = Board.open(self.store.root / "tb" if facts.main else None, facts.warn)
+        writer = Board.open(self.store.root / TENSORBOARD_DIR if facts.main else None, facts.warn)
         bar = SessionBar(
             step=self.state.step, max_steps=self.built.max_steps, clock=facts.clock, enabled=self.progress and facts.main,
             desc=self.built.cfg.run_name,

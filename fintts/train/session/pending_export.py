@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from fintts.errors import StoreError
+from fintts.train.run.layout import MODEL_DIR
 from fintts.train.run.state import TrainerState
 from fintts.train.session import validating
 from fintts.train.session.background_export import BackgroundExport
 from fintts.train.session.facts import SessionFacts
 from fintts.train.step.building import BuiltPhase
-from fintts.train.stores.base import MODEL_DIR
 
 #: Tries of each Hub request of the download (the client's retry loop; never past the session's end).
 HUB_ATTEMPTS = 3

@@ -22,6 +22,7 @@ from fintts.train.machine.clock import SessionClock
 from fintts.train.processes.collective import announce, await_main, post_failure
 from fintts.train.report.metrics import Board
 from fintts.train.run import checkpoint, validation
+from fintts.train.run.layout import MODEL_DIR
 from fintts.train.run.rng import isolated_rng
 from fintts.train.run.state import TrainerState
 from fintts.train.session.background_export import BackgroundExport
@@ -29,7 +30,6 @@ from fintts.train.session.facts import SessionFacts
 from fintts.train.session.saving import replace_export
 from fintts.train.step import memory
 from fintts.train.step.building import BuiltPhase
-from fintts.train.stores.base import MODEL_DIR
 from fintts.train.task import BOARD_KINDS
 
 
