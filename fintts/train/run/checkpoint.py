@@ -29,16 +29,12 @@ import shutil
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from fintts.train.run.layout import CHECKPOINTS, LATEST, LOSS_PLOT
 from fintts.train.run.state import TrainerState
-
-if TYPE_CHECKING:
-    from torch import device as Device
-    from torch.nn import Module
 
 MANIFEST = "MANIFEST.json"
 #: The trainer's files in each checkpoint, beside each model's weights (:func:`weights_file`), the task's own files
@@ -59,7 +55,7 @@ class CheckpointError(Exception):
 
 
 class WeightsDoNotFit(Exception):
-    """A checkpoint's weights of ``model`` do not fit the model built now (other shapes or names): ``detail`` says how."""
+    """The checkpoint's weights for the task's model ``model`` do not fit the one built now: ``detail`` says how."""
 
     def __init__(self, model: str, detail: str):
         super().__init__(f"{model}: {detail}")
@@ -352,13 +348,14 @@ def torch_save(obj: Any, path: Path) -> None:
         torch.save(obj, handle)
 
 
-def write_files(folder: Path, *, models: Mapping[str, Module], optimizers: Mapping[str, Any], schedulers: Mapping[str, Any],
+def write_files(folder: Path, *, models: Mapping[str, Any], optimizers: Mapping[str, Any], schedulers: Mapping[str, Any],
                 scaler: Any, state: TrainerState, config: dict[str, Any], files: Mapping[str, bytes], loss_plot: bytes | None) -> None:
     """Every file of one checkpoint into ``folder`` (the ``write`` of :func:`save`); :func:`load_files` reads them back.
 
-    ``optimizers``, ``schedulers``: by optimizer group; ``files``: the task's own and the newest validation's,
-    by relative path (:func:`save`'s manifest checks them); ``loss_plot``: a PNG, drawn only for a checkpoint
-    a person will look at (a pushed or a session's final one).
+    ``models``: the task's torch modules by name; ``optimizers``, ``schedulers``: by optimizer group;
+    ``files``: the task's own and the newest validation's, by relative path (:func:`save`'s manifest
+    checks them); ``loss_plot``: a PNG, drawn only for a checkpoint a person will look at (a pushed
+    or a session's final one).
     """
     from safetensors.torch import save_model  # imports torch, which only a session's writes need (see torch_save)
 
@@ -382,13 +379,13 @@ def read_state(folder: Path) -> TrainerState:
     return TrainerState.from_json((folder / STATE).read_text())
 
 
-def load_files(folder: Path, *, models: Mapping[str, Module], optimizers: Mapping[str, Any], schedulers: Mapping[str, Any],
-               device: Device) -> dict[str, Any]:
+def load_files(folder: Path, *, models: Mapping[str, Any], optimizers: Mapping[str, Any], schedulers: Mapping[str, Any],
+               device: Any) -> dict[str, Any]:
     """Load what :func:`write_files` saved into the models, optimizers and schedulers built now; return the scaler's state.
 
-    The scaler's state is returned, not loaded: whether it applies depends on the precision now
-    (``session/resume.py``). Weights that do not fit raise :class:`WeightsDoNotFit` before
-    anything else is loaded.
+    ``device``: where the weights go (a ``torch.device``). The scaler's state is returned, not
+    loaded: whether it applies depends on the precision now (``session/resume.py``). Weights that
+    do not fit raise :class:`WeightsDoNotFit` before anything else is loaded.
     """
     import torch  # see torch_save
     from safetensors.torch import load_model  # see write_files
