@@ -31,7 +31,7 @@ import soundfile as sf
 import yaml
 
 from fintts.train.run import checkpoint
-from fintts.train.stores.base import MODEL_DIR, STATUS
+from fintts.train.run.layout import MODEL_DIR, STATUS
 from fintts.tts.corpus import Item
 from fintts.tts.demo import data_root, make_corpus
 from fintts.tts.demo.run import DEMO_SENTENCE, speech_only

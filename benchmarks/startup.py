@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 from fintts.train.config import load_config
-from fintts.train.stores.base import STATUS
+from fintts.train.run.layout import STATUS
 from fintts.train.task import TaskContext
 from fintts.tts.corpus import check_corpus
 from fintts_stand_ins import HubServer

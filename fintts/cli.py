@@ -163,6 +163,7 @@ def cmd_push(args) -> int:
 def cmd_pull(args) -> int:
     if args.samples:
         from fintts.train.config import TrainConfig, check_train_config
+        from fintts.train.run.layout import TENSORBOARD_DIR
         from fintts.train.stores.hub import pull
 
         if args.full:
@@ -170,7 +171,7 @@ def cmd_pull(args) -> int:
         check_train_config(TrainConfig(hub_repo=args.repo))
         where = pull(args.repo, args.out, checkpoint=args.checkpoint, samples=True)
         print(f"pulled {args.repo}'s samples into {where} (listen to its .wav files); the curves, with each validation's "
-              f"audio: tensorboard --logdir {Path(args.out) / 'tb'}")
+              f"audio: tensorboard --logdir {Path(args.out) / TENSORBOARD_DIR}")
         return EXIT_OK
     if args.checkpoint == "model" and not args.full:  # the voice: needs no torch, and comes with model.onnx
         from fintts.tts.hub_voice import pull_voice
@@ -279,6 +280,7 @@ def cmd_normalize(args) -> int:
 def cmd_export(args) -> int:
     from fintts.tts.vits.export import export_folder
     from fintts.tts.voice import VoiceError, voice_folder
+    from fintts.tts.voice_format import VOICE_DIR
 
     if bool(args.voice) == bool(args.store):
         raise VoiceError("fintts export needs exactly one of --voice DIR or --store RUN")
@@ -287,7 +289,7 @@ def cmd_export(args) -> int:
     if args.out and not args.piper:
         raise VoiceError("--out names a Piper voice's file: use it with --piper")
     started = time.perf_counter()
-    folder = voice_folder(args.voice or Path(args.store) / "model")
+    folder = voice_folder(args.voice or Path(args.store) / VOICE_DIR)
     if args.piper:
         from fintts.tts.vits.piper import export_piper_folder
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from fintts.kaggle.inputs import INPUT, relocate
 from fintts.train.report.summary import SessionSummary
+from fintts.train.run.layout import LOSS_PLOT, SAMPLES_DIR
 
 HUB = "hf://"
 #: The task settings that say how to read the corpus, passed on to ``fintts check`` as its options.
@@ -90,9 +91,9 @@ def show_session(summary: SessionSummary) -> None:
 
     print(summary.format())
     folder = Path(summary.latest_checkpoint) if summary.latest_checkpoint else None
-    if folder is not None and (folder / "loss.png").is_file():
-        display(Image(filename=str(folder / "loss.png")))
-    samples = sorted(folder.glob("samples/**/*.wav")) if folder is not None else []
+    if folder is not None and (folder / LOSS_PLOT).is_file():
+        display(Image(filename=str(folder / LOSS_PLOT)))
+    samples = sorted(folder.glob(f"{SAMPLES_DIR}/**/*.wav")) if folder is not None else []
     for wav in samples:
         print(wav.relative_to(folder))
         display(Audio(filename=str(wav)))

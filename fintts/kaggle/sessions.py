@@ -87,11 +87,11 @@ from fintts.kaggle.kernels import (
 from fintts.kaggle.secret import MISSING, attach_hint, token_dataset
 from fintts.train.config import parse_duration
 from fintts.train.report.durations import hms
-from fintts.train.run.checkpoint import CHECKPOINTS, LATEST, is_checkpoint_name, step_of
-from fintts.train.stores.base import MODEL_DIR, STATUS
+from fintts.train.run.checkpoint import is_checkpoint_name, step_of
+from fintts.train.run.layout import CHECKPOINTS, LATEST, LEASE, MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import HubClient, json_object
 from fintts.train.stores.hub.errors import HubRepoError
-from fintts.train.stores.hub.lease import LEASE, Lease
+from fintts.train.stores.hub.lease import Lease
 
 FAILURES_IN_A_ROW = 2
 #: How a session on Kaggle names its machine in the Hub lease (:func:`fintts.train.machine.platform.host_name`).

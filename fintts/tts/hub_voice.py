@@ -21,12 +21,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from fintts.tts.voice_format import ONNX_FILE, PIPER_FILE, VOICE_DIR, VoiceError, installed, is_vits_voice
+from fintts.tts.voice_format import ONNX_FILE, PIPER_FILE, VOICE_DIR, WEIGHTS_FILE, VoiceError, installed, is_vits_voice
 
 log = logging.getLogger(__name__)
 
 #: The voice's weights, the only form they are taken from the Hub in.
-WEIGHTS_FILE = "model.safetensors"
 #: Pickled files (PyTorch's own formats among them): never downloaded.
 PICKLED = ("*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle", "*.ckpt")
 #: A voice at a repo's root: these names there (a pattern without ``/`` in it matches any depth: only exact names and the

@@ -26,6 +26,7 @@ from typing import TextIO
 
 from fintts.tts.chatterbox.speak import chatterbox_folder, speak_folder
 from fintts.tts.voice import Voice, VoiceError, load_voice
+from fintts.tts.voice_format import VOICE_DIR
 from fintts.tts.wav import WavWriter, pcm16
 
 #: Players that read 16-bit mono PCM from standard input, as argument lists for a sample rate.
@@ -87,7 +88,7 @@ def voice_location(voice: str | None, store: str | None, hub_repo: str | None) -
         raise VoiceError("say which voice: exactly one of --voice DIR (a voice or run folder), --store RUN, "
                          "--hub-repo USER/NAME")
     if store:
-        return str(Path(store) / "model")
+        return str(Path(store) / VOICE_DIR)
     return given[0]
 
 

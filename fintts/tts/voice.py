@@ -42,6 +42,7 @@ from fintts.tts.voice_format import (
     ONNX_FILE,
     ONNX_INT8_FILE,
     SPEAKERS_FILE,
+    VOICE_DIR,
     VoiceError,
     installed,
 )
@@ -241,11 +242,11 @@ def load_voice(
 def voice_folder(path_or_repo: str | Path) -> Path:
     """The folder holding ``config.json``: the path itself, its ``model/``, or a Hub repo's ``model/``."""
     path = Path(path_or_repo).expanduser()
-    for candidate in (path, path / "model"):
+    for candidate in (path, path / VOICE_DIR):
         if (candidate / "config.json").is_file():
             return candidate
     if path.exists():
-        raise VoiceError(f"{path} is not a voice: no config.json in it or in {path / 'model'} "
+        raise VoiceError(f"{path} is not a voice: no config.json in it or in {path / VOICE_DIR} "
                          "(give the run folder, its model/ folder, or a Hub repo user/name)")
     if _looks_like_repo(str(path_or_repo)):
         try:

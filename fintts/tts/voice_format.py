@@ -16,6 +16,8 @@ from fintts.errors import UsageError
 #: The voice's folder in a run: the trainer's ``MODEL_DIR`` (:mod:`fintts.train.stores.base`), named
 #: again because the laptop voice imports nothing of the trainer (tests/tts/test_voice.py checks it).
 VOICE_DIR = "model"
+#: The voice's weights (transformers' name); a VITS checkpoint's generator file has it too (vits/settings.GENERATOR).
+WEIGHTS_FILE = "model.safetensors"
 SPEAKERS_FILE = "speakers.json"
 #: A voice's LoRA adapters, one folder per speaker in peft's layout: ``adapters/<speaker>/``.
 ADAPTERS_DIR = "adapters"

@@ -23,11 +23,8 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from fintts.train.run.layout import LOSS_PLOT
 from fintts.train.task import Card
-
-CARD = "README.md"
-#: The newest checkpoint's loss plot, copied beside the card so the page can show it.
-LOSS_PLOT = "loss.png"
 
 
 def render(status: Mapping[str, Any], card: Card, *, repo: str | None, loss_plot: bool) -> str:

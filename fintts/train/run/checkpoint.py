@@ -13,6 +13,9 @@ Checkpoints hold regular files only, named by relative paths that stay inside th
 A symbolic link is refused rather than followed: hashed and uploaded, it would carry
 whatever it points at (a token file included) into the run. :func:`verify` trusts a folder
 only when its manifest lists exactly the files present, each by a safe relative path.
+
+What a checkpoint holds is written and read here too, side by side (:func:`write_files`,
+:func:`load_files`, :func:`read_state`), under the names below: the only place they are spelled.
 """
 
 from __future__ import annotations
@@ -24,12 +27,24 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from fintts.train.run.layout import CHECKPOINTS, LATEST, LOSS_PLOT
+from fintts.train.run.state import TrainerState
 
 MANIFEST = "MANIFEST.json"
-LATEST = "latest"
-CHECKPOINTS = "checkpoints"
+#: The trainer's files in each checkpoint, beside each model's weights (:func:`weights_file`), the task's own files
+#: (``Task.checkpoint_files``), the newest validation's files (``samples/``) and, in a pushed or final one, ``loss.png``.
+OPTIMIZERS = "optim.pt"
+SCHEDULERS = "sched.pt"
+SCALER = "scaler.pt"
+STATE = "state.json"
+#: the settings the checkpoint's phase trains with (resolved values included), for ``fintts eval`` and people
+CONFIG = "config.yaml"
 _NAME = re.compile(r"^step-(\d{8,})$")
 #: the errnos of a disk that has no room left: full, or the user's quota spent
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -37,6 +52,14 @@ DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 class CheckpointError(Exception):
     """A checkpoint folder is missing, incomplete or does not match its manifest."""
+
+
+class WeightsDoNotFit(Exception):
+    """The checkpoint's weights for the task's model ``model`` do not fit the one built now: ``detail`` says how."""
+
+    def __init__(self, model: str, detail: str):
+        super().__init__(f"{model}: {detail}")
+        self.model, self.detail = model, detail
 
 
 class LatestNotWritten(OSError):
@@ -49,6 +72,11 @@ class LatestNotWritten(OSError):
     def __init__(self, name: str, root: Path, cause: OSError):
         super().__init__(cause.errno, cause.strerror, str(root / LATEST))
         self.name, self.root = name, root
+
+
+def weights_file(model: str) -> str:
+    """The file of a checkpoint that holds the weights of the task's model ``model`` (a key of ``Task.build_models``)."""
+    return f"{model}.safetensors"
 
 
 def name_for_step(step: int) -> str:
@@ -310,3 +338,68 @@ def prune(root: Path, keep_last: int, protect: Iterable[str] = ()) -> list[str]:
     for stale in (root / CHECKPOINTS).glob(".partial-*") if (root / CHECKPOINTS).is_dir() else ():
         shutil.rmtree(stale, ignore_errors=True)
     return removed
+
+
+def torch_save(obj: Any, path: Path) -> None:
+    """``torch.save`` through a Python file, so a full disk raises ``OSError(ENOSPC)`` (given a path, torch raises an opaque error)."""
+    import torch  # only a session's writes need torch: status, the stores and the Kaggle commands read this module without it
+
+    with open(path, "wb") as handle:
+        torch.save(obj, handle)
+
+
+def write_files(folder: Path, *, models: Mapping[str, Any], optimizers: Mapping[str, Any], schedulers: Mapping[str, Any],
+                scaler: Any, state: TrainerState, config: dict[str, Any], files: Mapping[str, bytes], loss_plot: bytes | None) -> None:
+    """Every file of one checkpoint into ``folder`` (the ``write`` of :func:`save`); :func:`load_files` reads them back.
+
+    ``models``: the task's torch modules by name; ``optimizers``, ``schedulers``: by optimizer group;
+    ``files``: the task's own and the newest validation's, by relative path (:func:`save`'s manifest
+    checks them); ``loss_plot``: a PNG, drawn only for a checkpoint a person will look at (a pushed
+    or a session's final one).
+    """
+    from safetensors.torch import save_model  # imports torch, which only a session's writes need (see torch_save)
+
+    for name, model in models.items():
+        save_model(model, str(folder / weights_file(name)))
+    torch_save({name: optimizer.state_dict() for name, optimizer in optimizers.items()}, folder / OPTIMIZERS)
+    torch_save({name: scheduler.state_dict() for name, scheduler in schedulers.items()}, folder / SCHEDULERS)
+    torch_save(scaler.state_dict(), folder / SCALER)
+    (folder / STATE).write_text(state.to_json())
+    (folder / CONFIG).write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+    for rel, data in files.items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    if loss_plot:
+        (folder / LOSS_PLOT).write_bytes(loss_plot)
+
+
+def read_state(folder: Path) -> TrainerState:
+    """The trainer's state saved in checkpoint ``folder``: read before anything is built, to refuse drift."""
+    return TrainerState.from_json((folder / STATE).read_text())
+
+
+def load_files(folder: Path, *, models: Mapping[str, Any], optimizers: Mapping[str, Any], schedulers: Mapping[str, Any],
+               device: Any) -> dict[str, Any]:
+    """Load what :func:`write_files` saved into the models, optimizers and schedulers built now; return the scaler's state.
+
+    ``device``: where the weights go (a ``torch.device``). The scaler's state is returned, not
+    loaded: whether it applies depends on the precision now (``session/resume.py``). Weights that
+    do not fit raise :class:`WeightsDoNotFit` before anything else is loaded.
+    """
+    import torch  # see torch_save
+    from safetensors.torch import load_model  # see write_files
+
+    for name, model in models.items():
+        try:
+            load_model(model, str(folder / weights_file(name)), strict=True, device=str(device))
+        except RuntimeError as err:  # shapes that do not fit: say why, not a strict-load dump
+            raise WeightsDoNotFit(name, str(err).strip().splitlines()[-1].strip()) from None
+    # on the CPU: the optimizer moves its tensors to its parameters' device itself, and keeps
+    # AdamW's step counters on the CPU where it wants them (on the GPU each step would sync on them)
+    saved_optimizers = torch.load(folder / OPTIMIZERS, map_location="cpu", weights_only=True)
+    saved_schedulers = torch.load(folder / SCHEDULERS, weights_only=True)
+    for name, optimizer in optimizers.items():
+        optimizer.load_state_dict(saved_optimizers[name])
+        schedulers[name].load_state_dict(saved_schedulers[name])
+    return torch.load(folder / SCALER, weights_only=True)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from fintts.train.decision import StopReason
 from fintts.train.processes.collective import announce, await_main
+from fintts.train.run.layout import MODEL_DIR
 from fintts.train.session.saving import replace_export
 from fintts.train.session.session import Session
-from fintts.train.stores.base import MODEL_DIR
 
 
 def export(session: Session) -> None:

@@ -79,6 +79,7 @@ from fintts.train.machine.platform import ORIGIN_VARIABLE, START_VARIABLE
 from fintts.train.processes.collective import NCCL_ERROR_HANDLING
 from fintts.train.processes.collective_check import check_collectives
 from fintts.train.report.summary import SessionSummary
+from fintts.train.run.layout import LOGS_DIR
 from fintts.train.session.clock import SessionClock, session_clock
 from fintts.train.session.loop import Trainer
 
@@ -92,7 +93,6 @@ MAIN_GRACE = 30 * 60.0
 TEARDOWN = 10.0
 #: Lines of a failed process's log quoted in the error.
 LOG_TAIL = 25
-LOGS = "logs"
 #: The launching process's id, given to each training process so that it ends with it.
 PARENT_VARIABLE = "FINTTS_LAUNCHER_PID"
 
@@ -190,7 +190,7 @@ class _Processes:
     def __init__(self, config: RunConfig, count: int, flags: list[str], out: IO[str], *, cpu: bool,
                  clock: tuple[SessionClock, str]):
         self.config, self.count, self.flags, self.out, self.cpu = config, count, flags, out, cpu
-        self.logs = config.train.local_dir() / LOGS
+        self.logs = config.train.local_dir() / LOGS_DIR
         self.processes: list[subprocess.Popen] = []
         self.log_files: list[IO[bytes]] = []
         self.exit_grace = config.train.exit_grace or 0.0

@@ -29,6 +29,7 @@ from fintts.train.report.metrics import Board, LossWindow
 from fintts.train.report.progress import SessionBar
 from fintts.train.report.summary import SessionSummary
 from fintts.train.run import checkpoint
+from fintts.train.run.layout import MODEL_DIR, TENSORBOARD_DIR
 from fintts.train.run.state import TrainerState
 from fintts.train.session import (
     checkpointing,
@@ -52,7 +53,6 @@ from fintts.train.step.sampler import MicroBatchSampler
 from fintts.train.step.seeding import seed_process
 from fintts.train.step.stepping import cuda_switches
 from fintts.train.stores import Store, store_for
-from fintts.train.stores.base import MODEL_DIR
 
 
 @dataclasses.dataclass
@@ -291,7 +291,7 @@ def _start_steps(session: Session) -> _Steps:
     bar = SessionBar(step=session.state.step, max_steps=built.max_steps, clock=facts.clock,
                      enabled=session.progress and facts.main, desc=built.cfg.run_name)
     return _Steps(loader=loader, batches=batches, pace=_Pace(time.time(), built.cfg.checkpoint_every), window=LossWindow(),
-                  writer=Board.open(facts.store.root / "tb" if facts.main else None, facts.warn), bar=bar)
+                  writer=Board.open(facts.store.root / TENSORBOARD_DIR if facts.main else None, facts.warn), bar=bar)
 
 
 def _batches(session: Session) -> tuple[DataLoader, Any]:

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from fintts.errors import StoreError
+from fintts.train.run.layout import MODEL_DIR
 from fintts.train.session import exporting
 from fintts.train.session.facts import SessionFacts
 from fintts.train.session.session import Session
-from fintts.train.stores.base import MODEL_DIR
 
 #: Tries of each Hub request of the download (the client's retry loop; never past the session's end).
 HUB_ATTEMPTS = 3

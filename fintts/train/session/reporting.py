@@ -14,6 +14,7 @@ from typing import Any
 from fintts.train import phases
 from fintts.train.report import card, status
 from fintts.train.run import checkpoint
+from fintts.train.run.layout import CARD, LOSS_PLOT
 from fintts.train.session.clock import SessionClock
 from fintts.train.session.session import Session
 
@@ -47,12 +48,12 @@ def write_status(session: Session, state_name: str, *, reason: str | None = None
     try:
         store.write_status(current)
         latest = checkpoint.current(root)
-        plot = root / checkpoint.CHECKPOINTS / latest / card.LOSS_PLOT if checkpoint.is_checkpoint_name(latest) else None
+        plot = root / checkpoint.CHECKPOINTS / latest / LOSS_PLOT if checkpoint.is_checkpoint_name(latest) else None
         if plot is not None and plot.is_file():
-            checkpoint.write_atomic(root / card.LOSS_PLOT, plot.read_bytes())
+            checkpoint.write_atomic(root / LOSS_PLOT, plot.read_bytes())
         repo = store.hub_repo
-        page = card.render(current, built.task.card(current, repo), repo=repo, loss_plot=(root / card.LOSS_PLOT).is_file())
-        checkpoint.write_atomic(root / card.CARD, page.encode())
+        page = card.render(current, built.task.card(current, repo), repo=repo, loss_plot=(root / LOSS_PLOT).is_file())
+        checkpoint.write_atomic(root / CARD, page.encode())
     except OSError as err:
         facts.warn(f"could not write the run's status and page in {root} ({err})")
     return current

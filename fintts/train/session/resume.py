@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_model
 
 from fintts.train.config import ConfigDrift, fingerprint, fingerprint_changes
 from fintts.train.machine.platform import library_versions
@@ -40,7 +39,7 @@ def starting_checkpoint(facts: SessionFacts, *, allow_config_change: bool) -> tu
     if folder is None:
         log(f"starting run {config.train.run_name!r} in {store.url}")
         return None, None
-    saved = TrainerState.from_json((folder / "state.json").read_text())
+    saved = checkpoint.read_state(folder)
     current = fingerprint(config)
     changes = fingerprint_changes(saved.fingerprint, current)
     if changes and not allow_config_change:
@@ -66,24 +65,16 @@ def load_checkpoint(folder: Path, saved: TrainerState, built: BuiltPhase, facts:
     """Load the checkpoint's weights, optimizers and random streams into the phase built from its state."""
     cfg, store, log, world, rank = built.cfg, facts.store, facts.log, facts.world, facts.rank
     data = check_data(saved, folder.name, built, facts, allow_config_change=allow_config_change)
-    for name, model in built.raw_models.items():
-        try:
-            load_model(model, str(folder / f"{name}.safetensors"), strict=True, device=str(facts.device))
-        except RuntimeError as err:  # shapes that do not fit: say why, not a strict-load dump
-            raise ConfigDrift(
-                f"{folder.name} in {store.url}: its {name} weights do not fit the model built now "
-                f"({str(err).strip().splitlines()[-1].strip()})."
-                + (f" The data changed: {data.labels}." if data.labels else "")
-                + " Restore the settings and data it was trained with, or train a new run in another --store."
-            ) from None
-    # on the CPU: the optimizer moves its tensors to its parameters' device itself, and keeps
-    # AdamW's step counters on the CPU where it wants them (on the GPU each step would sync on them)
-    optim = torch.load(folder / "optim.pt", map_location="cpu", weights_only=True)
-    sched = torch.load(folder / "sched.pt", weights_only=True)
-    for g in built.groups:
-        g.optimizer.load_state_dict(optim[g.name])
-        built.schedulers[g.name].load_state_dict(sched[g.name])
-    load_scaler(torch.load(folder / "scaler.pt", weights_only=True), saved, folder.name, built, facts)
+    try:
+        scaler = checkpoint.load_files(folder, models=built.raw_models, optimizers={g.name: g.optimizer for g in built.groups},
+                                       schedulers=built.schedulers, device=facts.device)
+    except checkpoint.WeightsDoNotFit as err:  # shapes that do not fit: say why, not a strict-load dump
+        raise ConfigDrift(
+            f"{folder.name} in {store.url}: its {err.model} weights do not fit the model built now ({err.detail})."
+            + (f" The data changed: {data.labels}." if data.labels else "")
+            + " Restore the settings and data it was trained with, or train a new run in another --store."
+        ) from None
+    load_scaler(scaler, saved, folder.name, built, facts)
     versions = library_versions()
     changed = {k: (v, versions.get(k, "(none)")) for k, v in saved.versions.items() if versions.get(k) != v}
     if changed:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from fintts.train.run.layout import CACHE_DIR
 from fintts.train.run.state import TrainerState
 from fintts.train.session.background_export import BackgroundExport
 from fintts.train.session.facts import SessionFacts
 from fintts.train.step.building import BuiltPhase, build_phase, describe_data
 from fintts.train.step.guard import StepGuard
-from fintts.train.stores.base import CACHE_DIR
 from fintts.train.task import Weights
 
 

@@ -13,6 +13,7 @@ from typing import NoReturn
 
 from fintts.train.processes.collective import read_note
 from fintts.train.run import checkpoint
+from fintts.train.run.layout import TENSORBOARD_DIR
 from fintts.train.run.state import TrainerState
 from fintts.train.step.building import BuiltPhase
 from fintts.train.step.optimizer_step import OutOfMemory
@@ -64,7 +65,7 @@ def latest_not_written(name: str, root: Path) -> str:
     return (
         f"the disk under {root} is full ({os.strerror(errno.ENOSPC)}): checkpoint {name} was written whole, but there was "
         f"no room left for {root / checkpoint.LATEST} to name it, so that file was removed; without it the next session "
-        f"resumes from the newest complete checkpoint, {name}. Free space (a smaller keep_last, or delete {root / 'tb'}), "
+        f"resumes from the newest complete checkpoint, {name}. Free space (a smaller keep_last, or delete {root / TENSORBOARD_DIR}), "
         f"then run again"
     )
 
@@ -77,5 +78,5 @@ def disk_full(name: str, state: TrainerState, root: Path) -> str:
     return (
         f"the disk under {root} is full ({os.strerror(errno.ENOSPC)}): checkpoint {name} was not written and its "
         f"partial folder was removed; {latest or 'no checkpoint'} is intact as latest. Free space (a smaller keep_last, "
-        f"or delete {root / 'tb'}), then run again: the run continues from {latest or 'the start'}"
+        f"or delete {root / TENSORBOARD_DIR}), then run again: the run continues from {latest or 'the start'}"
     )

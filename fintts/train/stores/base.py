@@ -1,19 +1,11 @@
 """Where a run lives between sessions.
 
-Every store has a local ``root`` folder laid out as :mod:`fintts.train.run.checkpoint`
-describes; the trainer always writes checkpoints there. A store then makes a finished
+Every store has a local ``root`` folder laid out as :mod:`fintts.train.run.layout` (its
+names and tree, the same on the Hub) and :mod:`fintts.train.run.checkpoint` (its checkpoints)
+describe; the trainer always writes checkpoints there. A store then makes a finished
 checkpoint *durable* with :meth:`Store.publish`: for the local store the folder already
 is the store, for the Hub store it is an upload in the background. The trainer never
 knows which one it has.
-
-Layout of ``root`` (the same tree on the Hub)::
-
-    checkpoints/step-00002800/...   one complete checkpoint per folder
-    latest                          name of the newest complete checkpoint
-    model/                          the best model so far (the task's export)
-    status.json                     running|paused|finished|failed and a summary
-    README.md  loss.png             the run's page (the Hub's repo card) and the newest loss plot
-    cache/                          task caches worth keeping between sessions
 """
 
 from __future__ import annotations
@@ -25,10 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fintts.train.run import checkpoint
-
-STATUS = "status.json"
-MODEL_DIR = "model"
-CACHE_DIR = "cache"
+from fintts.train.run.layout import STATUS
 
 
 class Store(abc.ABC):

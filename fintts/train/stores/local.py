@@ -9,9 +9,8 @@ import socket
 from pathlib import Path
 
 from fintts.errors import LeaseConflict
+from fintts.train.run.layout import WRITER_LOCK
 from fintts.train.stores.base import Store
-
-LOCK = "writer.lock"
 
 
 class LocalStore(Store):
@@ -36,7 +35,7 @@ class LocalStore(Store):
 
     def acquire(self, session_id: str, *, force: bool = False) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.root / WRITER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -54,12 +54,11 @@ from fintts.train.config import ConfigError, RunConfig, speed_settings
 from fintts.train.decision import StopReason
 from fintts.train.machine.platform import device_label
 from fintts.train.run import checkpoint
+from fintts.train.run.layout import BENCH_FILE, CACHE_DIR, STATUS
 from fintts.train.session.loop import train
 from fintts.train.step.memory import is_out_of_memory
 from fintts.train.step.precision import resolve_precision
-from fintts.train.stores.base import CACHE_DIR, STATUS
 
-BENCH_FILE = "bench.json"
 #: the trainer's own switches: name → (settings, acts only on CUDA).
 TRAINER_SWITCHES: dict[str, tuple[dict[str, Any], bool]] = {
     "precision=fp32": ({"precision": "fp32"}, False),
@@ -210,12 +209,12 @@ def _try(config: RunConfig, label: str, overrides: dict[str, Any], **options: An
 def _read_session(row: Measurement, store: Path, warmup: int) -> None:
     status = json.loads((store / STATUS).read_text())
     folder = checkpoint.latest_complete(store, log=lambda _: None)
-    state = json.loads((folder / "state.json").read_text())
+    state = checkpoint.read_state(folder)
     session = status["sessions"][-1]
-    timed = [entry["step_seconds"] for entry in state["history"] if entry["step"] > warmup]
+    timed = [entry["step_seconds"] for entry in state.history if entry["step"] > warmup]
     data = status["data"]
-    row.device, row.precision, row.world = session["devices"], session["precision"], state["world_size"]
-    row.batch_size, row.micro_batch_size = data["batch_size"], state["micro_batch_size"]
+    row.device, row.precision, row.world = session["devices"], session["precision"], state.world_size
+    row.batch_size, row.micro_batch_size = data["batch_size"], state.micro_batch_size
     row.timed_steps, row.seconds_per_step = len(timed), statistics.mean(timed)
     row.samples_per_second = row.batch_size / row.seconds_per_step
     row.items, row.steps_per_epoch, row.item_seconds = data["items"], data["steps_per_epoch"], data.get("item_seconds")

@@ -25,6 +25,7 @@ from typing import Any
 
 from fintts.train.config import ConfigError, RunConfig, TrainConfig, parse_duration, total_steps
 from fintts.train.report.durations import in_words
+from fintts.train.run.layout import CACHE_DIR
 from fintts.train.stores.base import Store
 
 HOUR = 3600.0
@@ -40,7 +41,7 @@ def count_items(config: RunConfig, samples: int | None = None) -> tuple[int, str
 
     from fintts.train.task import TaskContext  # the Task interface imports torch; a plan from --samples needs none
 
-    context = TaskContext(config.train.seed, torch.device("cpu"), None, config.train.local_dir() / "cache", log=lambda _: None,
+    context = TaskContext(config.train.seed, torch.device("cpu"), None, config.train.local_dir() / CACHE_DIR, log=lambda _: None,
                           progress=False)
     return config.task_class(config.task, context).count_items(), "counted in the config's data"
 

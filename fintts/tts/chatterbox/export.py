@@ -26,6 +26,7 @@ import torch
 from safetensors.torch import save_file
 
 from fintts.train.report.card import render_model
+from fintts.train.run.layout import CARD
 from fintts.train.task import Card
 from fintts.tts.chatterbox.cache import ClipTokens
 from fintts.tts.chatterbox.frozen import FROZEN_FILES
@@ -58,7 +59,7 @@ def write_voice(out_dir: Path, *, weights: Mapping[str, torch.Tensor], settings:
     description = {"family": "chatterbox-multilingual", "language": "fi", "t3_file": t3_file, "reference_clip": reference_id,
                    "t3": dataclasses.asdict(settings)}
     (out_dir / DESCRIPTION_FILE).write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
-    (out_dir / "README.md").write_text(card, encoding="utf-8")
+    (out_dir / CARD).write_text(card, encoding="utf-8")
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from fintts.tts.chatterbox.text import finnish_normaliser
-from fintts.tts.voice_format import VoiceError
+from fintts.tts.voice_format import VOICE_DIR, VoiceError
 
 #: what fintts writes beside the release's files (T3's sizes, the reference clip); marks a folder as this family's
 DESCRIPTION_FILE = "chatterbox.json"
@@ -30,7 +30,7 @@ SAMPLE_RATE = 24_000
 def chatterbox_folder(location: str | Path) -> Path | None:
     """The exported Chatterbox folder at ``location`` (it or its ``model/``), ``None`` when it is not one."""
     path = Path(location).expanduser()
-    return next((folder for folder in (path, path / "model") if (folder / DESCRIPTION_FILE).is_file()), None)
+    return next((folder for folder in (path, path / VOICE_DIR) if (folder / DESCRIPTION_FILE).is_file()), None)
 
 
 def speak_folder(folder: Path, text: str, out: Path, *, reference: str | None = None, device: str = "cpu") -> tuple[float, float]:

@@ -17,9 +17,10 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from fintts.train.stores.base import STATUS
+from fintts.train.run.layout import CHECKPOINTS, SAMPLES_DIR, STATUS
 from fintts.tts.eval import noise_floor_db
 from fintts.tts.voice import load_voice
+from fintts.tts.voice_format import VOICE_DIR
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "demo.yaml"
 #: Per session. On a 2-core CPU (0.26 s/step) two of these reached 6,521 steps; the voice from
@@ -56,10 +57,10 @@ def run_demo(
             print(f"== session 1 paused at step {status['step']:,} with its checkpoint, as a Kaggle session does at "
                   "its time limit; the demo starts session 2 itself now, and it resumes from there", flush=True)
     # seed 0: the same wav from the same voice, so a report can be re-made from it
-    load_voice(store / "model", seed=0).save(sentence, out)
+    load_voice(store / VOICE_DIR, seed=0).save(sentence, out)
     wav, rate = soundfile.read(str(out), dtype="float32")
-    samples = sorted(store.glob("checkpoints/*/samples/*.wav"))
-    listen = f"; listen to it, and to the validation samples in {store}/checkpoints/*/samples" if samples else "; listen to it"
+    samples = sorted(store.glob(f"{CHECKPOINTS}/*/{SAMPLES_DIR}/*.wav"))
+    listen = f"; listen to it, and to the validation samples in {store / CHECKPOINTS}/*/{SAMPLES_DIR}" if samples else "; listen to it"
     print(f"== the demo voice says {sentence!r} in {out.resolve()} ({len(wav) / rate:.1f} s; between its sounds it is "
           f"{noise_floor_db(speech_only(wav, rate), rate):.0f} dB quieter than its loudest: 45 dB or more is clean){listen}")
     print(progress_report(store))

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from transformers import VitsModel
 
+from fintts.train.run.layout import CARD
 from fintts.tts.onnx_backend import INPUTS, OUTPUTS
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.base_voice import no_progress_bars
@@ -66,7 +67,7 @@ def save_voice(vits: VitsModel, out_dir: Path, text: FinnishText, speakers: Sequ
     text.save_tokenizer(out_dir)
     (out_dir / SPEAKERS_FILE).write_text(json.dumps(list(speakers), ensure_ascii=False), encoding="utf-8")
     if card is not None:
-        (out_dir / "README.md").write_text(card, encoding="utf-8")
+        (out_dir / CARD).write_text(card, encoding="utf-8")
     if onnx:
         export_onnx(vits, out_dir, text)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from fintts.train.config import ConfigError, load_config
 from fintts.train.run import checkpoint
-from fintts.train.stores.base import MODEL_DIR
+from fintts.train.run.layout import MODEL_DIR
 from fintts.tts.audio import load_audio
 from fintts.tts.corpus import Item
 from fintts.tts.eval import cepstral_distortion, mel_cepstra, noise_floor_db
@@ -95,7 +95,7 @@ def evaluate_run(*, store: str | Path | None = None, model: str | Path | None = 
         folder = checkpoint.latest_complete(Path(store), log=lambda _: None)
         if folder is None:
             raise ConfigError(f"--store {store} holds no complete checkpoint to take the run's settings from")
-        run = load_config(folder / "config.yaml", overrides, registered_only=True)  # a pulled checkpoint names no module to import
+        run = load_config(folder / checkpoint.CONFIG, overrides, registered_only=True)  # a pulled checkpoint names no module to import
         model_dir = Path(model or Path(store) / MODEL_DIR)
     else:
         if not model:

@@ -31,6 +31,8 @@ from torch.nn.utils import parametrize
 from transformers import VitsConfig, VitsModel
 from transformers.models.vits.modeling_vits import VitsConvFlow
 
+from fintts.tts.voice_format import WEIGHTS_FILE
+
 # transformers' spline constants (modeling_vits._unconstrained_rational_quadratic_spline)
 _MIN_BIN_WIDTH = _MIN_BIN_HEIGHT = _MIN_DERIVATIVE = 1e-3
 
@@ -180,6 +182,6 @@ def load_saved(folder: Path) -> VitsModel:
     the exports run beside a training that owns that generator: its resumed run would no longer be bit-identical."""
     with torch.device("meta"):
         model = VitsModel(VitsConfig.from_pretrained(folder))
-    weights = load_file(str(folder / "model.safetensors"))
+    weights = load_file(str(folder / WEIGHTS_FILE))
     model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in weights.items()}, assign=True)
     return model

@@ -65,7 +65,7 @@ from fintts.errors import StoreError, UsageError
 from fintts.train.repo_id import repo_id_problem
 from fintts.train.report.card import render_model
 from fintts.train.run import checkpoint as ckpt
-from fintts.train.stores.base import MODEL_DIR, STATUS
+from fintts.train.run.layout import CARD, MODEL_DIR, SAMPLES_DIR, STATUS
 from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.errors import HubAuthError
 from fintts.tts.hub_voice import PICKLED
@@ -73,12 +73,12 @@ from fintts.tts.text import FinnishText
 from fintts.tts.vits.card import run_card
 from fintts.tts.vits.export import export_folder, save_voice
 from fintts.tts.vits.lora import is_adapted, merge_folder
+from fintts.tts.vits.settings import GENERATOR
 from fintts.tts.voice_format import ADAPTERS_DIR, ONNX_FILE, SPEAKERS_FILE, VoiceError
 
 log = logging.getLogger(__name__)
 
 HUB_RUN = "hf://"
-CARD = "README.md"
 #: What marks a repo as a fintts run (never a publish target: the publish would delete it).
 RUN_MARKERS = (STATUS, ckpt.LATEST, ckpt.CHECKPOINTS + "/")
 #: The folder of a published voice of several speakers that holds all of them (the root speaks one).
@@ -187,6 +187,7 @@ def _hub_run(repo: str, checkpoint: str | None, into: Path, *, endpoint: str | N
     if problem:
         raise UsageError(f"--store hf://{repo}: {problem}")
     client = HubClient.connect(repo, endpoint=endpoint, token=token, anonymous_ok=True)
+    weights = ckpt.weights_file(GENERATOR)
     try:
         head = client.head()
         files = client.files(head)
@@ -199,12 +200,12 @@ def _hub_run(repo: str, checkpoint: str | None, into: Path, *, endpoint: str | N
             latest = client.read(ckpt.LATEST, head)
             name = _checkpoint_name(checkpoint, latest.decode(errors="replace").strip() if latest else None, status, client.url)
             prefix = f"{ckpt.CHECKPOINTS}/{name}/"
-            if f"{prefix}model.safetensors" not in files or f"{prefix}{ckpt.MANIFEST}" not in files:
+            if f"{prefix}{weights}" not in files or f"{prefix}{ckpt.MANIFEST}" not in files:
                 present = ", ".join(sorted(checkpoint_names(files), key=ckpt.step_of)) or "none"
                 raise StoreError(f"{client.url} has no complete checkpoint {name}; it has {present}")
-            wanted += [f"{prefix}model.safetensors", f"{prefix}{ckpt.MANIFEST}"]
+            wanted += [f"{prefix}{weights}", f"{prefix}{ckpt.MANIFEST}"]
         heard = name or _best_checkpoint(status)
-        heard_prefix = f"{ckpt.CHECKPOINTS}/{heard}/samples/"
+        heard_prefix = f"{ckpt.CHECKPOINTS}/{heard}/{SAMPLES_DIR}/"
         wanted += sorted(p for p in files if heard and p.startswith(heard_prefix) and p.endswith(".wav"))[:SAMPLES]
         client.download(wanted, head, into)
     except (StoreError, ckpt.CheckpointError, VoiceError):
@@ -213,9 +214,9 @@ def _hub_run(repo: str, checkpoint: str | None, into: Path, *, endpoint: str | N
         raise client.failure(err) from None
     if name:
         folder = into / ckpt.CHECKPOINTS / name
-        expected = ckpt.read_manifest(folder).get("model.safetensors")
-        if expected is None or ckpt.sha256_file(folder / "model.safetensors") != expected["sha256"]:
-            raise ckpt.CheckpointError(f"{client.url}: {name}/model.safetensors does not match its {ckpt.MANIFEST}")
+        expected = ckpt.read_manifest(folder).get(weights)
+        if expected is None or ckpt.sha256_file(folder / weights) != expected["sha256"]:
+            raise ckpt.CheckpointError(f"{client.url}: {name}/{weights} does not match its {ckpt.MANIFEST}")
     return into, status, client.url, name
 
 
@@ -270,7 +271,7 @@ def _stage_voice(run: Path, name: str | None, stage: Path, *, onnx: bool, say: C
 
 def _voice_of_checkpoint(model: Path, folder: Path, stage: Path) -> None:
     """The voice of a checkpoint's generator, through the task's export: the run's architecture, tokenizer and speakers."""
-    weights = load_file(str(folder / "model.safetensors"))
+    weights = load_file(str(folder / ckpt.weights_file(GENERATOR)))
     if is_adapted(weights):
         raise VoiceError(f"{folder.name} is a checkpoint of an adapter (LoRA) phase; publish the run's best voice (no "
                          "--checkpoint; its adapter is merged), or a checkpoint of a full phase")
@@ -308,7 +309,7 @@ def _one_speaker_at_root(stage: Path, speaker: str | int | None, repo: str, *, o
     full = stage / ALL_SPEAKERS
     for path in sorted(stage.rglob("*")):
         rel = path.relative_to(stage).as_posix()
-        if path.is_file() and rel != CARD and not rel.startswith(("samples/", ALL_SPEAKERS + "/")):
+        if path.is_file() and rel != CARD and not rel.startswith((SAMPLES_DIR + "/", ALL_SPEAKERS + "/")):
             (full / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, full / rel)
     vits = VitsModel.from_pretrained(stage).eval()
@@ -408,13 +409,13 @@ def _best_checkpoint(status: Mapping[str, Any]) -> str | None:
 def _samples(run: Path, checkpoint: str | None, stage: Path) -> list[tuple[str, str]]:
     """Copy a few of the validation samples of ``checkpoint`` (the published voice's) into ``stage/samples``;
     (caption, path in the repo) of each."""
-    folder = run / ckpt.CHECKPOINTS / checkpoint / "samples" if checkpoint else None
+    folder = run / ckpt.CHECKPOINTS / checkpoint / SAMPLES_DIR if checkpoint else None
     if folder is None or not folder.is_dir():
         return []
     found = []
     for wav in sorted(p for p in folder.glob("*.wav") if p.is_file() and not p.is_symlink())[:SAMPLES]:
-        rel = f"samples/{wav.name}"
-        (stage / "samples").mkdir(exist_ok=True)
+        rel = f"{SAMPLES_DIR}/{wav.name}"
+        (stage / SAMPLES_DIR).mkdir(exist_ok=True)
         shutil.copyfile(wav, stage / rel)
         found.append((f"validation sample {wav.stem} (step {ckpt.step_of(checkpoint)})", rel))
     return found

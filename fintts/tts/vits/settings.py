@@ -21,6 +21,9 @@ from fintts.tts.vits.mms_discriminator import AUTO
 from fintts.tts.vits.mms_discriminator import check_setting as check_discriminator_setting
 
 #: sentence punctuation the front end otherwise turns into word breaks
+#: The generator's name among the task's models: its checkpoint file (``model.safetensors``: run/checkpoint.weights_file) is named
+#: as a voice folder's weights (voice_format.WEIGHTS_FILE), so ``init`` takes a checkpoint or a voice folder alike.
+GENERATOR = "model"
 PUNCTUATION_MARKS = ".,;:!?"
 
 DEFAULT_SENTENCES = [

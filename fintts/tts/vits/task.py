@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 from fintts.train.config import ConfigError
 from fintts.train.report.card import render_model
 from fintts.train.run import checkpoint
-from fintts.train.stores.base import MODEL_DIR
+from fintts.train.run.layout import MODEL_DIR, SAMPLES_DIR
 from fintts.train.task import BoardEntry, Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Span, resampled_length
 from fintts.tts.corpus import Item
@@ -56,9 +56,10 @@ from fintts.tts.vits.init import build_generator
 from fintts.tts.vits.lora import ADAPTERS_DIR, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model
 from fintts.tts.vits.mms_discriminator import starting_discriminator
 from fintts.tts.vits.selection import select_corpus
-from fintts.tts.vits.settings import PUNCTUATION_MARKS, VitsTaskConfig
+from fintts.tts.vits.settings import GENERATOR, PUNCTUATION_MARKS, VitsTaskConfig
 from fintts.tts.vits.torch_backend import TorchBackend
 from fintts.tts.voice import Voice, VoiceConfig
+from fintts.tts.voice_format import WEIGHTS_FILE
 from fintts.tts.wav import wav_bytes
 
 
@@ -222,18 +223,18 @@ class VitsTask(Task):
         )
         generator = VitsTrainingForward(vits, cfg.segment_frames, checkpointing=cfg.checkpointing)
         if weights is not None:
-            with safe_open(str(weights / "model.safetensors"), "pt") as saved:
+            with safe_open(str(weights / WEIGHTS_FILE), "pt") as saved:
                 if is_adapted(dict.fromkeys(saved.keys())):
                     raise ConfigError(f"init: {weights} is a checkpoint of an adapter phase; init from the checkpoint that "
                                      "ended the full phase, or from a voice folder (its run's model/, or fintts merge's)")
-            load_model(generator, str(weights / "model.safetensors"), strict=True)
+            load_model(generator, str(weights / WEIGHTS_FILE), strict=True)
         if start is not None:  # the previous phase's final weights (a full phase: check_phases refuses the others)
-            generator.load_state_dict(start["model"])
+            generator.load_state_dict(start[GENERATOR])
             discriminator.load_state_dict(start["discriminator"])
         self.adapter = None
         if cfg.lora.r:
             self._add_adapter(vits)
-        return {"model": generator, "discriminator": discriminator}
+        return {GENERATOR: generator, "discriminator": discriminator}
 
     def _add_adapter(self, vits) -> None:
         if not self.speaker and len(self.speakers) > 1:
@@ -257,10 +258,10 @@ class VitsTask(Task):
             return torch.optim.AdamW(trainable, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
 
         clip = cfg.clip_grad_norm or None
-        generator = adamw(models["model"])
+        generator = adamw(models[GENERATOR])
         self._updates = _UpdateCounter(generator)
         return [
-            OptimizerGroup("generator", generator, ["model"], clip),
+            OptimizerGroup("generator", generator, [GENERATOR], clip),
             OptimizerGroup("discriminator", adamw(models["discriminator"]), ["discriminator"], clip),
         ]
 
@@ -298,7 +299,7 @@ class VitsTask(Task):
     def step(self, models, batch: VitsBatch, group: str):
         gan = self._updates() >= self.config.gan_start_step
         if group == "generator":
-            output = models["model"](
+            output = models[GENERATOR](
                 batch.input_ids, batch.input_mask, batch.spec, batch.spec_mask, batch.wav, batch.speaker_ids
             )
             self._last_output = output
@@ -312,7 +313,7 @@ class VitsTask(Task):
     # ------------------------------------------------------------------ validation
     def _voice(self, models) -> Voice:
         """The model being trained as a voice; the same noise every validation, so scores move with the weights only."""
-        vits = unwrap(models["model"]).model
+        vits = unwrap(models[GENERATOR]).model
         return Voice(TorchBackend(vits), VoiceConfig.from_dict(vits.config.to_dict()), self.text, self.speakers,
                      seed=self.context.seed)
 
@@ -324,9 +325,9 @@ class VitsTask(Task):
         for speaker in speakers or [None]:
             for n, sentence in enumerate(self.config.eval_sentences):
                 wav, _ = voice.synthesize(sentence, speaker=speaker, warn=None)
-                files[f"samples/{n}-{speaker or 'voice'}.wav"] = wav_bytes(wav, self.sample_rate)
+                files[f"{SAMPLES_DIR}/{n}-{speaker or 'voice'}.wav"] = wav_bytes(wav, self.sample_rate)
                 # TensorBoard's AUDIO tab: each step's sample beside the curves (tag: the file's name, stable across steps)
-                board[f"samples/{n}-{speaker or 'voice'}"] = BoardEntry("audio", wav, {"sample_rate": self.sample_rate})
+                board[f"{SAMPLES_DIR}/{n}-{speaker or 'voice'}"] = BoardEntry("audio", wav, {"sample_rate": self.sample_rate})
         metrics = score_heldout(voice, self.heldout[: self.config.mcd_items]).metrics()
         if not metrics:
             self.context.log("no held-out clips: val/mcd cannot be computed (add heldout.csv or more clips per speaker)")
@@ -336,7 +337,7 @@ class VitsTask(Task):
     def export(self, models, out_dir: Path) -> None:
         """The voice folder; in an adapter phase the base voice (no ONNX: it would not speak the adapted voice) and
         ``adapters/<speaker>/`` — ``fintts merge`` makes the adapted voice a folder of its own, with its graphs."""
-        vits = unwrap(models["model"]).model
+        vits = unwrap(models[GENERATOR]).model
         if self.adapter is None:
             save_voice(vits, out_dir, self.text, self.speakers, card=self._model_card(vits), onnx=False)  # graphs: export_later
             return

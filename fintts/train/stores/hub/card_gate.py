@@ -17,7 +17,7 @@ import logging
 import threading
 from pathlib import Path
 
-from fintts.train.report.card import CARD
+from fintts.train.run.layout import CARD
 from fintts.train.stores.hub.client import HubClient
 
 log = logging.getLogger(__name__)

@@ -43,16 +43,15 @@ from huggingface_hub.errors import HfHubHTTPError, RemoteEntryNotFoundError
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
 from fintts.errors import StoreError
-from fintts.train.report.card import LOSS_PLOT
 from fintts.train.run import checkpoint as ckpt
-from fintts.train.stores.base import MODEL_DIR
+from fintts.train.run.layout import LOSS_PLOT, MODEL_DIR, SAMPLES_DIR, TENSORBOARD_DIR
 from fintts.train.stores.hub.auth import find_token
 from fintts.train.stores.hub.errors import HubAuthError, HubDeadline, HubError, HubUnavailable, classify
 
 log = logging.getLogger(__name__)
 
 #: LFS objects are only ever freed under these prefixes; anything else in the repo is the person's.
-MANAGED_PREFIXES = (ckpt.CHECKPOINTS + "/", MODEL_DIR + "/", "samples/", "tb/", LOSS_PLOT)
+MANAGED_PREFIXES = (*(folder + "/" for folder in (ckpt.CHECKPOINTS, MODEL_DIR, SAMPLES_DIR, TENSORBOARD_DIR)), LOSS_PLOT)
 #: Why a session refuses to start without the Hub, and what to do instead.
 UNREACHABLE_ADVICE = (
     ". The run's newest checkpoint and its writer's lease live on the Hub, so a session cannot safely start"

@@ -20,25 +20,21 @@ from typing import Any
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-from fintts.train.report.card import CARD, LOSS_PLOT
 from fintts.train.run import checkpoint as ckpt
-from fintts.train.stores.base import MODEL_DIR, STATUS
+from fintts.train.run.layout import CARD, HUB_DIR, LEASE, LOSS_PLOT, MODEL_DIR, PUSHES, SAMPLES_DIR, STATUS, TENSORBOARD_DIR
 from fintts.train.stores.hub.card_gate import CardGate
 from fintts.train.stores.hub.client import HubClient
-from fintts.train.stores.hub.lease import LEASE, LeaseHolder
-from fintts.train.stores.hub.ledger import PUSHES, Ledger
+from fintts.train.stores.hub.lease import LeaseHolder
+from fintts.train.stores.hub.ledger import Ledger
 from fintts.train.stores.hub.publisher import Target
 
 log = logging.getLogger(__name__)
 
-#: In the local mirror: this store's own folder (snapshots waiting for upload, downloads in progress, the repo it
-#: mirrors); nothing in it is pushed.
-LOCAL_DIR = ".hub"
 #: Pushed with every full push. ``model/`` is mirrored (files gone locally are deleted on
 #: the Hub); ``samples/`` and ``tb/`` only gain files, because a session on a fresh disk
 #: has only its own and must not delete the earlier sessions'.
 MIRRORED_DIRS = (MODEL_DIR,)
-ADDED_DIRS = ("samples", "tb")
+ADDED_DIRS = (SAMPLES_DIR, TENSORBOARD_DIR)
 EXTRA_FILES = (LOSS_PLOT, STATUS, CARD)
 
 
@@ -150,7 +146,7 @@ class Outbox:
 
     def clear_others(self) -> None:
         """Remove the snapshots a previous writer process left behind."""
-        outbox = self.root / LOCAL_DIR / "outbox"
+        outbox = self.root / HUB_DIR / "outbox"
         for leftover in outbox.iterdir() if outbox.is_dir() else ():
             if not leftover.name.startswith(f"{os.getpid()}-"):
                 shutil.rmtree(leftover, ignore_errors=True)
@@ -162,7 +158,7 @@ class Outbox:
         without them (``None``), rather than not happening, and the next push brings them.
         """
         self._snapshots += 1
-        dest = self.root / LOCAL_DIR / "outbox" / f"{os.getpid()}-{self._snapshots:06d}"
+        dest = self.root / HUB_DIR / "outbox" / f"{os.getpid()}-{self._snapshots:06d}"
         try:
             shutil.rmtree(dest, ignore_errors=True)
             dest.mkdir(parents=True)

@@ -42,12 +42,12 @@ from typing import Any
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
 from fintts.errors import LeaseConflict, StoreError
+from fintts.train.run.layout import LEASE
 from fintts.train.stores.hub.client import HubClient
 from fintts.train.stores.hub.errors import LeaseLost
 
 log = logging.getLogger(__name__)
 
-LEASE = "lease.json"
 #: A lease's timeout is at least this many times the holder's longest recent push.
 LONG_PUSH_FACTOR = 3.0
 #: ... but at most this share of the session it is written in,

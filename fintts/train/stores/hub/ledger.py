@@ -19,7 +19,6 @@ from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.hub.lease import iso
 from fintts.train.stores.hub.publisher import read_pushes
 
-PUSHES = "pushes.json"
 RECENT_PUSHES = 10
 
 

@@ -18,12 +18,11 @@ from typing import Any
 
 from fintts.errors import StoreError
 from fintts.train.run import checkpoint as ckpt
-from fintts.train.stores.base import MODEL_DIR, STATUS
+from fintts.train.run.layout import HUB_DIR, MODEL_DIR, PUSHES, STATUS
 from fintts.train.stores.hub.client import HubClient, checkpoint_names
-from fintts.train.stores.hub.commits import LOCAL_DIR
 from fintts.train.stores.hub.errors import HubMoved, HubRepoError, HubUnavailable
 from fintts.train.stores.hub.lease import Retrying
-from fintts.train.stores.hub.ledger import PUSHES, Ledger
+from fintts.train.stores.hub.ledger import Ledger
 
 logger = logging.getLogger(__name__)
 #: How many times a resume starts over when the commit it was reading vanished (a history rewrite).
@@ -107,7 +106,7 @@ def fetch_model(
     if not (root / MODEL_DIR).exists():
         return
     wanted = [p for p in files if p.startswith(MODEL_DIR + "/")]
-    incoming, stale = root / LOCAL_DIR / "incoming-model", root / LOCAL_DIR / "stale-model"
+    incoming, stale = root / HUB_DIR / "incoming-model", root / HUB_DIR / "stale-model"
     for leftover in (incoming, stale):
         shutil.rmtree(leftover, ignore_errors=True)
     try:
@@ -131,7 +130,7 @@ def fetch_checkpoint(
 ) -> Path | None:
     """Download checkpoint ``name`` into ``root`` and point ``latest`` at it; ``None`` when it fails its manifest."""
     prefix = f"{ckpt.CHECKPOINTS}/{name}/"
-    incoming = root / LOCAL_DIR / "incoming"
+    incoming = root / HUB_DIR / "incoming"
     shutil.rmtree(incoming, ignore_errors=True)
     log(f"downloading {name} from {client.url}")
     retrying(f"download {name}", lambda: client.download([p for p in files if p.startswith(prefix)], head, incoming))

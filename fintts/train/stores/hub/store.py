@@ -77,22 +77,20 @@ from typing import Any
 from fintts.errors import StoreError
 from fintts.train.machine.platform import host_name
 from fintts.train.repo_id import repo_id_problem
-from fintts.train.report.card import CARD
 from fintts.train.run import checkpoint as ckpt
-from fintts.train.stores.base import STATUS, Store
+from fintts.train.run.layout import CARD, HUB_BINDING, HUB_DIR, PUSHES, STATUS
+from fintts.train.stores.base import Store
 from fintts.train.stores.hub import resume
 from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
-from fintts.train.stores.hub.commits import LOCAL_DIR, Commits, Outbox
+from fintts.train.stores.hub.commits import Commits, Outbox
 from fintts.train.stores.hub.errors import HubAuthError, HubRefused, HubStorageFull
 from fintts.train.stores.hub.lease import LeaseHolder
-from fintts.train.stores.hub.ledger import PUSHES, Ledger
+from fintts.train.stores.hub.ledger import Ledger
 from fintts.train.stores.hub.publisher import Publisher, Target
 from fintts.train.stores.local import LocalStore
 
 log = logging.getLogger(__name__)
 
-#: In ``LOCAL_DIR``: the repo this folder mirrors.
-BINDING = "repo.json"
 #: How long a failing session without a time limit waits at most for its newest checkpoint's push.
 SECURE_WAIT = 600.0
 #: A free account's private storage on the Hub (GB; huggingface_hub #3048/#3049).
@@ -219,7 +217,7 @@ class HubStore(Store):
 
     def _bind(self) -> None:
         """Record that ``root`` mirrors this repo, or refuse a folder that mirrors another."""
-        record = self.root / LOCAL_DIR / BINDING
+        record = self.root / HUB_DIR / HUB_BINDING
         data = _read_json(record, {})
         bound = data.get("repo") if isinstance(data, dict) else None
         if bound and bound != self.repo_id:

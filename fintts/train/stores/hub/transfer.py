@@ -15,10 +15,9 @@ from typing import Any
 
 from fintts.errors import StoreError
 from fintts.train.run import checkpoint as ckpt
-from fintts.train.stores.base import MODEL_DIR, STATUS
-from fintts.train.stores.hub.client import LOSS_PLOT, HubClient, checkpoint_names, json_object
+from fintts.train.run.layout import LEASE, LOSS_PLOT, MODEL_DIR, SAMPLES_DIR, STATUS, TENSORBOARD_DIR
+from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.errors import HubError, HubMoved
-from fintts.train.stores.hub.lease import LEASE
 from fintts.train.stores.hub.resume import REREADS
 from fintts.train.stores.hub.store import HubStore
 
@@ -109,12 +108,12 @@ def _pull(client: HubClient, out: Path, checkpoint: str, full: bool, samples: bo
             present = ", ".join(sorted(checkpoint_names(files), key=ckpt.step_of)) or "none"
             raise StoreError(f"{client.url} has no checkpoint {name}; it has {present}")
         if samples:
-            heard = [p for p in wanted if p.startswith(prefix + "samples/")]
+            heard = [p for p in wanted if p.startswith(f"{prefix}{SAMPLES_DIR}/")]
             if not heard:
                 raise StoreError(f"{client.url}: checkpoint {name} has no samples yet (none is made before the run's first "
                                  "validation, every eval_every steps)")
-            client.download(heard + [p for p in files if p.startswith("tb/") or p in (LOSS_PLOT, STATUS)], head, out)
-            return out / prefix / "samples"
+            client.download(heard + [p for p in files if p.startswith(TENSORBOARD_DIR + "/") or p in (LOSS_PLOT, STATUS)], head, out)
+            return out / prefix / SAMPLES_DIR
         client.download(wanted + [p for p in (STATUS,) if p in files], head, out)
         folder = out / ckpt.CHECKPOINTS / name
         ckpt.verify(folder)
