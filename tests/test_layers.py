@@ -244,16 +244,3 @@ def test_importing_the_trainer_and_its_stores_imports_no_task():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
-
-def test_names_moved_to_a_module_of_their_own_still_import_from_their_old_path():
-    """The spectrograms left ``tts/audio.py`` and the generators' states ``run/state.py`` (so that the commands above load
-    without torch); code written against the old paths still runs."""
-    from fintts.train.run import rng
-    from fintts.train.run.state import capture_rng, isolated_rng, restore_rng
-    from fintts.tts import spectrogram
-    from fintts.tts.audio import Spectrogram, SpectrogramConfig, linear_spectrogram, mel_spectrogram, spec_to_mel
-
-    assert (capture_rng, isolated_rng, restore_rng) == (rng.capture_rng, rng.isolated_rng, rng.restore_rng)
-    assert (Spectrogram, SpectrogramConfig, linear_spectrogram, mel_spectrogram, spec_to_mel) == (
-        spectrogram.Spectrogram, spectrogram.SpectrogramConfig, spectrogram.linear_spectrogram, spectrogram.mel_spectrogram,
-        spectrogram.spec_to_mel)
