@@ -194,6 +194,16 @@ def test_the_trainers_rooms_below_a_session_never_import_it():
     assert not up, "a room below the session imports it (or a tool):\n" + "\n".join(up)
 
 
+#: What several rooms share, each in a module that imports nothing of ours, so that no room reaches into another's for it.
+LEAVES = ("fintts.errors", "fintts.train.retry")
+
+
+def test_what_the_rooms_share_imports_nothing_of_ours():
+    ours = [f"{imp.module}:{imp.line} imports {imp.target}" for imp in import_graph({m: MODULES[m] for m in LEAVES})
+            if imp.target in MODULES or imp.target.startswith("fintts")]
+    assert not ours, "a shared module imports fintts:\n" + "\n".join(ours)
+
+
 def test_the_trainers_top_level_is_its_rooms_and_a_few_modules():
     top = sorted(p.name for p in TRAINER.glob("*.py"))
     assert len(top) <= 14, top

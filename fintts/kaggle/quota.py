@@ -22,7 +22,7 @@ import datetime
 from typing import Any
 
 from fintts.kaggle.client import KaggleError, calling
-from fintts.train.stores.hub.client import Backoff
+from fintts.train.retry import Backoff
 
 HOUR = 3600.0
 #: Kaggle's session limit (fintts.train.machine.platform.PLATFORM_LIMITS, not imported here: it imports torch).

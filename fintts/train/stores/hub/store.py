@@ -78,10 +78,11 @@ from fintts.errors import StoreError
 from fintts.train.machine.platform import host_name
 from fintts.train.repo_id import repo_id_problem
 from fintts.train.report.card import CARD
+from fintts.train.retry import Backoff
 from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import STATUS, Store
 from fintts.train.stores.hub import resume
-from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
+from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.commits import LOCAL_DIR, Commits, Outbox
 from fintts.train.stores.hub.errors import HubAuthError, HubRefused, HubStorageFull
 from fintts.train.stores.hub.lease import LeaseHolder
