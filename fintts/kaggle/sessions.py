@@ -87,6 +87,7 @@ from fintts.kaggle.kernels import (
 from fintts.kaggle.secret import MISSING, attach_hint, token_dataset
 from fintts.train.config import parse_duration
 from fintts.train.machine.clock import hms
+from fintts.train.machine.platform import KAGGLE_SESSION_LIMIT
 from fintts.train.run.checkpoint import CHECKPOINTS, LATEST, is_checkpoint_name, step_of
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.client import HubClient, json_object
@@ -154,8 +155,8 @@ def push_session(settings: KernelSettings, api: Any, *, spent_hours: float = 0.0
         if say:
             say(f"could not read the weekly GPU quota ({err}): this session's budget is not capped by it")
     wanted = parse_duration(settings.budget, key="budget") if settings.budget else None
-    if wanted is not None and wanted >= weekly.SESSION_LIMIT and say:
-        say(f"budget {settings.budget} is not less than Kaggle's {weekly.SESSION_LIMIT / weekly.HOUR:g} h session limit, which "
+    if wanted is not None and wanted >= KAGGLE_SESSION_LIMIT and say:
+        say(f"budget {settings.budget} is not less than Kaggle's {KAGGLE_SESSION_LIMIT / weekly.HOUR:g} h session limit, which "
             "would end the session before its final save: the session runs to the limit, less the reserve it keeps")
     limit_left = (gpu_hours - spent_hours) * weekly.HOUR if gpu_hours else None
     budget = weekly.session_budget(quota, wanted=wanted, limit_left=limit_left)

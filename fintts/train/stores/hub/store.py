@@ -75,7 +75,7 @@ from pathlib import Path
 from typing import Any
 
 from fintts.errors import StoreError
-from fintts.train.machine.platform import host_name
+from fintts.train.machine.platform import KAGGLE_SESSION_LIMIT, host_name
 from fintts.train.repo_id import repo_id_problem
 from fintts.train.report.card import CARD
 from fintts.train.retry import Backoff
@@ -474,12 +474,12 @@ class HubStore(Store):
             if isinstance(failure, HubAuthError):  # e.g. a fine-grained token that may write files but not delete LFS objects
                 if not self._told_no_freeing:
                     self._told_no_freeing = True
-                    per_push = self._ledger.last_push_bytes()
+                    per_push, hours = self._ledger.last_push_bytes(), KAGGLE_SESSION_LIMIT / 3600
                     log.warning(
                         "%s: the token may not free deleted checkpoints' storage (%s): the repo's storage grows by every "
-                        "push (~%.2f GB each, ~%.0f GB over a 12-hour session of hourly pushes) until a write token frees "
+                        "push (~%.2f GB each, ~%.0f GB over a %g-hour Kaggle session of hourly pushes) until a write token frees "
                         "it (`fintts push` with one, or delete the repo's old LFS files in its settings)",
-                        self.url, failure, per_push / 1e9, 12 * per_push / 1e9,
+                        self.url, failure, per_push / 1e9, hours * per_push / 1e9, hours,
                     )
                 return
             log.warning("%s: could not free old checkpoints' storage (%s); will retry after the next push", self.url, failure)
