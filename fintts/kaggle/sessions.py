@@ -89,8 +89,9 @@ from fintts.train.config import parse_duration
 from fintts.train.machine.clock import hms
 from fintts.train.machine.platform import KAGGLE_SESSION_LIMIT
 from fintts.train.run.checkpoint import CHECKPOINTS, LATEST, is_checkpoint_name, step_of
-from fintts.train.stores.base import MODEL_DIR, STATUS
-from fintts.train.stores.hub.client import HubClient, json_object
+from fintts.train.stores.base import MODEL_DIR
+from fintts.train.stores.hub.client import HubClient
+from fintts.train.stores.hub.commits import Saved, read_status
 from fintts.train.stores.hub.errors import HubRepoError
 from fintts.train.stores.hub.lease import LEASE, Lease
 
@@ -214,10 +215,9 @@ class HubRun:
         The newest of ``latest_checkpoint`` and ``saved.local`` (when ``saved.local_only``):
         the session saved it, and its final push did not land.
         """
-        status = self.status or {}
-        saved = status.get("saved") if isinstance(status.get("saved"), dict) else {}
-        named = PurePosixPath(str(status.get("latest_checkpoint") or "")).name
-        candidates = [n for n in (named, saved.get("local") if saved.get("local_only") else None) if is_checkpoint_name(n)]
+        saved = Saved.of(self.status)
+        named = PurePosixPath(str((self.status or {}).get("latest_checkpoint") or "")).name
+        candidates = [n for n in (named, saved.local if saved.local_only else None) if is_checkpoint_name(n)]
         if not candidates:
             return None
         newest = max(candidates, key=step_of)
@@ -227,11 +227,10 @@ class HubRun:
 
     def local_folder(self) -> tuple[str, str]:
         """(host, folder) of the session's run folder, where its unpushed checkpoint is."""
-        status = self.status or {}
-        saved = status.get("saved") if isinstance(status.get("saved"), dict) else {}
-        latest = str(status.get("latest_checkpoint") or "")
-        folder = saved.get("folder") or (str(PurePosixPath(latest).parent.parent) if latest else "")
-        return str(saved.get("host") or "the Kaggle session"), str(folder or "the run's folder")
+        saved = Saved.of(self.status)
+        latest = str((self.status or {}).get("latest_checkpoint") or "")
+        folder = saved.folder or (str(PurePosixPath(latest).parent.parent) if latest else "")
+        return saved.host or "the Kaggle session", folder or "the run's folder"
 
 
 def unpushed_problem(run: HubRun, repo: str, kernel: str) -> str | None:
@@ -264,8 +263,7 @@ def read_run(repo: str, timeout: float = REQUEST_TIMEOUT) -> HubRun | None:
         head = client.head()
         paths = frozenset(client.files(head))
         latest = client.read(LATEST, head) if LATEST in paths else None
-        return HubRun(json_object(client.read(STATUS, head)) if STATUS in paths else None,
-                      latest.decode(errors="replace").strip() if latest else None, paths)
+        return HubRun(read_status(client, head, paths), latest.decode(errors="replace").strip() if latest else None, paths)
 
     try:
         return client.retrying(f"read {repo}'s status", read, attempts=ATTEMPTS, backoff=BACKOFF)

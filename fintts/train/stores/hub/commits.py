@@ -11,10 +11,12 @@ on rewriting those files. Only regular files are sent: symbolic links are skippe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import shutil
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from fintts.train.report.card import CARD, LOSS_PLOT
 from fintts.train.run import checkpoint as ckpt
 from fintts.train.stores.base import MODEL_DIR, STATUS
 from fintts.train.stores.hub.card_gate import CardGate
-from fintts.train.stores.hub.client import HubClient
+from fintts.train.stores.hub.client import HubClient, json_object
 from fintts.train.stores.hub.lease import LEASE, LeaseHolder
 from fintts.train.stores.hub.ledger import PUSHES, Ledger
 from fintts.train.stores.hub.publisher import Target
@@ -40,6 +42,33 @@ LOCAL_DIR = ".hub"
 MIRRORED_DIRS = (MODEL_DIR,)
 ADDED_DIRS = ("samples", "tb")
 EXTRA_FILES = (LOSS_PLOT, STATUS, CARD)
+
+
+@dataclasses.dataclass(frozen=True)
+class Saved:
+    """The ``saved`` block of the Hub's ``status.json`` (:meth:`Commits.status_for_hub` writes it, :meth:`of` reads it):
+    the newest checkpoint the Hub holds, the newest this disk holds and whether only this disk does, and where that is."""
+
+    hub: str | None = None
+    local: str | None = None
+    local_only: bool = False
+    host: str | None = None
+    folder: str | None = None
+
+    @classmethod
+    def of(cls, status: Mapping[str, Any] | None) -> Saved:
+        """The block in ``status`` (a status written before there was one, or none: an empty one)."""
+        saved = (status or {}).get("saved")
+        if not isinstance(saved, dict):
+            return cls()
+        text = {key: str(saved[key]) if saved.get(key) else None for key in ("hub", "local", "host", "folder")}
+        return cls(local_only=bool(saved.get("local_only")), **text)
+
+
+def read_status(client: HubClient, head: str, paths: Collection[str]) -> dict[str, Any] | None:
+    """The run's ``status.json`` at commit ``head``, as :meth:`Commits.status_for_hub` pushed it (``None``: not among
+    ``paths``, the repo's files at ``head``, or not a JSON object)."""
+    return json_object(client.read(STATUS, head)) if STATUS in paths else None
 
 
 class Commits:
@@ -122,7 +151,7 @@ class Commits:
             return data
         local = local if ckpt.is_checkpoint_name(local) else None
         local_only = local is not None and (hub is None or ckpt.step_of(local) > ckpt.step_of(hub))
-        saved: dict[str, Any] = {"hub": hub, "local": local, "local_only": local_only, "host": self.host, "folder": str(self.root)}
+        saved: dict[str, Any] = dataclasses.asdict(Saved(hub, local, local_only, self.host, str(self.root)))
         step = status.get("step")
         if local_only or (isinstance(step, int) and step > (-1 if hub is None else ckpt.step_of(hub))):
             saved["note"] = (
