@@ -1,7 +1,7 @@
 """What the run's commits carry: a full push's operations, the small files of heartbeats and the release.
 
-A full push is one commit (see :mod:`.store`): the checkpoint's files (only those its manifest
-lists), the deletions the keep-last rule asks for, ``latest``, the extras of a snapshot
+A full push is one commit (docs/sessions-and-stores.md, "One commit per pushed checkpoint"): the
+checkpoint's files (only those its manifest lists), the deletions the keep-last rule asks for, ``latest``, the extras of a snapshot
 (``status.json`` with its ``saved`` block, the card, ``loss.png``, ``model/``, ``samples/``,
 ``tb/``), ``pushes.json`` and the refreshed lease; the card only when it changed and its metadata
 passed the Hub's validator (see :mod:`.card_gate`), and never in a heartbeat. The snapshot is taken by :class:`Outbox`
@@ -142,7 +142,8 @@ class Commits:
         return operations + self.bookkeeping(with_lease=with_lease)
 
     def status_for_hub(self, data: bytes, hub: str | None, local: str | None) -> bytes:
-        """``status.json`` with its ``saved`` block: which checkpoint the Hub holds, which only this disk (see :mod:`.store`)."""
+        """``status.json`` with its ``saved`` block (:class:`Saved`): which checkpoint the Hub holds, which only this disk
+        (docs/sessions-and-stores.md, "Where the newest checkpoint is")."""
         try:
             status = json.loads(data)
         except ValueError:
