@@ -446,7 +446,7 @@ def part_background_export(p: Part) -> None:
         label = "with_export" if export else "without_export"
         store = p.fresh_store(label)
         settings = [f"max_steps={2 * at - 1}", f"eval_every={at}", "patience=0", "log_every=1", f"export_onnx={str(export).lower()}",
-                    "checkpoint_every=none", "session_limit=none", "mcd_items=2", "eval_speakers=1"]
+                    "checkpoint_every=none", "budget=none", "mcd_items=2", "eval_speakers=1"]
         train(p.config, overrides=p.overrides(f"store={store}", *settings), progress=False)
         p.commands.append(f"fintts train {p.config_label} {' '.join(p.overrides(*settings)[2:])} data=OUT/corpus init=OUT/mms-sized "
                           f"--store /tmp/{label}")

@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> dict:
     shutil.rmtree(store, ignore_errors=True)
     overrides = [
         f"data={args.out / 'corpus'}", f"init={args.out / 'mms-sized'}", f"store={store}", "hub_repo=",
-        f"max_steps={steps}", f"eval_every={steps // validations}", "session_limit=none", "patience=0",
+        f"max_steps={steps}", f"eval_every={steps // validations}", "budget=none", "patience=0",
     ]
     if cpu:
         batch = args.batch or 4

@@ -43,7 +43,7 @@ TRAINING_STACK = {"torch", "transformers", "accelerate", "peft", "safetensors", 
 
 #: Options of ``fintts train`` that are config settings: each becomes the override ``key=value``.
 TRAIN_OPTIONS = {
-    "store": "store", "hub_repo": "hub_repo", "max_steps": "max_steps", "budget": "session_limit",
+    "store": "store", "hub_repo": "hub_repo", "max_steps": "max_steps", "budget": "budget",
     "push_every": "push_every", "storage_cap_gb": "storage_cap_gb",
 }
 
@@ -110,11 +110,13 @@ def cmd_plan(args) -> int:
     from fintts.train.tools import plan
 
     overrides = list(args.overrides) + ([f"store={args.store}"] if args.store else [])
+    if args.session_hours is not None:
+        print(f"note: --session-hours is now --budget (e.g. --budget {args.session_hours:g}h); the old option is still read, "
+              "but not for ever", file=sys.stderr)
+        overrides.append(f"budget={args.session_hours * 3600:g}")
+    overrides += [f"budget={args.budget}"] if args.budget else []
     config = load_config(args.config, overrides)
-    assumptions = plan.Assumptions(
-        session_hours=args.session_hours, quota_hours=args.quota_hours, install_seconds=args.install_seconds,
-        price_per_hour=args.price,
-    )
+    assumptions = plan.Assumptions(quota_hours=args.quota_hours, install_seconds=args.install_seconds, price_per_hour=args.price)
     items, items_source = plan.count_items(config, args.samples)
     first = None
     if args.step_seconds is not None:
@@ -342,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", help="the run's local folder (store=; default runs/<run_name>, with --hub-repo runs/<repo name>)")
     p.add_argument("--hub-repo", metavar="USER/NAME", help="keep the run in this Hugging Face Hub repo (hub_repo=)")
     p.add_argument("--max-steps", help="stop the run at this step (max_steps=)")
-    p.add_argument("--budget", help="this session's length, e.g. 11h30m or 90s (session_limit=)")
+    p.add_argument("--budget", help="this session's length, e.g. 11h30m or 90s (budget=)")
     p.add_argument("--allow-config-change", action="store_true", help="resume although math-changing settings differ")
     p.add_argument("--force", action="store_true", help="take the run over from another session")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
@@ -382,7 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
                                   data_help="count the training items of this corpus (data=)")
     items.add_argument("--samples", type=int, help="plan for this many training items")
     p.add_argument("--quota-hours", type=float, default=30.0, help="GPU hours a week (default 30: Kaggle's weekly quota)")
-    p.add_argument("--session-hours", type=float, default=12.0, help="length of one session (default 12: Kaggle's limit)")
+    p.add_argument("--budget", help="length of one session, e.g. 11h30m (budget=; default: the config's, auto: Kaggle's 12 h)")
+    p.add_argument("--session-hours", type=float, help=argparse.SUPPRESS)  # the old name of --budget, in hours
     p.add_argument("--price", type=float, help="price of one GPU hour, for a cost")
     p.add_argument("--install-seconds", type=float, default=180.0,
                    help="a fresh session's install and model download before training (assumed; default 180)")

@@ -8,8 +8,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
+from fintts.train.retry import Backoff
 from fintts.train.run import checkpoint
-from fintts.train.stores.hub import Backoff, HubStore
+from fintts.train.stores.hub import HubStore
 from fintts_stand_ins import HubServer
 
 #: Distinctive, so a leak cannot hide in other text.

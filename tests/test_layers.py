@@ -1,10 +1,11 @@
 """How fintts is built, kept so: its import graph, read from the source.
 
 The graph is every ``import`` statement in ``fintts/``, read with :mod:`ast` (nothing is
-imported to build it), those inside functions included and those under ``if TYPE_CHECKING``
-left out (they never run). It must have no circle; the session trainer must not reach the
-task; what the laptop voice imports when it loads must not import torch or the trainer; and
-an import inside a function must say on its line why it is there.
+imported to build it), those inside functions and those under ``if TYPE_CHECKING`` included: a
+type-only import never runs, but its module still depends on the one it names (what a module
+loads leaves them out). It must have no circle; the session trainer must not reach the task;
+what the laptop voice imports when it loads must not import torch or the trainer; and an import
+inside a function must say on its line why it is there.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class Import:
     target: str  # the imported module, ours or the top-level name of another package
     line: int
     in_function: bool
+    type_only: bool  # under ``if TYPE_CHECKING``: never run, so it loads nothing
     has_reason: bool  # a comment on the statement's lines or the line above, or one for the import right above
 
 
@@ -62,8 +64,6 @@ def imports_of(module: str, source: str) -> list[Import]:
     found = []
     reasoned_until = -1  # the last line of a commented import: the one right under it shares its reason
     for node in sorted((n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))), key=lambda n: n.lineno):
-        if any(a <= node.lineno <= b for a, b in never_run):
-            continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -72,11 +72,12 @@ def imports_of(module: str, source: str) -> list[Import]:
                 base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
         in_function = any(a <= node.lineno <= b for a, b in functions)
+        type_only = any(a <= node.lineno <= b for a, b in never_run)
         has_reason = bool(commented & set(range(node.lineno - 1, node.end_lineno + 1))) or reasoned_until == node.lineno - 1
         reasoned_until = node.end_lineno if has_reason else -1
         for target in dict.fromkeys(targets):
             ours = target in MODULES or target.split(".")[0] == "fintts"
-            found.append(Import(module, target if ours else target.split(".")[0], node.lineno, in_function, has_reason))
+            found.append(Import(module, target if ours else target.split(".")[0], node.lineno, in_function, type_only, has_reason))
     return found
 
 
@@ -140,7 +141,7 @@ def reachable(start: tuple[str, ...], imports: list[Import], *, loading_only: bo
     """Module (or other package) → the chain of imports that reaches it from ``start``."""
     by_module: dict[str, list[Import]] = {}
     for imp in imports:
-        if not (loading_only and imp.in_function):
+        if not (loading_only and (imp.in_function or imp.type_only)):
             by_module.setdefault(imp.module, []).append(imp)
     chains = {name: [name] for name in start}
     frontier = list(start)
@@ -173,6 +174,22 @@ def test_the_graph_sees_a_circle_made_inside_a_function(tmp_path):
             MODULES.pop(name)
 
 
+def test_the_graph_sees_a_circle_made_for_the_type_checker_alone(tmp_path):
+    # a type-only import never runs, but its module still depends on the one it names: two modules that name each
+    # other's types are one idea in two files
+    a, b = tmp_path / "fintts" / "a.py", tmp_path / "fintts" / "b.py"
+    a.parent.mkdir()
+    a.write_text("import fintts.b\n")
+    b.write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from fintts.a import A\n")
+    modules = {"fintts.a": a, "fintts.b": b}
+    MODULES.update(modules)
+    try:
+        assert circles(import_graph(modules)) == [["fintts.a", "fintts.b", "fintts.a"]]
+    finally:
+        for name in modules:
+            MODULES.pop(name)
+
+
 def test_the_session_trainer_never_reaches_the_task():
     chains = reachable(tuple(m for m in MODULES if m.startswith("fintts.train")), import_graph(), loading_only=False)
     task = ("fintts.tts", "fintts_stand_ins")
@@ -192,6 +209,16 @@ def test_the_trainers_rooms_below_a_session_never_import_it():
     up = [f"{imp.module}:{imp.line} imports {imp.target}" for imp in import_graph({m: MODULES[m] for m in lower})
           if imp.target.startswith(ABOVE)]
     assert not up, "a room below the session imports it (or a tool):\n" + "\n".join(up)
+
+
+#: What several rooms share, each in a module that imports nothing of ours, so that no room reaches into another's for it.
+LEAVES = ("fintts.errors", "fintts.train.retry", "fintts.train.machine.platform")
+
+
+def test_what_the_rooms_share_imports_nothing_of_ours():
+    ours = [f"{imp.module}:{imp.line} imports {imp.target}" for imp in import_graph({m: MODULES[m] for m in LEAVES})
+            if imp.target in MODULES or imp.target.startswith("fintts")]
+    assert not ours, "a shared module imports fintts:\n" + "\n".join(ours)
 
 
 def test_the_trainers_top_level_is_its_rooms_and_a_few_modules():
@@ -244,16 +271,3 @@ def test_importing_the_trainer_and_its_stores_imports_no_task():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
-
-def test_names_moved_to_a_module_of_their_own_still_import_from_their_old_path():
-    """The spectrograms left ``tts/audio.py`` and the generators' states ``run/state.py`` (so that the commands above load
-    without torch); code written against the old paths still runs."""
-    from fintts.train.run import rng
-    from fintts.train.run.state import capture_rng, isolated_rng, restore_rng
-    from fintts.tts import spectrogram
-    from fintts.tts.audio import Spectrogram, SpectrogramConfig, linear_spectrogram, mel_spectrogram, spec_to_mel
-
-    assert (capture_rng, isolated_rng, restore_rng) == (rng.capture_rng, rng.isolated_rng, rng.restore_rng)
-    assert (Spectrogram, SpectrogramConfig, linear_spectrogram, mel_spectrogram, spec_to_mel) == (
-        spectrogram.Spectrogram, spectrogram.SpectrogramConfig, spectrogram.linear_spectrogram, spectrogram.mel_spectrogram,
-        spectrogram.spec_to_mel)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fintts.errors import StoreError
-from fintts.train.stores.hub.client import Backoff
+from fintts.train.retry import Backoff
 
 _T = TypeVar("_T")
 

@@ -38,7 +38,7 @@ from fintts.kaggle import parameters
 from fintts.kaggle.client import NOT_ACTED_ON, KaggleError, calling, connect, user_of
 from fintts.train.config import ConfigError, load_config, parse_duration
 from fintts.train.repo_id import repo_id_problem
-from fintts.train.stores.hub.client import Backoff
+from fintts.train.retry import Backoff
 
 PROJECT = Path(__file__).resolve().parents[2]
 TEMPLATE = PROJECT / "kaggle-metadata.json"

@@ -19,8 +19,8 @@ from typing import Any
 from fintts.kaggle.client import KaggleError, calling, user_of
 from fintts.kaggle.kernel import WHEELS_SLUG, KernelSettings
 from fintts.kaggle.secret import FOUND, LOOK_BACK, attach_hint
+from fintts.train.retry import Backoff
 from fintts.train.stores.hub.auth import SECRET_NAME
-from fintts.train.stores.hub.client import Backoff
 
 #: Kaggle's kernel states that end a session.
 ENDED = {"COMPLETE", "ERROR", "CANCEL_ACKNOWLEDGED"}

@@ -22,11 +22,10 @@ import datetime
 from typing import Any
 
 from fintts.kaggle.client import KaggleError, calling
-from fintts.train.stores.hub.client import Backoff
+from fintts.train.machine.platform import KAGGLE_SESSION_LIMIT
+from fintts.train.retry import Backoff
 
 HOUR = 3600.0
-#: Kaggle's session limit (fintts.train.machine.platform.PLATFORM_LIMITS, not imported here: it imports torch).
-SESSION_LIMIT = 12 * HOUR
 #: Quota kept back from a session's budget (see the module's docstring).
 MARGIN = 20 * 60.0
 #: The shortest budget worth a push: installing, loading the model and the final save take minutes of it.
@@ -74,7 +73,7 @@ def session_budget(quota: Quota | None, *, wanted: float | None, limit_left: flo
     """
     if limit_left is not None and limit_left < MIN_SESSION:  # e.g. 45 s of --gpu-hours left: not worth a container start
         raise LimitSpent(limit_left)
-    if wanted is not None and wanted >= SESSION_LIMIT:  # Kaggle ends a session at 12 h, final save or not
+    if wanted is not None and wanted >= KAGGLE_SESSION_LIMIT:  # Kaggle ends a session then, final save or not
         wanted = None
     caps = [cap for cap in (wanted, limit_left) if cap is not None]
     if quota is not None:
@@ -83,7 +82,7 @@ def session_budget(quota: Quota | None, *, wanted: float | None, limit_left: flo
             raise QuotaSpent(quota)
         caps.append(room)
     budget = min(caps) if caps else None
-    return None if budget is None or budget >= SESSION_LIMIT and wanted is None else budget
+    return None if budget is None or budget >= KAGGLE_SESSION_LIMIT and wanted is None else budget
 
 
 class QuotaSpent(KaggleError):

@@ -1,61 +1,13 @@
 """``fintts kaggle run`` and ``fintts kaggle status``: a run's sessions, chained from the laptop.
 
-A Kaggle session trains until shortly before its 12-hour limit and pauses; then the run
-waits for someone to start the next. ``fintts kaggle run`` is that someone. It pushes a new
-version of the training notebook (which Kaggle runs at once), follows it, and when it ends
-reads what the session left in the run's ``status.json`` on the Hub:
-
-- ``paused`` with a new checkpoint: push the next session;
-- ``finished``: stop, and say how to pull the voice;
-- ``failed``, a kernel that ended in error, or a session that left no new checkpoint: a
-  failure. One may be Kaggle's (a lost machine, a network outage) and the next session is
-  pushed; two in a row are a pattern, and it stops with the reason and the end of the
-  session's log.
-
-A session counts as failed, and the chain stops, when the Hub does not hold the checkpoint its
-``status.json`` names (the final upload ran out of time or was refused, 413 or a quota, while
-the small release commit with the status landed: ``saved.local_only``). The next session would
-resume from the Hub's older checkpoint and a whole session's training would be lost, again at
-every failed push. The message says which step is only on Kaggle's disk, where, and the
-``fintts push`` that puts it on the Hub; a later ``fintts kaggle run`` refuses to push a
-session while it is so (a session started by hand, ``fintts kaggle push``, gives it up).
-
-A run is *finished* only when the Hub holds what ``status.json`` names: ``latest`` is its
-newest checkpoint, that checkpoint and the best one are there, and so is ``model/`` (a full
-push commits ``model/`` with its checkpoint and ``latest``, so a ``latest`` that is the
-status's means ``model/`` is too). A status that says finished over an older ``latest`` (the
-final push was refused) is a failure, and the message says what is missing.
-
-A kernel that Kaggle reports ended holds nothing any more, but its lease on the Hub stays
-until it expires (15 minutes or more), and the next session would be refused. So when a
-session ends and a lease of a Kaggle session taken after it was pushed is still on the Hub,
-the lease is deleted, in a commit on the head it was read at (if anything committed since,
-someone is alive and nothing is deleted), and the output says so.
-
-Calls to Kaggle and the Hub that fail for a passing reason (a 5xx, a time-out, a lost
-connection, a 429) are tried again with a bounded backoff (:data:`ATTEMPTS`, :data:`BACKOFF`,
-Kaggle's and the Hub's ``Retry-After`` honoured up to its cap); a push is sent again only on a
-429, which says Kaggle did not act on it. The output is the chain's own lines: the end of a
-session's log comes without terminal colour codes.
-
-It also stops after ``max_sessions`` sessions or ``gpu_hours`` GPU hours. GPU hours are the
-run's: what its ``status.json`` records of its Kaggle sessions (so running the command again
-goes on counting), or the time this command saw its kernels running (queueing is free, and
-the polling interval bounds the error), whichever is more. A leftover too short for a session
-(:data:`~.quota.MIN_SESSION`) pushes none, and a ``--budget`` of Kaggle's 12 hours or more runs
-to the session's own limit, which keeps the final save's reserve. A version already queued or running when it
-starts is followed instead of pushing a second one, which would find the run's lease taken.
-
-Before each push it reads the weekly GPU quota from Kaggle (:mod:`.quota`): the session's
-budget is at most what is left of it (less a margin) and of ``gpu_hours``, and when too little
-is left the chain stops, saying when the quota renews. Running the command again later picks
-the chain up: it follows a session still running, or pushes the next.
-
-The first day (:mod:`.secret`): each Hub repo has a kernel of its own
-(:func:`~.kernel.kernel_title`), and a kernel never pushed is first saved without running, so
-that the ``HF_TOKEN`` secret can be attached to it before any session starts; the chain then
-stops and says where. A session that ends because the secret is missing stops the chain at
-once, with the same instructions, instead of a second session failing the same way.
+A Kaggle session trains until shortly before its 12-hour limit and pauses; then the run waits for
+someone to start the next. ``fintts kaggle run`` is that someone: it pushes the training notebook,
+follows the session, and decides from what the Hub holds afterwards (the run's ``status.json``,
+read through :mod:`fintts.train.stores.hub.commits`) whether to push the next one, stop as finished,
+or stop and say what to do. The Hub decides, not the status alone: a session whose newest checkpoint
+did not reach the Hub would have the next one resume from an older checkpoint and lose its training.
+The rules — when the chain stops, a dead session's lease, the quota, retries, the first day — are in
+docs/kaggle.md (step 6, "Run").
 """
 
 from __future__ import annotations
@@ -86,10 +38,12 @@ from fintts.kaggle.kernels import (
 )
 from fintts.kaggle.secret import MISSING, attach_hint, token_dataset
 from fintts.train.config import parse_duration
+from fintts.train.machine.platform import KAGGLE_SESSION_LIMIT
 from fintts.train.report.durations import hms
 from fintts.train.run.checkpoint import is_checkpoint_name, step_of
-from fintts.train.run.layout import CHECKPOINTS, LATEST, LEASE, MODEL_DIR, STATUS
-from fintts.train.stores.hub.client import HubClient, json_object
+from fintts.train.run.layout import CHECKPOINTS, LATEST, LEASE, MODEL_DIR
+from fintts.train.stores.hub.client import HubClient
+from fintts.train.stores.hub.commits import Saved, read_status
 from fintts.train.stores.hub.errors import HubRepoError
 from fintts.train.stores.hub.lease import Lease
 
@@ -154,8 +108,8 @@ def push_session(settings: KernelSettings, api: Any, *, spent_hours: float = 0.0
         if say:
             say(f"could not read the weekly GPU quota ({err}): this session's budget is not capped by it")
     wanted = parse_duration(settings.budget, key="budget") if settings.budget else None
-    if wanted is not None and wanted >= weekly.SESSION_LIMIT and say:
-        say(f"budget {settings.budget} is not less than Kaggle's {weekly.SESSION_LIMIT / weekly.HOUR:g} h session limit, which "
+    if wanted is not None and wanted >= KAGGLE_SESSION_LIMIT and say:
+        say(f"budget {settings.budget} is not less than Kaggle's {KAGGLE_SESSION_LIMIT / weekly.HOUR:g} h session limit, which "
             "would end the session before its final save: the session runs to the limit, less the reserve it keeps")
     limit_left = (gpu_hours - spent_hours) * weekly.HOUR if gpu_hours else None
     budget = weekly.session_budget(quota, wanted=wanted, limit_left=limit_left)
@@ -213,10 +167,9 @@ class HubRun:
         The newest of ``latest_checkpoint`` and ``saved.local`` (when ``saved.local_only``):
         the session saved it, and its final push did not land.
         """
-        status = self.status or {}
-        saved = status.get("saved") if isinstance(status.get("saved"), dict) else {}
-        named = PurePosixPath(str(status.get("latest_checkpoint") or "")).name
-        candidates = [n for n in (named, saved.get("local") if saved.get("local_only") else None) if is_checkpoint_name(n)]
+        saved = Saved.of(self.status)
+        named = PurePosixPath(str((self.status or {}).get("latest_checkpoint") or "")).name
+        candidates = [n for n in (named, saved.local if saved.local_only else None) if is_checkpoint_name(n)]
         if not candidates:
             return None
         newest = max(candidates, key=step_of)
@@ -226,11 +179,10 @@ class HubRun:
 
     def local_folder(self) -> tuple[str, str]:
         """(host, folder) of the session's run folder, where its unpushed checkpoint is."""
-        status = self.status or {}
-        saved = status.get("saved") if isinstance(status.get("saved"), dict) else {}
-        latest = str(status.get("latest_checkpoint") or "")
-        folder = saved.get("folder") or (str(PurePosixPath(latest).parent.parent) if latest else "")
-        return str(saved.get("host") or "the Kaggle session"), str(folder or "the run's folder")
+        saved = Saved.of(self.status)
+        latest = str((self.status or {}).get("latest_checkpoint") or "")
+        folder = saved.folder or (str(PurePosixPath(latest).parent.parent) if latest else "")
+        return saved.host or "the Kaggle session", folder or "the run's folder"
 
 
 def unpushed_problem(run: HubRun, repo: str, kernel: str) -> str | None:
@@ -263,8 +215,7 @@ def read_run(repo: str, timeout: float = REQUEST_TIMEOUT) -> HubRun | None:
         head = client.head()
         paths = frozenset(client.files(head))
         latest = client.read(LATEST, head) if LATEST in paths else None
-        return HubRun(json_object(client.read(STATUS, head)) if STATUS in paths else None,
-                      latest.decode(errors="replace").strip() if latest else None, paths)
+        return HubRun(read_status(client, head, paths), latest.decode(errors="replace").strip() if latest else None, paths)
 
     try:
         return client.retrying(f"read {repo}'s status", read, attempts=ATTEMPTS, backoff=BACKOFF)

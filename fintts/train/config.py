@@ -26,6 +26,7 @@ import importlib.metadata
 import re
 import types
 import typing
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,8 +84,12 @@ def duration_setting(default: str, *, auto: bool = False) -> Any:
     return dataclasses.field(default=seconds, metadata={"math": False, "speed": False, "duration": "auto" if auto else True})
 
 
+#: Settings that were renamed, old name → new. A config (or a checkpoint's copy of one) written with the old name
+#: still loads, with a FutureWarning asking for the new one; both names at once are an error.
+RENAMED = {"session_limit": "budget"}
+
 #: Settings of the whole run, which a phase cannot set for itself.
-RUN_SETTINGS = ("task", "run_name", "seed", "precision", "max_steps", "epochs", "session_limit", "store", "hub_repo",
+RUN_SETTINGS = ("task", "run_name", "seed", "precision", "max_steps", "epochs", "budget", "store", "hub_repo",
                 "push_every", "hub_timeout", "storage_cap_gb", "hub_public", "collective_timeout", "exit_grace", "export_wait",
                 "phases")
 
@@ -141,8 +146,8 @@ class TrainConfig:
     checkpoint_every: float | None = duration_setting("30m")
     checkpoint_every_steps: int = free_setting(0)
     keep_last: int = free_setting(3)
-    #: session length (``--budget``): a duration, ``auto`` (12 h on Kaggle and Colab, unlimited elsewhere) or ``none``.
-    session_limit: float | str | None = duration_setting("auto", auto=True)
+    #: this session's length (``--budget``): a duration, ``auto`` (12 h on Kaggle and Colab, unlimited elsewhere) or ``none``.
+    budget: float | str | None = duration_setting("auto", auto=True)
     #: stop this long before the session limit as well as the measured reserve.
     safety_margin: float | None = duration_setting("5m")
     #: the reserve for the final save + upload is this × the longest recent measured one.
@@ -193,7 +198,7 @@ class TrainConfig:
     #: with several processes: how long another process may outlive a first process that ended its session
     #: cleanly before the launcher ends it.
     exit_grace: float | None = duration_setting("30s")
-    #: without a ``session_limit``: how long the end of a session waits at most for ``model/``'s slow export (a voice's
+    #: without a ``budget``: how long the end of a session waits at most for ``model/``'s slow export (a voice's
     #: ONNX graphs) before it leaves it to the next session (``none``: as long as it takes).
     export_wait: float | None = duration_setting("10m")
     #: stages of the run, each with its own settings (e.g. a full fine-tune, then an adapter on one
@@ -235,6 +240,7 @@ class RunConfig:
         if not overrides:
             return self
         extra = dict(overrides) if isinstance(overrides, Mapping) else parse_overrides(list(overrides))
+        extra = _renamed(extra, "overrides")
         return split_config(_merge(self.to_dict(), extra), source=self.source, default_name=self.train.run_name)
 
 
@@ -367,10 +373,23 @@ def load_config(path: str | Path | None, overrides: list[str] | Mapping[str, Any
             raise ConfigError(f"{path} is not valid YAML: {err}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path} must be a mapping of settings, not {type(loaded).__name__}")
-        data = loaded
+        data = _renamed(loaded, source)
     extra = dict(overrides) if isinstance(overrides, Mapping) else parse_overrides(list(overrides))
-    data = _merge(data, extra)
+    data = _merge(data, _renamed(extra, "overrides"))
     return split_config(data, source=source, default_name=Path(source).stem if source else "run", registered_only=registered_only)
+
+
+def _renamed(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """``data`` with each setting of :data:`RENAMED` under its new name, and a warning naming ``where`` it was."""
+    for old, new in RENAMED.items():
+        if old not in data:
+            continue
+        if new in data:
+            raise ConfigError(f"{where}: {old} is the old name of {new}; give only {new}")
+        warnings.warn(f"{where}: the setting {old} is now called {new}; rename it there (the old name is still read, "
+                      "but not for ever)", FutureWarning, stacklevel=3)
+        data = {(new if key == old else key): value for key, value in data.items()}
+    return data
 
 
 def as_run_config(

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from typing import TYPE_CHECKING
 
-import torch
-import torch.distributed as dist
+from fintts.train.processes.collective import vote
+
+if TYPE_CHECKING:
+    import torch
 
 
 class StopReason(str, enum.Enum):
@@ -81,17 +84,18 @@ _SIGNALS = (StopReason.SIGINT, StopReason.SIGTERM)
 
 
 def decide(flags: Flags, *, rank: int, world: int, device: torch.device, early_stop_ends_run: bool = True) -> Decision:
-    """Sum every process's flags in one all-reduce and turn the sums into one :class:`Decision`.
+    """Vote every process's flags in one all-reduce (:func:`~fintts.train.processes.collective.vote`) and turn the
+    votes into one :class:`Decision`.
 
     ``early_stop_ends_run``: whether an early stop ends the run (the last phase) or only its phase.
     """
-    local = [float(getattr(flags, name)) for name in _BOOLS]
-    local += [float(flags.signal == reason.value) for reason in _SIGNALS]
-    local += [float(flags.validation_error and r == rank) for r in range(world)]
-    counts = _all_reduce(local, device)
-    seen = {name: counts[i] > 0 for i, name in enumerate(_BOOLS)}
-    signals = [reason for reason, count in zip(_SIGNALS, counts[len(_BOOLS):]) if count > 0]
-    failed = tuple(r for r in range(world) if counts[len(_BOOLS) + len(_SIGNALS) + r] > 0)
+    local = [bool(getattr(flags, name)) for name in _BOOLS]
+    local += [flags.signal == reason.value for reason in _SIGNALS]
+    local += [flags.validation_error and r == rank for r in range(world)]
+    votes = vote(local, device)
+    seen = dict(zip(_BOOLS, votes))
+    signals = [reason for reason, raised in zip(_SIGNALS, votes[len(_BOOLS):]) if raised]
+    failed = tuple(r for r in range(world) if votes[len(_BOOLS) + len(_SIGNALS) + r])
     return from_votes(seen, signals, failed, early_stop_ends_run)
 
 
@@ -114,10 +118,3 @@ def from_votes(seen: dict[str, bool], signals: list[StopReason], failed: tuple[i
     save = stop is None and (seen["save_by_time"] or seen["save_by_steps"])
     return Decision(stop=stop, save=save, early_stop=seen["early_stop"], failed_processes=failed)
 
-
-def _all_reduce(values: list[float], device: torch.device) -> list[float]:
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-        return values
-    counts = torch.tensor(values, device=device)
-    dist.all_reduce(counts)
-    return counts.tolist()

@@ -16,7 +16,6 @@ import numpy as np
 import soundfile as sf
 
 from fintts.errors import UsageError
-from fintts.moved import moved_to
 
 if TYPE_CHECKING:
     import torch
@@ -123,7 +122,3 @@ def resampled_length(path: Path, sample_rate: int, span: Span | None = None) -> 
         frames = stop - start
     return -(-frames * sample_rate // info.samplerate)
 
-
-#: Names that lived here until 2026-11-26: ``from fintts.tts.audio import SpectrogramConfig`` still works (and imports torch only then).
-__getattr__ = moved_to("fintts.tts.spectrogram",
-                       ("SpectrogramConfig", "Spectrogram", "linear_spectrogram", "mel_spectrogram", "spec_to_mel"), __name__)

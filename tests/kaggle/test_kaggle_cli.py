@@ -22,8 +22,8 @@ from fintts.errors import LeaseConflict
 from fintts.kaggle.kernel import KAGGLE_PYTHON
 from fintts.kaggle.parameters import load, read_parameters
 from fintts.train.config import parse_duration
+from fintts.train.retry import Backoff
 from fintts.train.run.layout import LEASE
-from fintts.train.stores.hub import Backoff
 from fintts.train.stores.hub.lease import Lease, iso
 from fintts_stand_ins.kaggle_server import KaggleServer
 from hub_helpers import TOKEN, export_model, make_store, save

@@ -29,9 +29,22 @@ def test_plan_reproduces_the_arithmetic_people_do_by_hand(tmp_path):
     assert by_steps["gpu_hours"] == pytest.approx((2800 * 1.5 + 180) / 3600)
     assert by_steps["weeks"] == pytest.approx((2800 * 1.5 + 180) / 3600 / 30)
     long = plan_json(config, "--samples", "2000", "batch_size=8", "max_steps=100000", "--step-seconds", "1.5",
-                     "--session-hours", "12", "--price", "0.5", cwd=tmp_path)
+                     "--budget", "12h", "--price", "0.5", cwd=tmp_path)
     assert long["sessions"] == 4  # 41.7 h of steps, under 12 h each once the margin and start-up are taken
     assert long["cost"] == pytest.approx(long["gpu_hours"] * 0.5, abs=0.01)
+    assert long == plan_json(config, "--samples", "2000", "batch_size=8", "max_steps=100000", "--step-seconds", "1.5",
+                             "--price", "0.5", cwd=tmp_path)  # budget: auto plans Kaggle's sessions
+
+
+def test_plan_takes_the_budget_from_the_config_its_option_and_the_old_option(tmp_path):
+    config = str(write_config(tmp_path, budget="6h"))
+    run = ("--samples", "2000", "batch_size=8", "max_steps=100000", "--step-seconds", "1.5")
+    six = plan_json(config, *run, cwd=tmp_path)
+    assert (six["sessions"], six["budget"]) == (8, 6 * 3600)  # 41.7 h of steps, under 6 h each
+    assert plan_json(config, *run, "--budget", "12h", cwd=tmp_path)["sessions"] == 4
+    old = in_process("plan", config, *run, "--session-hours", "12", "--json", cwd=tmp_path)
+    assert old.returncode == 0 and json.loads(old.stdout)["sessions"] == 4
+    assert "--session-hours is now --budget (e.g. --budget 12h)" in old.stderr
 
 
 def test_plan_counts_the_corpus_items_when_given_data(tmp_path):

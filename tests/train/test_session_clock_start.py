@@ -38,7 +38,7 @@ def test_a_launch_from_a_program_counts_its_collective_check_into_the_session(tm
     program = (
         "import time; from fintts.train import launch\n"
         f"open({str(called)!r}, 'w').write(repr(time.time()))\n"
-        f"launch({str(config)!r}, num_processes=2, progress=False, store={str(store)!r}, session_limit=300)\n"
+        f"launch({str(config)!r}, num_processes=2, progress=False, store={str(store)!r}, budget=300)\n"
     )
     process = start_python(program, tmp_path)
     deadline = time.time() + 90

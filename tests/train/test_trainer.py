@@ -186,8 +186,8 @@ def test_checkpoint_holds_what_a_person_and_a_resume_need(tmp_path):
     assert state["sessions"][0]["reason"] == "max_steps"
 
 
-def test_a_session_limit_counts_from_the_call_in_a_program_that_was_running_before(tmp_path):
-    """A notebook's kernel that trains a while after it started still gets its whole ``session_limit`` (counted from the
+def test_a_budget_counts_from_the_call_in_a_program_that_was_running_before(tmp_path):
+    """A notebook's kernel that trains a while after it started still gets its whole ``budget`` (counted from the
     kernel's start, a 5 s limit gave it one step); ``fintts train --budget`` counts from its own process's start."""
     config = write_config(tmp_path, max_steps=100_000, step_delay=0.05)
     program = f"""
@@ -195,7 +195,7 @@ import json, time
 from fintts.train import train
 time.sleep(6)  # the kernel ran other cells first
 began = time.time()
-summary = train({str(config)!r}, store="store", session_limit="6s", progress=False, log=lambda message: None)
+summary = train({str(config)!r}, store="store", budget="6s", progress=False, log=lambda message: None)
 print(json.dumps({{"reason": str(summary.reason), "steps": summary.end_step - summary.start_step,
                   "seconds": time.time() - began}}))
 """
@@ -266,11 +266,21 @@ def test_a_resumed_optimizer_keeps_its_state_where_a_fresh_one_does(tmp_path):
             assert b["exp_avg"].device == a["exp_avg"].device == param.device
 
 
+def test_the_old_name_of_the_budget_still_loads_and_asks_for_the_new_one(tmp_path):
+    config = write_config(tmp_path, session_limit="20m")
+    with pytest.warns(FutureWarning, match=rf"{config}: the setting session_limit is now called budget; rename it"):
+        assert load_config(config).train.budget == 1200.0
+    with pytest.warns(FutureWarning, match="overrides: the setting session_limit is now called budget"):
+        assert load_config(write_config(tmp_path), ["session_limit=none"]).train.budget is None
+    with pytest.raises(ConfigError, match=f"{config}: session_limit is the old name of budget; give only budget"):
+        load_config(write_config(tmp_path, session_limit="20m", budget="30m"))
+
+
 def test_durations_are_seconds_once_loaded_and_a_bad_one_is_refused_naming_its_setting(tmp_path):
     config = write_config(tmp_path, checkpoint_every="45m", push_every="1h30m")
     loaded = load_config(config).train
-    assert (loaded.checkpoint_every, loaded.push_every, loaded.session_limit) == (2700.0, 5400.0, "auto")
-    assert load_config(config, ["session_limit=none"]).train.session_limit is None
+    assert (loaded.checkpoint_every, loaded.push_every, loaded.budget) == (2700.0, 5400.0, "auto")
+    assert load_config(config, ["budget=none"]).train.budget is None
     for key, value in [("checkpoint_every", "auto"), ("push_every", "soon"), ("exit_grace", "auto")]:
         with pytest.raises(ConfigError, match=f"{key}: '{value}' is not a duration"):
             load_config(config, [f"{key}={value}"])

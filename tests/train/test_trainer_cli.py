@@ -82,7 +82,7 @@ def test_drift_and_bad_settings_exit_with_their_codes(tmp_path):
     assert drift.returncode == 3 and "seed: 11 -> 99" in drift.stderr and "--allow-config-change" in drift.stderr
     typo = cli("train", str(config), "--store", store, "sead=99", cwd=tmp_path)
     assert typo.returncode == 2 and "unknown setting sead" in typo.stderr and "seed" in typo.stderr
-    for option, value, message in [("--budget", "11 hours", "session_limit: '11 hours' is not a duration"),
+    for option, value, message in [("--budget", "11 hours", "budget: '11 hours' is not a duration"),
                                    ("--hub-repo", "alice", "hub_repo: 'alice' is not a Hub repo id"),
                                    ("--max-steps", "many", "max_steps: expected int")]:
         refused = cli("train", str(config), "--store", store, option, value, cwd=tmp_path)  # refused before any training

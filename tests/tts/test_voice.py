@@ -29,10 +29,11 @@ from fintts.tts.hub_voice import is_public
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.export import save_voice
 from fintts.tts.vits.inference import VitsSynthesizer
-from fintts.tts.vits.init import tiny_vits_config, vits_initialisation
+from fintts.tts.vits.init import vits_initialisation
 from fintts.tts.voice import PAUSES, VoiceError, load_voice
 from hub_helpers import TOKEN
 from trainer_helpers import built_once, cli, in_process
+from vits_helpers import tiny_vits_config
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = "Hyvää huomenta! Kello on 7.30. Ei."

@@ -34,8 +34,12 @@ def detect_platform() -> str:
     return "local"
 
 
-#: default session limits of the services fintts targets (seconds).
-PLATFORM_LIMITS = {"kaggle": 12 * 3600.0, "colab": 12 * 3600.0}
+#: Kaggle ends a notebook session 12 hours after its container started, whatever it is doing (seconds): the one
+#: place this figure is written (the session clock, the planner and ``fintts kaggle`` import it; this module imports
+#: nothing of ours, tests/test_layers.py keeps it so).
+KAGGLE_SESSION_LIMIT = 12 * 3600.0
+#: default session limits of the services fintts targets (seconds); Colab's free notebooks stop at 12 hours too.
+PLATFORM_LIMITS = {"kaggle": KAGGLE_SESSION_LIMIT, "colab": 12 * 3600.0}
 
 
 def process_start_time(pid: int | str = "self") -> float | None:

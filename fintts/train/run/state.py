@@ -12,8 +12,6 @@ import dataclasses
 import json
 from typing import Any
 
-from fintts.moved import moved_to
-
 #: Where a session's time goes. ``before``: from the session's start (the container's on
 #: Kaggle, the process's elsewhere) until training began: installs, imports, copying data.
 #: ``models`` and ``data``: building the task's models and optimizers, and its training data.
@@ -103,6 +101,3 @@ class TrainerState:
     def seconds_trained(self) -> float:
         return sum(s.seconds for s in self.sessions)
 
-
-#: Names that lived here until 2026-11-26: ``from fintts.train.run.state import isolated_rng`` still works (and imports torch only then).
-__getattr__ = moved_to("fintts.train.run.rng", ("capture_rng", "restore_rng", "isolated_rng"), __name__)

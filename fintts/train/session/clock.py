@@ -111,7 +111,7 @@ def session_clock(cfg: Any, *, own_process: bool = False) -> tuple[SessionClock,
     """
     platform = detect_platform()
     start, how = session_start(platform, own_process=own_process)
-    limit = PLATFORM_LIMITS.get(platform) if cfg.session_limit == "auto" else cfg.session_limit
+    limit = PLATFORM_LIMITS.get(platform) if cfg.budget == "auto" else cfg.budget
     clock = SessionClock(
         start=start, limit=limit, margin=cfg.safety_margin or 0.0, reserve_factor=cfg.reserve_factor,
         initial_reserve=cfg.initial_reserve or 0.0,

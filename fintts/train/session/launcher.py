@@ -1,54 +1,13 @@
 """Every GPU of the machine: one training process per device, started and watched from here.
 
-:func:`launch` is the one training call of the notebooks and of ``fintts train``. With one
-device (one GPU, or the CPU) it trains in this process, exactly as :func:`fintts.train.train`.
-With more it starts one ``python -m fintts train`` per device, each with the environment
-``accelerate launch`` would give it (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``,
-``MASTER_ADDR``/``MASTER_PORT``), so each process's ``Accelerator`` joins one process group
-(NCCL on GPUs, gloo on the CPU) and the trainer runs data-parallel.
-
-Why not ``accelerate launch`` or ``notebook_launcher``? Both hand the processes to torch's
-elastic agent, which answers a SIGTERM or SIGINT by signalling the workers and killing them
-30 seconds later — too soon for the final checkpoint and its upload to the Hub, which is
-the whole point of stopping cleanly. ``notebook_launcher`` also forks the notebook's
-kernel, a process with threads, and returns nothing. Separate fresh processes need none
-of that: torch's CUDA state is never initialised here (this process only counts the
-devices), the session's summary comes back through a file, and signals are ours to pass on.
-
-What this process does while they train:
-
-- **Output from the first process only.** Its output is relayed here as it comes (the
-  progress bar included) and kept in ``<run>/logs/process-0.log``; the others write to
-  ``process-N.log``, shown when one of them fails.
-- **Stops reach every process.** The processes run in their own sessions, so a terminal's
-  or Jupyter's interrupt reaches this process alone; it passes each SIGINT and SIGTERM on
-  to all of them once. The trainer's collective vote then stops them at the same step: a
-  first signal stops cleanly with a checkpoint, a second aborts (as with one process). As
-  one process does, this one handles both signals itself, whatever it inherited: a
-  ``fintts train … &`` started by a shell ignores SIGINT until then, and would otherwise
-  drop a ``kill -INT`` while its processes trained on.
-- **They end with it.** Each training process has the kernel kill it when this process
-  ends (``PR_SET_PDEATHSIG`` on Linux, :func:`fintts.process_exit.end_with_parent`): a
-  notebook kernel restarted or killed mid-session leaves no process training on, holding
-  the GPUs and writing checkpoints beside the next session. What they saved stays; the
-  next session resumes from the newest complete checkpoint, as after any kill.
-- **A timeout is an exception, also on NCCL.** The processes get
-  :data:`~fintts.train.processes.collective.NCCL_ERROR_HANDLING`: a collective that waits past its
-  bound raises in the process, which then ends its session as failed, instead of NCCL's watchdog
-  killing it first.
-- **One clock.** The processes get this process's session start (``FINTTS_SESSION_START``),
-  so they and the launcher agree on the session's end.
-- **No process outlives the session, and the first one is never cut short.** A failing
-  process makes the others fail at their next collective (:mod:`fintts.train.processes.collective`,
-  bounded by :mod:`fintts.train.session.watchdog`). The first process owns the session's end: after
-  any failure it writes the status and pushes the newest checkpoint until its clock's closing
-  time, so it is not killed for another's failure before the session's end (+ ``exit_grace``;
-  without a limit, :data:`MAIN_GRACE` after the failure). Any other process still running
-  ``PEER_GRACE`` seconds after a failure is killed (it saves nothing). Once the first process
-  ended its session — its summary or its failure written — every process still running
-  ``exit_grace`` seconds later (a setting, 30 s by default) is ended, the first one included
-  (a teardown that hangs), and that is said: the session is over and its checkpoint is where
-  the summary says. Whatever still runs at the session's end + ``exit_grace`` is ended too.
+:func:`launch` is the one training call of the notebooks and of ``fintts train``. With one device it
+trains in this process, as :func:`fintts.train.train`; with more it starts one ``python -m fintts
+train`` per device with the environment ``accelerate launch`` would give it, so the processes join
+one process group. Not ``accelerate launch`` itself: torch's elastic agent kills the workers 30 s
+after a signal, too soon for the final checkpoint and its upload. So this process relays the first
+process's output, passes signals on, gives every process its session start and NCCL's error
+handling, and ends whatever outlives the session. The rules and their grace periods are in
+docs/sessions-and-stores.md ("Several GPUs" and its table of timeouts).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fintts.errors import StoreError
+from fintts.train.retry import Backoff
 from fintts.train.run.layout import MODEL_DIR
 from fintts.train.session import exporting
 from fintts.train.session.facts import SessionFacts
@@ -57,7 +58,7 @@ def fetch_model(facts: SessionFacts, final: Path) -> str | None:
     store = facts.store
     if not store.hub_repo:
         return f"this disk has no {MODEL_DIR}/ to make it from, and the run is not on the Hub"
-    from fintts.train.stores.hub import Backoff, HubClient  # lazy: the Hub's client imports what a local run never needs
+    from fintts.train.stores.hub import HubClient  # lazy: the Hub's client imports what a local run never needs
 
     staging = final.with_name(f".{final.name}-later-fetch")
     shutil.rmtree(staging, ignore_errors=True)

@@ -173,7 +173,7 @@ def measure(
         session = {
             "store": str(store), "hub_repo": "", "max_steps": warmup + steps, "epochs": 0, "log_every": 1,
             "eval_every": warmup + steps if validate else 0, "patience": 0, "checkpoint_every": "none",
-            "checkpoint_every_steps": 0, "session_limit": "none",
+            "checkpoint_every_steps": 0, "budget": "none",
         }
         try:
             # the slow part of model/'s export (ONNX graphs) only where it is a cost to measure: the fresh session's end

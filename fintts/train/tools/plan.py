@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fintts.train.config import ConfigError, RunConfig, TrainConfig, parse_duration, total_steps
+from fintts.train.machine.platform import KAGGLE_SESSION_LIMIT
 from fintts.train.report.durations import in_words
 from fintts.train.run.layout import CACHE_DIR
 from fintts.train.stores.base import Store
@@ -48,16 +49,15 @@ def count_items(config: RunConfig, samples: int | None = None) -> tuple[int, str
 
 @dataclasses.dataclass
 class Assumptions:
-    """What a plan cannot measure here. The defaults are Kaggle's free 2×T4 notebooks.
+    """What a plan cannot measure here. The defaults are Kaggle's free 2×T4 notebooks (a session's length is the
+    config's ``budget``; ``auto``: Kaggle's limit).
 
-    ``session_hours``: Kaggle (and Colab) stop a notebook session after 12 hours.
     ``quota_hours``: Kaggle grants about 30 GPU hours a week; the figure floats from week to week.
     ``install_seconds``: a fresh container's ``pip install`` and model download before training
     starts (a run's own sessions measure it as their ``before`` phase). The transfer rates move
     checkpoints to and from the Hub: the final upload of each session, the download on resume.
     """
 
-    session_hours: float = 12.0
     quota_hours: float = 30.0
     install_seconds: float = 180.0
     upload_mb_per_second: float = 20.0
@@ -156,7 +156,8 @@ class Plan:
     validations: int
     costs: SessionCosts
     assumptions: Assumptions
-    session_limit: float | None
+    #: a session's length in seconds (the config's ``budget``; ``None``: unlimited)
+    budget: float | None
     estimate: Estimate
     #: the bench's device (``None``: a step time given with ``--step-seconds``)
     device: str | None = None
@@ -192,14 +193,14 @@ def plan_run(
     steps_per_epoch = items // cfg.batch_size
     steps = total_steps(cfg, steps_per_epoch)
     validations = steps // cfg.eval_every if cfg.eval_every else 0
-    limit = assumptions.session_hours * HOUR if assumptions.session_hours else None
+    limit = KAGGLE_SESSION_LIMIT if cfg.budget == "auto" else cfg.budget
     costs = _costs_from_bench(cfg, step, first_session, items, validations, steps, assumptions)
     soonest = earliest_stop(cfg, steps)
     return Plan(
         config=config_name, items=items, items_source=items_source, batch_size=cfg.batch_size,
         steps_per_epoch=steps_per_epoch, total_steps=steps,
         steps_source=f"epochs={cfg.epochs:g}" if cfg.epochs else "max_steps", stops_on=stops_on(cfg, steps),
-        epochs=steps / steps_per_epoch, validations=validations, costs=costs, assumptions=assumptions, session_limit=limit,
+        epochs=steps / steps_per_epoch, validations=validations, costs=costs, assumptions=assumptions, budget=limit,
         estimate=estimate(steps, costs, assumptions, limit, held_back(cfg, limit, costs.final.seconds)),
         device=first_session["device"] if first_session else None,
         earliest=None if soonest is None else estimate(soonest, costs, assumptions, limit, held_back(cfg, limit, costs.final.seconds)),
@@ -318,7 +319,7 @@ def estimate_from_status(status: Mapping[str, Any], assumptions: Assumptions) ->
 
 def format_plan(plan: Plan) -> str:
     est, costs, a = plan.estimate, plan.costs, plan.assumptions
-    limit = "no limit" if plan.session_limit is None else in_words(plan.session_limit)
+    limit = "no limit" if plan.budget is None else in_words(plan.budget)
     lines = [
         f"plan for {plan.config}",
         f"  items              {plan.items}   ({plan.items_source})",

@@ -210,13 +210,6 @@ def load_mms_discriminator(path: Path | str, config: DiscriminatorConfig | None 
     return discriminator
 
 
-def load_discriminator(path: Path | str | None, config: DiscriminatorConfig | None = None) -> VitsDiscriminator:
-    """The pretrained discriminator at ``path``, or a randomly initialised one when ``None``."""
-    if path is None:
-        return VitsDiscriminator(config)
-    return load_mms_discriminator(path, config)
-
-
 def _preview(keys: list[str], limit: int = 8) -> str:
     if not keys:
         return "none"

@@ -17,6 +17,7 @@ from fintts.train.run import checkpoint
 from fintts.train.session.clock import SessionClock
 from fintts.train.stores import LeaseConflict
 from fintts.train.stores.hub import pull
+from fintts.train.stores.hub.commits import Saved
 from fintts_stand_ins import HubServer
 from hub_helpers import REPO, TOKEN, export_model, latest_on_hub, make_store, save
 from trainer_helpers import FAULTY, cli, start_cli, write_config
@@ -91,6 +92,8 @@ def test_a_status_pushed_by_a_heartbeat_says_which_checkpoint_is_only_local(hub,
     saved = hub_status(hub)["saved"]
     assert saved["hub"] == "step-00000004" and saved["local"] == "step-00000008" and saved["local_only"]
     assert "step-00000008 is only on" in saved["note"]
+    read = Saved.of(hub_status(hub))  # the reader beside the writer (fintts kaggle run reads it so)
+    assert (read.hub, read.local, read.local_only, read.folder) == ("step-00000004", "step-00000008", True, str(store.root))
     store.release()
     store.close()
 

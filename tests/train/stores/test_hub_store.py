@@ -164,7 +164,8 @@ CHILD = textwrap.dedent(
     """
     import os, sys, time
     from fintts.train.run import checkpoint
-    from fintts.train.stores.hub import Backoff, HubStore
+    from fintts.train.retry import Backoff
+    from fintts.train.stores.hub import HubStore
 
     endpoint, token, root = sys.argv[1:4]
     store = HubStore("fintts-tester/finnish-voice", root=root, endpoint=endpoint, token=token, push_every=0,

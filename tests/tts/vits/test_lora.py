@@ -15,11 +15,10 @@ from fintts.train import train
 from fintts.train.config import ConfigError, load_config
 from fintts.train.run import checkpoint
 from fintts.tts.vits.inference import VitsSynthesizer
-from fintts.tts.vits.init import tiny_vits_config
 from fintts.tts.vits.lora import LoraSettings, add_adapter, base_weights
 from fintts.tts.voice import load_voice
 from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights, in_process
-from vits_helpers import tiny_config
+from vits_helpers import tiny_config, tiny_vits_config
 
 #: two full steps on both speakers, then two steps of an adapter on the best one: a high rate, so that the adapter
 #: matters, and no validation, so that model/ is the newest adapter (two steps do not beat the phase's first score)

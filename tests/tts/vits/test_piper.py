@@ -25,11 +25,12 @@ from transformers import VitsModel
 from fintts.cli import main
 from fintts.tts.text import FALLBACK_VOCAB, FinnishText
 from fintts.tts.vits.export import export_folder, save_voice
-from fintts.tts.vits.init import tiny_vits_config, vits_initialisation
+from fintts.tts.vits.init import vits_initialisation
 from fintts.tts.vits.piper import PiperGraph, PiperTables
 from fintts.tts.voice_format import PIPER_FILE
 from hub_helpers import TOKEN
 from trainer_helpers import cli
+from vits_helpers import tiny_vits_config
 
 PIPER = "piper-tts==1.8.0"
 #: Finnish as written, no digits: ä/ö composed from NFD, capitals, punctuation, quotes, in-word ' and -, a dash.

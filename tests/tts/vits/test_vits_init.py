@@ -10,7 +10,8 @@ from transformers import VitsModel, VitsTokenizer
 
 from fintts.errors import ConfigError
 from fintts.tts.vits.generator import train_forward
-from fintts.tts.vits.init import add_speakers, build_generator, tiny_vits_config
+from fintts.tts.vits.init import add_speakers, build_generator
+from vits_helpers import tiny_vits_config
 
 
 def _tiny_folder(tmp_path, **config_overrides):

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from transformers import VitsModel
 
-from fintts.tts.vits.discriminator import DiscriminatorConfig, VitsDiscriminator, load_discriminator, load_mms_discriminator
+from fintts.tts.vits.discriminator import DiscriminatorConfig, VitsDiscriminator, load_mms_discriminator
 from fintts.tts.vits.generator import (
     CHECKPOINTABLE_BLOCKS,
     GeneratorOutput,
@@ -20,9 +20,8 @@ from fintts.tts.vits.generator import (
     generator_loss_terms,
     train_forward,
 )
-from fintts.tts.vits.init import tiny_vits_config
 from fintts.tts.vits.losses import LossWeights, discriminator_loss, feature_matching_loss, generator_adversarial_loss, kl_loss
-from vits_helpers import OriginalMultiPeriod
+from vits_helpers import OriginalMultiPeriod, tiny_vits_config
 
 TINY_DISCRIMINATOR = DiscriminatorConfig(
     scale_channels=(4, 8, 16, 16, 16, 16),
@@ -138,10 +137,6 @@ def test_wrong_checkpoint_names_the_file_and_the_keys(tmp_path):
     torch.save(torch.zeros(3), not_a_checkpoint)
     with pytest.raises(ValueError, match=r"weights\.pth: not a VITS discriminator checkpoint"):
         load_mms_discriminator(not_a_checkpoint)
-
-
-def test_load_discriminator_without_a_path_is_random():
-    assert isinstance(load_discriminator(None, TINY_DISCRIMINATOR), VitsDiscriminator)
 
 
 # --------------------------------------------------------------------------- losses

@@ -15,11 +15,11 @@ Rooms with one job each:
 - :mod:`.transfer` — ``fintts push`` and ``fintts pull``.
 """
 
-from fintts.train.stores.hub.client import Backoff, HubClient
+from fintts.train.stores.hub.client import HubClient
 from fintts.train.stores.hub.errors import HubAuthError, HubError, HubRepoError, HubUnavailable, LeaseLost
 from fintts.train.stores.hub.store import HubStore
 from fintts.train.stores.hub.transfer import pull, push
 
 __all__ = [
-    "Backoff", "HubAuthError", "HubClient", "HubError", "HubRepoError", "HubStore", "HubUnavailable", "LeaseLost", "pull", "push",
+    "HubAuthError", "HubClient", "HubError", "HubRepoError", "HubStore", "HubUnavailable", "LeaseLost", "pull", "push",
 ]

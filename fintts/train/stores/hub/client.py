@@ -27,7 +27,6 @@ import dataclasses
 import json
 import logging
 import os
-import random
 import shutil
 import tempfile
 import threading
@@ -43,6 +42,7 @@ from huggingface_hub.errors import HfHubHTTPError, RemoteEntryNotFoundError
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
 from fintts.errors import StoreError
+from fintts.train.retry import Backoff
 from fintts.train.run import checkpoint as ckpt
 from fintts.train.run.layout import LOSS_PLOT, MODEL_DIR, SAMPLES_DIR, TENSORBOARD_DIR
 from fintts.train.stores.hub.auth import find_token
@@ -96,25 +96,6 @@ class RepoHead:
     def age(self) -> float | None:
         """Seconds since the newest commit, by the Hub's clock alone (``None`` if the Hub did not say)."""
         return None if self.committed is None or self.now is None else max(0.0, self.now - self.committed)
-
-
-@dataclasses.dataclass(frozen=True)
-class Backoff:
-    """Waits between retries: ``base * 2**n`` capped at ``cap``, times a jitter in ``[1 - jitter, 1]``.
-
-    ``Retry-After`` from the Hub wins when longer, up to ``retry_after_cap``.
-    """
-
-    base: float = 5.0
-    cap: float = 300.0
-    jitter: float = 0.5
-    retry_after_cap: float = 3600.0  # the Hub's commit quota is hourly
-
-    def delay(self, failures: int, retry_after: float | None = None) -> float:
-        wait = min(self.cap, self.base * 2 ** max(failures - 1, 0)) * random.uniform(1 - self.jitter, 1)
-        if retry_after is not None:
-            wait = max(wait, min(retry_after, self.retry_after_cap))
-        return wait
 
 
 class HubClient:

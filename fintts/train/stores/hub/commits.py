@@ -1,7 +1,7 @@
 """What the run's commits carry: a full push's operations, the small files of heartbeats and the release.
 
-A full push is one commit (see :mod:`.store`): the checkpoint's files (only those its manifest
-lists), the deletions the keep-last rule asks for, ``latest``, the extras of a snapshot
+A full push is one commit (docs/sessions-and-stores.md, "One commit per pushed checkpoint"): the
+checkpoint's files (only those its manifest lists), the deletions the keep-last rule asks for, ``latest``, the extras of a snapshot
 (``status.json`` with its ``saved`` block, the card, ``loss.png``, ``model/``, ``samples/``,
 ``tb/``), ``pushes.json`` and the refreshed lease; the card only when it changed and its metadata
 passed the Hub's validator (see :mod:`.card_gate`), and never in a heartbeat. The snapshot is taken by :class:`Outbox`
@@ -11,10 +11,12 @@ on rewriting those files. Only regular files are sent: symbolic links are skippe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import shutil
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from fintts.train.run import checkpoint as ckpt
 from fintts.train.run.layout import CARD, HUB_DIR, LEASE, LOSS_PLOT, MODEL_DIR, PUSHES, SAMPLES_DIR, STATUS, TENSORBOARD_DIR
 from fintts.train.stores.hub.card_gate import CardGate
-from fintts.train.stores.hub.client import HubClient
+from fintts.train.stores.hub.client import HubClient, json_object
 from fintts.train.stores.hub.lease import LeaseHolder
 from fintts.train.stores.hub.ledger import Ledger
 from fintts.train.stores.hub.publisher import Target
@@ -36,6 +38,33 @@ log = logging.getLogger(__name__)
 MIRRORED_DIRS = (MODEL_DIR,)
 ADDED_DIRS = (SAMPLES_DIR, TENSORBOARD_DIR)
 EXTRA_FILES = (LOSS_PLOT, STATUS, CARD)
+
+
+@dataclasses.dataclass(frozen=True)
+class Saved:
+    """The ``saved`` block of the Hub's ``status.json`` (:meth:`Commits.status_for_hub` writes it, :meth:`of` reads it):
+    the newest checkpoint the Hub holds, the newest this disk holds and whether only this disk does, and where that is."""
+
+    hub: str | None = None
+    local: str | None = None
+    local_only: bool = False
+    host: str | None = None
+    folder: str | None = None
+
+    @classmethod
+    def of(cls, status: Mapping[str, Any] | None) -> Saved:
+        """The block in ``status`` (a status written before there was one, or none: an empty one)."""
+        saved = (status or {}).get("saved")
+        if not isinstance(saved, dict):
+            return cls()
+        text = {key: str(saved[key]) if saved.get(key) else None for key in ("hub", "local", "host", "folder")}
+        return cls(local_only=bool(saved.get("local_only")), **text)
+
+
+def read_status(client: HubClient, head: str, paths: Collection[str]) -> dict[str, Any] | None:
+    """The run's ``status.json`` at commit ``head``, as :meth:`Commits.status_for_hub` pushed it (``None``: not among
+    ``paths``, the repo's files at ``head``, or not a JSON object)."""
+    return json_object(client.read(STATUS, head)) if STATUS in paths else None
 
 
 class Commits:
@@ -109,7 +138,8 @@ class Commits:
         return operations + self.bookkeeping(with_lease=with_lease)
 
     def status_for_hub(self, data: bytes, hub: str | None, local: str | None) -> bytes:
-        """``status.json`` with its ``saved`` block: which checkpoint the Hub holds, which only this disk (see :mod:`.store`)."""
+        """``status.json`` with its ``saved`` block (:class:`Saved`): which checkpoint the Hub holds, which only this disk
+        (docs/sessions-and-stores.md, "Where the newest checkpoint is")."""
         try:
             status = json.loads(data)
         except ValueError:
@@ -118,7 +148,7 @@ class Commits:
             return data
         local = local if ckpt.is_checkpoint_name(local) else None
         local_only = local is not None and (hub is None or ckpt.step_of(local) > ckpt.step_of(hub))
-        saved: dict[str, Any] = {"hub": hub, "local": local, "local_only": local_only, "host": self.host, "folder": str(self.root)}
+        saved: dict[str, Any] = dataclasses.asdict(Saved(hub, local, local_only, self.host, str(self.root)))
         step = status.get("step")
         if local_only or (isinstance(step, int) and step > (-1 if hub is None else ckpt.step_of(hub))):
             saved["note"] = (

@@ -20,7 +20,7 @@ writes a ``timeout`` of at least :data:`LONG_PUSH_FACTOR` times its longest rece
 a live session is not taken over in the middle of a slow upload. That timeout has a
 ceiling, :data:`MAX_LEASE_SHARE` of the session (:data:`MAX_LEASE_TIMEOUT` without a
 session limit): after one stalled push, a dead session's lease must not block the next
-sessions for hours. Uploads are bounded too (see :mod:`.store`), so a bounded one fits in it.
+sessions for hours. Uploads are bounded too (:meth:`.client.HubClient.upload`), so a bounded one fits in it.
 
 **One commit at a time.** :class:`LeaseHolder` is this session's side: it takes and releases
 the lease and keeps the branch head, under the commit lock that every commit of the run

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fintts.train.stores.hub.client import Backoff
+from fintts.train.retry import Backoff
 from fintts.train.stores.hub.errors import HubDeadline, HubError, LeaseLost
 
 log = logging.getLogger(__name__)

@@ -1,68 +1,13 @@
 """The Hugging Face Hub store: a run that outlives every Kaggle session.
 
-The trainer writes checkpoints into a local mirror (``root``) exactly as with a folder
-store; this store makes them durable in a Hub model repo that has the same layout, so a
-later session on an empty disk resumes from it and a laptop pulls the model from it.
-
-**One commit per pushed checkpoint.** Every full push is one atomic Hub commit with the
-checkpoint's files, the new ``latest``, ``status.json``, the run's card ``README.md`` (when it
-changed and the Hub accepts its metadata, see :mod:`.card_gate`), ``model/``, ``loss.png``,
-``samples/`` and ``tb/`` (when present), the lease heartbeat, ``pushes.json`` and the deletion
-of checkpoints pruned since the last push. The Hub therefore never shows a ``latest`` naming a
-half-uploaded checkpoint: a commit lands whole or not at all. Commits name their parent
-(``parent_commit``), so a concurrent writer makes ours fail instead of interleaving.
-When pushes happen is the :class:`Publisher`'s business.
-
-**Local copies.** :meth:`HubStore.prune` never deletes the checkpoint being uploaded nor
-the newest one waiting to be; any other checkpoint it removes is either on the Hub or
-superseded by a newer one that will be pushed instead. The same keep-last rule, with the
-protected (best) checkpoints, is applied on the Hub at the next full push; a protected
-checkpoint not yet on the Hub rides along in that commit.
-
-**Bounded storage, few history rewrites.** LFS objects no longer referenced at the head are
-freed for good (``permanently_delete_lfs_files``, which rewrites history), so deleted
-checkpoints stop counting towards the repo's storage. Each rewrite gives every later commit a
-new id (a reader then reads again, see :mod:`.errors`), and the Hub's guidance is to keep a
-repo's history short, so storage is freed only at a session's final push, when ``rewrite_every``
-seconds passed since this session's last rewrite, or when the next push would cross
-``storage_cap_gb``: at most two rewrites in a 12-hour session (``benchmarks/hub_commits.py``).
-:meth:`HubStore.describe` reports the repo size and
-a warning is logged when the next push would cross ``storage_cap_gb``.
-
-**Where the newest checkpoint is.** Every ``status.json`` this store commits carries a
-``saved`` block: the Hub's ``latest`` after that commit (``hub``), the newest checkpoint on
-the writer's disk (``local``, with ``host`` and ``folder``) and ``local_only`` when the
-disk's is newer. A status whose ``step`` is past ``saved.hub`` so never claims more than the
-Hub holds. A failing session calls :meth:`HubStore.secure_newest` to push its newest
-verified checkpoint in the time it has left.
-
-**Lease.** See :mod:`fintts.train.stores.hub.lease`. A session whose lease was taken stops
-pushing and says so in :meth:`HubStore.pending`.
-
-**Uploads never hold the repo.** A full push first uploads the checkpoint's large files
-(LFS or xet, outside any lock) within ``upload_timeout`` seconds overall, then makes its
-commit, which then carries only small files; the commit lock is held for that commit
-alone. Heartbeats (on their own thread, see :mod:`.publisher`) so keep the lease fresh
-while a checkpoint uploads, and a stalled upload is given up and retried, not waited on.
-
-**Bounded by the session.** :meth:`HubStore.set_deadline` gives every request and retry of
-this store the session's end as a deadline (see :mod:`.client`); :meth:`HubStore.release`
-and :meth:`HubStore.close` take a timeout, so a stalled Hub cannot hold a session past its
-limit: the checkpoint then stays on this disk and :meth:`HubStore.pending` says how to push it.
-
-**Only regular files leave this machine.** A checkpoint's files are the ones its manifest
-lists; symbolic links in ``model/``, ``samples/`` or ``tb/`` are skipped with a warning, never
-followed (a link could point at a token).
-
-**One run per folder.** ``root`` mirrors one repo: :meth:`HubStore.acquire` records it in
-``root/.hub/repo.json`` the first time and refuses another repo later, naming both (a
-second voice trained into the first one's folder would resume, and push, the first one's
-checkpoints). It also takes the folder's session lock, as a
-:class:`~fintts.train.stores.local.LocalStore` does, before the Hub's lease: two processes
-on one machine never share a folder, ``--force`` or not.
-
-The local folder ``root/.hub/`` is this store's own (snapshots waiting for upload,
-downloads in progress, the repo it mirrors); nothing in it is pushed.
+The trainer writes checkpoints into a local mirror (``root``) as with a folder store; this store
+makes them durable in a Hub model repo of the same layout, so that a later session on an empty disk
+resumes from it and a laptop pulls the voice from it. The Hub is slow, rate-limited, shared and may
+stall, while the session's end is hard: so every pushed checkpoint is one commit that lands whole,
+uploads never hold the repo, every request is bounded by the session's end, and what could not be
+pushed stays on this disk with the command that pushes it. The policy — commits, pruning, history
+rewrites, the ``saved`` block, the lease, one run per folder — is in docs/sessions-and-stores.md
+("Stores and checkpoints").
 """
 
 from __future__ import annotations
@@ -75,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from fintts.errors import StoreError
-from fintts.train.machine.platform import host_name
+from fintts.train.machine.platform import KAGGLE_SESSION_LIMIT, host_name
 from fintts.train.repo_id import repo_id_problem
+from fintts.train.retry import Backoff
 from fintts.train.run import checkpoint as ckpt
 from fintts.train.run.layout import CARD, HUB_BINDING, HUB_DIR, PUSHES, STATUS
 from fintts.train.stores.base import Store
 from fintts.train.stores.hub import resume
-from fintts.train.stores.hub.client import Backoff, HubClient, checkpoint_names, json_object
+from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.commits import Commits, Outbox
 from fintts.train.stores.hub.errors import HubAuthError, HubRefused, HubStorageFull
 from fintts.train.stores.hub.lease import LeaseHolder
@@ -471,12 +417,12 @@ class HubStore(Store):
             if isinstance(failure, HubAuthError):  # e.g. a fine-grained token that may write files but not delete LFS objects
                 if not self._told_no_freeing:
                     self._told_no_freeing = True
-                    per_push = self._ledger.last_push_bytes()
+                    per_push, hours = self._ledger.last_push_bytes(), KAGGLE_SESSION_LIMIT / 3600
                     log.warning(
                         "%s: the token may not free deleted checkpoints' storage (%s): the repo's storage grows by every "
-                        "push (~%.2f GB each, ~%.0f GB over a 12-hour session of hourly pushes) until a write token frees "
+                        "push (~%.2f GB each, ~%.0f GB over a %g-hour Kaggle session of hourly pushes) until a write token frees "
                         "it (`fintts push` with one, or delete the repo's old LFS files in its settings)",
-                        self.url, failure, per_push / 1e9, 12 * per_push / 1e9,
+                        self.url, failure, per_push / 1e9, hours * per_push / 1e9, hours,
                     )
                 return
             log.warning("%s: could not free old checkpoints' storage (%s); will retry after the next push", self.url, failure)
