@@ -24,6 +24,7 @@ import torch
 from fintts.tts.chatterbox.adapter import add_lora
 from fintts.tts.chatterbox.settings import ChatterboxLora
 from fintts.tts.chatterbox.t3 import T3, T3Settings, speech_loss
+from gpu_judging import MAX_SKIPPED_SHARE, is_oom, release, scaler_story
 from vits_step import autocast, synchronize
 
 #: sizes on a GPU (the release's T3; a batch of 4 clips of 12 s, 100 text ids each) and in the dry run (a tiny T3)
@@ -97,28 +98,27 @@ def time_mode(settings: T3Settings, s: dict, device: torch.device, *, lora: bool
 
 def part_chatterbox(p) -> None:
     """``p``: gpu_parts.Part (device, the T4 cap, where the figures go, checks)."""
-    from gpu_parts import MAX_SKIPPED_SHARE, _is_oom, _release, _scaler_story  # the check's shared judgements
 
     s = SIZES["dry" if p.dry_run else "gpu"]
     settings = T3Settings.from_overrides(s["model"])
     p.figures["shape"] = {k: s[k] for k in ("batch", "text", "speech", "prompt")}
     rows = p.figures.setdefault("rows", [])
     for name, lora, checkpointing in MODES:
-        _release()
+        release()
         try:
             row = time_mode(settings, s, p.device, lora=lora, checkpointing=checkpointing)
         except Exception as err:  # noqa: BLE001 - out of memory is a figure here
-            if not _is_oom(err):
+            if not is_oom(err):
                 raise
             row = {"error": str(err).strip().splitlines()[0][:200], "out_of_memory": True}
         rows.append({"mode": name, **row})
         p.save()
-    _release()
+    release()
     ran = [r for r in rows if "error" not in r]
     nan = [r["mode"] for r in ran if not all(v == v and abs(v) != float("inf") for v in r["losses"])]
     p.check("no NaN or inf loss in the fp16 T3 steps", f"{sum(r['steps'] for r in ran)} steps, non-finite in: {nan or 'none'}",
             bool(ran) and not nan)
-    stories = [(r["mode"], _scaler_story({"batch": s["batch"], **r})) for r in ran]
+    stories = [(r["mode"], scaler_story({"batch": s["batch"], **r})) for r in ran]
     p.check(f"loss scaler: ≤ {MAX_SKIPPED_SHARE:.0%} of the fp16 steps skipped after its search, scale ≥ 1",
             "; ".join(f"{mode}: {story}" for mode, (story, _) in stories) or "no mode ran",
             bool(stories) and all(ok for _, (_, ok) in stories))

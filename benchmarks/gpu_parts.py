@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ sys.path.insert(0, str(BENCH))
 import mas as mas_bench  # noqa: E402
 import step_share as share_bench  # noqa: E402
 import vits_step  # noqa: E402
+from gpu_judging import MAX_SKIPPED_SHARE, is_oom, release, scaler_story  # noqa: E402
 from stand_ins import SMALL_DISCRIMINATOR, SMALL_VOICE, make_corpus, make_init  # noqa: E402
 
 MMS_CONFIG = ROOT / "configs" / "mms-fin.yaml"
@@ -57,8 +57,6 @@ TOY_SETTINGS = {
 }
 #: the fp16 targets of benchmarks/README.md.
 FP16_SPEED_UP, FP16_MEMORY_SAVING = 1.5, 0.40
-#: at most this share of an fp16 run's steps may be skipped by the loss scaler (it halves its scale on each).
-MAX_SKIPPED_SHARE = 0.25
 #: micro_batch_size 8 fits "with room": the largest that fits is at least this.
 ROOM_MICRO_BATCH = 12
 #: MAS on the device, both copies included, at most this share of the frame loop's time.
@@ -158,18 +156,6 @@ def run(name: str, *, out: Path, dry_run: bool, cap_gib: float) -> int:
     return 0
 
 
-def _release() -> None:
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
-def _is_oom(err: BaseException) -> bool:
-    from fintts.train.step.memory import is_out_of_memory
-
-    return is_out_of_memory(err)
-
-
 # ---------------------------------------------------------------------- stand-ins
 
 
@@ -225,20 +211,20 @@ def part_fp16_step(p: Part) -> None:
             for model, state in zip((generator, discriminator), start):
                 model.load_state_dict(state)
                 model.zero_grad(set_to_none=True)
-            _release()
+            release()
             args = argparse.Namespace(precision=precision, warmup=s["step_warmup"], steps=s["step_steps"], tokens=s["tokens"],
                                       seconds=s["audio"], segment_frames=s["segment_frames"], checkpointing=[])
             try:
                 row = vits_step.time_training_steps(args, generator, discriminator, batch, p.device, vits_step.peak_rss_bytes())
             except Exception as err:  # noqa: BLE001 - out of memory and NaN are figures here
-                if not (_is_oom(err) or "non-finite loss" in str(err)):
+                if not (is_oom(err) or "non-finite loss" in str(err)):
                     raise
-                row = {"batch": batch, "error": str(err).strip().splitlines()[0][:200], "out_of_memory": _is_oom(err)}
+                row = {"batch": batch, "error": str(err).strip().splitlines()[0][:200], "out_of_memory": is_oom(err)}
             rows.append({"precision": precision, **row})
             p.save()
     for model in (generator, discriminator):
         model.zero_grad(set_to_none=True)
-    _release()
+    release()
     first = s["step_batches"][0]
     args = argparse.Namespace(precision="fp16", warmup=1, steps=s["step_steps"], tokens=s["tokens"], seconds=s["audio"])
     try:
@@ -284,8 +270,8 @@ def _judge_step(p: Part, rows: list[dict]) -> None:
     p.check("no NaN or inf loss in the fp16 steps", f"{steps} fp16 steps, {len(nan)} batch size(s) with a non-finite loss", not nan)
     ran = [r for r in fp16_rows if "loss_scale" in r]
     p.check(f"loss scaler: once it found its scale, ≤ {MAX_SKIPPED_SHARE:.0%} of the later fp16 steps skipped, scale ≥ 1 "
-            "(no skipped-step storm)", "; ".join(_scaler_story(r)[0] for r in ran) or "no fp16 row ran",
-            bool(ran) and all(_scaler_story(r)[1] for r in ran))
+            "(no skipped-step storm)", "; ".join(scaler_story(r)[0] for r in ran) or "no fp16 row ran",
+            bool(ran) and all(scaler_story(r)[1] for r in ran))
     encoder = p.figures.get("text_encoder", {})
     if encoder.get("share_of_step") is not None:
         parts.append(f"text encoder fwd+bwd {encoder['share_of_step']:.0%} of an fp16 step (all SDPA could speed up)")
@@ -293,23 +279,6 @@ def _judge_step(p: Part, rows: list[dict]) -> None:
     batches = " ".join(map(str, s["step_batches"]))
     p.commands = [f"python benchmarks/vits_step.py --device {p.device.type} --precision {precision} --batch {batches} "
                   f"--steps {s['step_steps']} --warmup {s['step_warmup']}" for precision in ("fp32", "fp16")]
-
-
-def _scaler_story(row: dict) -> tuple[str, bool]:
-    """What the loss scaler did in one fp16 row, and whether it is healthy.
-
-    A fresh GradScaler starts at 2**16 and halves its scale on every step whose gradients
-    overflow fp16, skipping that step: the first steps of every fp16 run are its search for a
-    scale, routine and not a storm. A storm is skipping on after that, or a scale below 1.
-    """
-    skipped, steps = row["skipped_steps"], row["steps"]
-    first = next((step for step in range(steps) if step not in skipped), None)
-    if first is None:
-        return f"batch {row['batch']}: all {steps} steps skipped (scale {row['loss_scale']:g})", False
-    later = [step for step in skipped if step > first]
-    healthy = len(later) <= MAX_SKIPPED_SHARE * (steps - first) and row["loss_scale"] >= 1
-    return (f"batch {row['batch']}: its search skipped the first {first} step(s), then {len(later)} of {steps - first} "
-            f"skipped; scale {row['loss_scale']:g}"), healthy
 
 
 # ---------------------------------------------------------------------- MAS
