@@ -159,35 +159,32 @@ def test_the_package_has_no_import_circle():
     assert not found, "import circles:\n" + "\n".join(" -> ".join(circle) for circle in found)
 
 
-def test_the_graph_sees_a_circle_made_inside_a_function(tmp_path):
-    # the check itself: two modules importing each other, one of them lazily, are a circle
+def circles_of_two(tmp_path, b_source: str) -> list[list[str]]:
+    """The circles of a package of two modules: ``fintts.a`` imports ``fintts.b``, whose source is ``b_source``."""
     a, b = tmp_path / "fintts" / "a.py", tmp_path / "fintts" / "b.py"
     a.parent.mkdir()
     a.write_text("import fintts.b\n")
-    b.write_text("def f():\n    from fintts import a  # a reason does not make it right\n")
+    b.write_text(b_source)
     modules = {"fintts.a": a, "fintts.b": b}
     MODULES.update(modules)
     try:
-        assert circles(import_graph(modules)) == [["fintts.a", "fintts.b", "fintts.a"]]
+        return circles(import_graph(modules))
     finally:
         for name in modules:
             MODULES.pop(name)
+
+
+def test_the_graph_sees_a_circle_made_inside_a_function(tmp_path):
+    # the check itself: two modules importing each other, one of them lazily, are a circle
+    found = circles_of_two(tmp_path, "def f():\n    from fintts import a  # a reason does not make it right\n")
+    assert found == [["fintts.a", "fintts.b", "fintts.a"]]
 
 
 def test_the_graph_sees_a_circle_made_for_the_type_checker_alone(tmp_path):
     # a type-only import never runs, but its module still depends on the one it names: two modules that name each
     # other's types are one idea in two files
-    a, b = tmp_path / "fintts" / "a.py", tmp_path / "fintts" / "b.py"
-    a.parent.mkdir()
-    a.write_text("import fintts.b\n")
-    b.write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from fintts.a import A\n")
-    modules = {"fintts.a": a, "fintts.b": b}
-    MODULES.update(modules)
-    try:
-        assert circles(import_graph(modules)) == [["fintts.a", "fintts.b", "fintts.a"]]
-    finally:
-        for name in modules:
-            MODULES.pop(name)
+    found = circles_of_two(tmp_path, "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from fintts.a import A\n")
+    assert found == [["fintts.a", "fintts.b", "fintts.a"]]
 
 
 def test_the_session_trainer_never_reaches_the_task():
