@@ -25,6 +25,7 @@ def is_disk_full(err: BaseException | None) -> bool:
         err = err.__cause__ or err.__context__
     return False
 
+
 def replace_export(final: Path, write: Callable[[Path], None]) -> Exception | None:
     """Replace the folder ``final`` with what ``write`` puts in a fresh one, never leaving a half-written folder.
 
