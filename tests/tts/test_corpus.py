@@ -61,7 +61,7 @@ def test_ljspeech_problems_name_file_and_line(tmp_path: Path) -> None:
     assert any("b.wav" in r and "empty transcript" in r and "line 2" in r for r in reasons)
     assert any("metadata.csv" in r and "line 3" in r and "4 fields" in r for r in reasons)
     assert any("missing" in r and "audio not found" in r and "line 4" in r for r in reasons)
-    assert any("line 5" in r and "already used on line 1" in r for r in reasons)
+    assert any("line 5" in r and "already listed on line 1" in r for r in reasons)
 
 
 def test_ljspeech_speaker_column_is_detected_from_its_header(tmp_path: Path) -> None:
@@ -197,3 +197,40 @@ def test_names_that_would_reach_outside_their_folder_are_problems(tmp_path: Path
     reasons = " ".join(problem.reason for problem in report.problems)
     assert "speaker name '../../outside' cannot be used as part of a file name" in reasons
     assert "id '../c' must name a file under wavs/" in reasons
+
+
+#: The same five rows in each table layout: good, a path outside the folder, a duplicate, missing audio, no text.
+_TABLES = {
+    "ljspeech": ("metadata.csv", "wavs/{}.wav", "transcript", "",
+                 ["a|Hyvä", "../x|Pois", "a|Taas", "gone|Ei ääntä", "b|"]),
+    "css10": ("transcript.txt", "fi/{}.wav", "transcript", "",
+              ["fi/a.wav|Hyvä|Hyvä|1.0", "../x.wav|Pois|Pois|1.0", "fi/a.wav|Taas|Taas|1.0",
+               "fi/gone.wav|Ei ääntä|Ei ääntä|1.0", "fi/b.wav|||1.0"]),
+    "commonvoice": ("validated.tsv", "clips/{}.mp3", "sentence", "client_id\tpath\tsentence_id\tsentence",
+                    ["c1\ta.mp3\ts1\tHyvä", "c1\t../x.mp3\ts2\tPois", "c1\ta.mp3\ts3\tTaas", "c1\tgone.mp3\ts4\tEi ääntä",
+                     "c1\tb.mp3\ts5\t"]),
+    "audiofolder": ("metadata.csv", "{}.wav", "transcription", "file_name,transcription",
+                    ["a.wav,Hyvä", "../x.wav,Pois", "a.wav,Taas", "gone.wav,Ei ääntä", "b.wav,"]),
+}
+
+
+@pytest.mark.parametrize("layout", list(_TABLES))
+def test_every_table_layout_refuses_the_same_bad_rows_in_the_same_words(tmp_path: Path, layout: str) -> None:
+    table, audio, text_name, header, rows = _TABLES[layout]
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / table).write_text("\n".join(([header] if header else []) + rows) + "\n", encoding="utf-8")
+    for stem in "ab":
+        _tone(root / audio.format(stem), seconds=0.2)
+    first = 2 if header else 1
+
+    corpus = read_corpus(root)
+
+    assert corpus.format == layout and [item.id.split("/")[-1] for item in corpus.items] == ["a"]
+    outside, twice, missing, empty = (str(problem) for problem in corpus.problems)
+    assert f"line {first + 1}: " in outside and "must name a file under" in outside
+    assert f"line {first + 2}: " in twice and f"already listed on line {first}" in twice
+    assert f"audio not found for {table} line {first + 3}" in missing and "gone" in missing
+    assert missing.endswith("; add the file or remove the line")
+    assert str(root / audio.format("b")) in empty
+    assert empty.endswith(f": empty {text_name} ({table} line {first + 4}); write it or remove the line")

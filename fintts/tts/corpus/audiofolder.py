@@ -18,6 +18,7 @@ from typing import Any
 
 from fintts.tts.corpus.files import first_line, numbered_lines
 from fintts.tts.corpus.model import CorpusError, Item, Problem, relative_path_problem, speaker_name_problem
+from fintts.tts.corpus.rows import TableRows
 
 METADATA = "metadata.csv"
 METADATA_JSONL = "metadata.jsonl"
@@ -107,27 +108,12 @@ def read_audiofolder(
         raise CorpusError(f"{metadata}: no transcript column; expected one of {', '.join(TEXT_COLUMNS)} "
                           f"(the header has {', '.join(header)}), or name it with text_column")
     speaker_key = column(header, speaker_column, SPEAKER_COLUMNS, "speaker", metadata)
-    seen: dict[str, int] = {}
+    clips = TableRows(metadata, items, problems, text_name=text)
     for number, row in rows:
         rel = str(row.get(FILE_COLUMN) or "").strip()
-        problem = relative_path_problem(rel, FILE_COLUMN, f"{folder.name}/") if rel else "empty file_name"
         speaker = str(row.get(speaker_key) or "").strip() if speaker_key else root.name
-        problem = problem or speaker_name_problem(speaker)
-        if problem:
-            problems.append(Problem(metadata, f"line {number}: {problem}"))
-            continue
-        if rel in seen:
-            problems.append(Problem(metadata, f"line {number}: {rel} already listed on line {seen[rel]}"))
-            continue
-        seen[rel] = number
-        audio = folder / rel
-        if not audio.is_file():
-            problems.append(Problem(audio, f"audio not found for {metadata.name} line {number}; add the file or remove the row"))
-            continue
-        transcript = " ".join(str(row.get(text) or "").split())
-        if not transcript:
-            problems.append(Problem(audio, f"empty {text} ({metadata.name} line {number}); write it or remove the row"))
-            continue
-        clip_id = Path(rel).with_suffix("").as_posix()
-        items.append(Item(id=clip_id, audio=audio, text=transcript, speaker=speaker))
+        unusable = relative_path_problem(rel, FILE_COLUMN, f"{folder.name}/") if rel else "empty file_name"
+        clips.add(number, listed=rel, clip_id=Path(rel).with_suffix("").as_posix(), audio=folder / rel,
+                  text=" ".join(str(row.get(text) or "").split()), speaker=speaker,
+                  unusable=unusable or speaker_name_problem(speaker))
     return metadata

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fintts.tts.corpus.files import first_line, numbered_lines
 from fintts.tts.corpus.model import CorpusError, Item, Problem, relative_path_problem, speaker_name_problem
+from fintts.tts.corpus.rows import TableRows
 
 DEFAULT_SPLIT = "validated"
 FALLBACK_SPLIT = "train"
@@ -68,28 +69,14 @@ def read_commonvoice(folder: Path, split: str, items: list[Item], problems: list
     # tab separated and unquoted: a row is one line, its fields split at tabs (a missing one is empty)
     rows = [(number, dict(zip(header, text.split("\t"), strict=False))) for number, text in lines[1:]]
     names = short_names({row["client_id"] for _, row in rows if row.get("client_id")})
-    seen: dict[str, int] = {}
+    clips = TableRows(table, items, problems, text_name="sentence")
     for number, row in rows:
         client, rel, sentence = (row.get(c) or "" for c in REQUIRED)
         if not client or not rel:
-            problems.append(Problem(table, f"line {number}: empty client_id or path"))
+            clips.refuse(number, "empty client_id or path")
             continue
         # the speaker's name becomes part of file names (samples, adapters): checked here, not at the first validation
-        problem = relative_path_problem(rel, "path", f"{CLIPS}/") or speaker_name_problem(names[client])
-        if problem:
-            problems.append(Problem(table, f"line {number}: {problem}"))
-            continue
-        clip_id = Path(rel).with_suffix("").as_posix()
-        if clip_id in seen:
-            problems.append(Problem(table, f"line {number}: {rel} already listed on line {seen[clip_id]}"))
-            continue
-        seen[clip_id] = number
-        audio = folder / CLIPS / rel
-        if not audio.is_file():
-            problems.append(Problem(audio, f"audio not found for {table.name} line {number}; add it to {CLIPS}/ or remove the row"))
-            continue
-        if not sentence.strip():
-            problems.append(Problem(audio, f"empty sentence ({table.name} line {number})"))
-            continue
-        items.append(Item(id=clip_id, audio=audio, text=sentence.strip(), speaker=names[client]))
+        clips.add(number, listed=rel, clip_id=Path(rel).with_suffix("").as_posix(), audio=folder / CLIPS / rel,
+                  text=sentence.strip(), speaker=names[client],
+                  unusable=relative_path_problem(rel, "path", f"{CLIPS}/") or speaker_name_problem(names[client]))
     return table

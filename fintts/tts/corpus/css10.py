@@ -14,6 +14,7 @@ from pathlib import Path
 from fintts.tts.audio import AUDIO_EXTENSIONS
 from fintts.tts.corpus.files import first_line, numbered_lines
 from fintts.tts.corpus.model import Item, Problem, relative_path_problem
+from fintts.tts.corpus.rows import TableRows
 
 TRANSCRIPT = "transcript.txt"
 
@@ -29,32 +30,15 @@ def looks_like_css10(folder: Path) -> bool:
 
 def read_css10(folder: Path, items: list[Item], problems: list[Problem]) -> None:
     transcript = folder / TRANSCRIPT
-    seen: dict[str, int] = {}
+    rows = TableRows(transcript, items, problems)
     for number, line in numbered_lines(transcript, problems):
         if not line.strip():
             continue
         fields = [field.strip() for field in line.split("|")]
-        where = f"{TRANSCRIPT} line {number}"
         if len(fields) != 4:
-            problems.append(Problem(transcript, f"line {number}: expected path|original|normalized|duration, "
-                                                f"found {len(fields)} fields"))
+            rows.refuse(number, f"expected path|original|normalized|duration, found {len(fields)} fields")
             continue
         rel, original, normalized, _ = fields
-        problem = relative_path_problem(rel, "path", "the corpus folder")
-        if problem:
-            problems.append(Problem(transcript, f"line {number}: {problem}"))
-            continue
-        clip_id = Path(rel).with_suffix("").as_posix()
-        if clip_id in seen:
-            problems.append(Problem(transcript, f"line {number}: {rel} already listed on line {seen[clip_id]}"))
-            continue
-        seen[clip_id] = number
-        audio = folder / rel
-        if not audio.is_file():
-            problems.append(Problem(audio, f"audio not found for {where}; add the file or remove the line"))
-            continue
-        text = normalized or original
-        if not text:
-            problems.append(Problem(audio, f"empty transcript ({where}); write it or remove the line"))
-            continue
-        items.append(Item(id=clip_id, audio=audio, text=text, speaker=folder.name))
+        rows.add(number, listed=rel, clip_id=Path(rel).with_suffix("").as_posix(), audio=folder / rel,
+                 text=normalized or original, speaker=folder.name,
+                 unusable=relative_path_problem(rel, "path", "the corpus folder"))

@@ -12,6 +12,7 @@ from pathlib import Path
 from fintts.tts.audio import AUDIO_EXTENSIONS
 from fintts.tts.corpus.files import find_audio, first_line, numbered_lines
 from fintts.tts.corpus.model import Item, Problem, relative_path_problem, speaker_name_problem
+from fintts.tts.corpus.rows import TableRows
 
 METADATA = "metadata.csv"
 SPEAKER_HEADER = ["id", "speaker", "text"]
@@ -46,7 +47,7 @@ def read_metadata(
     expected = "id|speaker|text" if speaker_column else "id|text or id|text|normalized"
     headers = (SPEAKER_HEADER,) if speaker_column else (["id", "text"], ["id", "text", "normalized"])
     field_counts = (3,) if speaker_column else (2, 3)
-    seen: dict[str, int] = {}
+    rows = TableRows(metadata, items, problems)
     first = True
     for number, line in lines:
         if not line.strip():
@@ -57,7 +58,7 @@ def read_metadata(
             continue
         first = False
         if len(fields) not in field_counts:
-            problems.append(Problem(metadata, f"line {number}: expected {expected}, found {len(fields)} fields"))
+            rows.refuse(number, f"expected {expected}, found {len(fields)} fields")
             continue
         if speaker_column:
             clip_id, clip_speaker, transcript = fields
@@ -65,28 +66,11 @@ def read_metadata(
             clip_id, clip_speaker = fields[0], speaker
             transcript = fields[2] if len(fields) == 3 and fields[2] else fields[1]
         if not clip_id or not clip_speaker:
-            problems.append(Problem(metadata, f"line {number}: empty id or speaker; expected {expected}"))
+            rows.refuse(number, f"empty id or speaker; expected {expected}")
             continue
-        problem = relative_path_problem(clip_id) or (speaker_name_problem(clip_speaker) if speaker_column else None)
-        if problem:
-            problems.append(Problem(metadata, f"line {number}: {problem}"))
-            continue
-        if clip_id in seen:
-            problems.append(Problem(metadata, f"line {number}: id {clip_id!r} already used on line {seen[clip_id]}"))
-            continue
-        seen[clip_id] = number
+        unusable = relative_path_problem(clip_id) or (speaker_name_problem(clip_speaker) if speaker_column else None)
         wavs = folder / "wavs"
-        audio = find_audio(wavs, clip_id) or (find_audio(wavs / clip_speaker, clip_id) if speaker_column else None)
-        if audio is None:
-            problems.append(
-                Problem(
-                    wavs / clip_id,
-                    f"audio not found for {metadata.name} line {number}: looked for wavs/{clip_id}"
-                    f"{{{','.join(AUDIO_EXTENSIONS)}}}; add the file or remove the line",
-                )
-            )
-            continue
-        if not transcript:
-            problems.append(Problem(audio, f"empty transcript ({metadata.name} line {number}); write it or remove the line"))
-            continue
-        items.append(Item(id=id_prefix + clip_id, audio=audio, text=transcript, speaker=clip_speaker))
+        audio = None if unusable else \
+            find_audio(wavs, clip_id) or (find_audio(wavs / clip_speaker, clip_id) if speaker_column else None)
+        rows.add(number, listed=clip_id, clip_id=id_prefix + clip_id, audio=audio, text=transcript, speaker=clip_speaker,
+                 unusable=unusable, looked_for=f": looked for wavs/{clip_id}{{{','.join(AUDIO_EXTENSIONS)}}}")
