@@ -60,7 +60,7 @@ def run(store: Path, params: int, max_steps: int) -> tuple[Trainer, float]:
     trainer = Trainer(config, progress=False, log=lambda _: None)
     called = time.perf_counter()
     trainer.run()
-    return trainer, trainer.task.first_step_at - called
+    return trainer, trainer.session.built.task.first_step_at - called
 
 
 def measure(params: int, steps: int) -> dict[str, float]:
@@ -69,7 +69,7 @@ def measure(params: int, steps: int) -> dict[str, float]:
         trainer, fresh = run(store, params, steps)
         stalls = trainer.session.state.durable_seconds[-steps:]
         size = sum(p.stat().st_size for p in (store / "checkpoints" / checkpoint.read_latest(store)).iterdir())
-        actual = sum(p.numel() for m in trainer.raw_models.values() for p in m.parameters())
+        actual = sum(p.numel() for m in trainer.session.built.raw_models.values() for p in m.parameters())
         _, resume = run(store, params, steps + 1)
         state = TrainerState.from_json((checkpoint.latest_complete(store) / "state.json").read_text())
         assert state.step == steps + 1
