@@ -18,6 +18,9 @@ from fintts import cli_args
 from fintts.cli_args import EXIT_OK
 from fintts.errors import UsageError
 
+#: The owner a dry run stages without credentials (kernel-metadata.json's id and the wheels dataset); the person replaces it.
+OWNER_PLACEHOLDER = "YOUR-KAGGLE-NAME"
+
 
 def _kernel_settings(args):
     from fintts.kaggle.kernel import KernelSettings
@@ -69,10 +72,17 @@ def cmd_kaggle_push(args) -> int:
     if args.dry_run:
         if not args.out:
             raise UsageError("fintts kaggle push --dry-run needs --out DIR (the folder to stage the notebook in)")
-        from fintts.kaggle.client import connect, user_of
+        from fintts.kaggle.client import NO_CREDENTIALS, KaggleError, connect, user_of
 
-        kernel.stage(Path(args.out), user_of(connect()), settings)
-        print(f"staged {args.out}: kernel-metadata.json and {kernel.NOTEBOOK.name} (kaggle kernels push -p {args.out})")
+        try:
+            user, told = user_of(connect()), ""
+        except KaggleError as error:  # a dry run reads nothing of Kaggle's but the owner's name: staged without it
+            if str(error) != NO_CREDENTIALS:
+                raise
+            user, told = OWNER_PLACEHOLDER, (f"; no Kaggle credentials here, so the owner is written {OWNER_PLACEHOLDER}: "
+                                             "put your Kaggle name in its place in kernel-metadata.json before pushing it")
+        kernel.stage(Path(args.out), user, settings)
+        print(f"staged {args.out}: kernel-metadata.json and {kernel.NOTEBOOK.name} (kaggle kernels push -p {args.out}){told}")
         return EXIT_OK
     from fintts.kaggle.client import connect
     from fintts.kaggle.kernels import kernel_state

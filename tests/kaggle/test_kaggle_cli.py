@@ -213,6 +213,23 @@ def test_push_dry_run_stages_what_the_kaggle_command_pushes_as_is(kaggle_env, tm
     assert TOKEN not in json.dumps(kaggle.pushes) and env["KAGGLE_KEY"] not in (staged / "kernel-metadata.json").read_text()
 
 
+def test_push_dry_run_without_credentials_stages_the_folder_with_the_owner_left_to_fill_in(tmp_path):
+    """A person looking at what would be pushed, before making a Kaggle token: the folder is staged, the owner's name
+    (the one thing only credentials tell) left as a placeholder, and they are told to replace it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAGGLE_")} | {"HOME": str(home)}
+    staged = tmp_path / "staged"
+    result = run("-m", "fintts", "kaggle", "push", "--dry-run", "--out", str(staged), "--corpus", "alice/my-voice",
+                 env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    metadata = json.loads((staged / "kernel-metadata.json").read_text())
+    assert metadata["id"] == "YOUR-KAGGLE-NAME/fintts-train-a-finnish-voice"
+    assert metadata["dataset_sources"] == ["YOUR-KAGGLE-NAME/fintts-wheels", "alice/my-voice"]
+    assert "no Kaggle credentials here" in result.stdout and "put your Kaggle name in its place" in result.stdout
+    assert (staged / "kaggle_train.ipynb").is_file()
+
+
 def test_push_takes_a_config_file_from_anywhere_into_the_notebook(kaggle_env, tmp_path):
     kaggle, env, _ = kaggle_env
     own = tmp_path / "elsewhere" / "my-voice.yaml"
