@@ -358,7 +358,9 @@ def load_config(path: str | Path | None, overrides: list[str] | Mapping[str, Any
     """Read a YAML config (or none: all defaults), apply overrides, split and validate.
 
     ``registered_only``: the file came from outside (a checkpoint pulled from the Hub), so its
-    ``task`` must be an installed one; an import path in it would run code it names.
+    ``task`` must be an installed one; an import path in it would run code it names. Such a
+    copy was written by fintts, not by the person: an old setting's name in it is read without
+    asking them to rename it.
     """
     data: dict[str, Any] = {}
     source = ""
@@ -373,21 +375,22 @@ def load_config(path: str | Path | None, overrides: list[str] | Mapping[str, Any
             raise ConfigError(f"{path} is not valid YAML: {err}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path} must be a mapping of settings, not {type(loaded).__name__}")
-        data = _renamed(loaded, source)
+        data = _renamed(loaded, source, tell=not registered_only)
     extra = dict(overrides) if isinstance(overrides, Mapping) else parse_overrides(list(overrides))
     data = _merge(data, _renamed(extra, "overrides"))
     return split_config(data, source=source, default_name=Path(source).stem if source else "run", registered_only=registered_only)
 
 
-def _renamed(data: dict[str, Any], where: str) -> dict[str, Any]:
-    """``data`` with each setting of :data:`RENAMED` under its new name, and a warning naming ``where`` it was."""
+def _renamed(data: dict[str, Any], where: str, *, tell: bool = True) -> dict[str, Any]:
+    """``data`` with each setting of :data:`RENAMED` under its new name, and (``tell``) a warning naming ``where`` it was."""
     for old, new in RENAMED.items():
         if old not in data:
             continue
         if new in data:
             raise ConfigError(f"{where}: {old} is the old name of {new}; give only {new}")
-        warnings.warn(f"{where}: the setting {old} is now called {new}; rename it there (the old name is still read, "
-                      "but not for ever)", FutureWarning, stacklevel=3)
+        if tell:
+            warnings.warn(f"{where}: the setting {old} is now called {new}; rename it there (the old name is still read, "
+                          "but not for ever)", FutureWarning, stacklevel=3)
         data = {(new if key == old else key): value for key, value in data.items()}
     return data
 
