@@ -39,7 +39,7 @@ def _table(path: Path, problems: list[Problem], fields: int) -> dict[str, tuple[
             problems.append(Problem(path, f"line {number}: expected {fields + 1} fields, found {len(values) + 1}"))
             continue
         if key in entries:
-            problems.append(Problem(path, f"line {number}: {key} already on line {entries[key][0]}"))
+            problems.append(Problem(path, f"line {number}: {key} already listed on line {entries[key][0]}"))
             continue
         entries[key] = (number, values)
     return entries
