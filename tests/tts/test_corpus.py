@@ -234,3 +234,28 @@ def test_every_table_layout_refuses_the_same_bad_rows_in_the_same_words(tmp_path
     assert missing.endswith("; add the file or remove the line")
     assert str(root / audio.format("b")) in empty
     assert empty.endswith(f": empty {text_name} ({table} line {first + 4}); write it or remove the line")
+
+
+
+@pytest.mark.parametrize("layout, table, header, rows, files", [
+    ("css10", "transcript.txt", "", ["fi/a.wav|Hyvä|Hyvä|1.0", "fi/a.flac|Taas|Taas|1.0"], ["fi/a.wav", "fi/a.flac"]),
+    ("commonvoice", "validated.tsv", "client_id\tpath\tsentence_id\tsentence", ["c1\ta.mp3\ts1\tHyvä", "c1\ta.wav\ts2\tTaas"],
+     ["clips/a.mp3", "clips/a.wav"]),
+    ("audiofolder", "metadata.csv", "file_name,transcription", ["a.wav,Hyvä", "a.flac,Taas"], ["a.wav", "a.flac"]),
+])
+def test_two_rows_whose_clips_differ_only_in_extension_are_one_clip_listed_twice(tmp_path, layout, table, header, rows,
+                                                                                   files):
+    """An item's id is its path without the extension, and ids are unique in a corpus: the second row is refused."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / table).write_text("\n".join(([header] if header else []) + rows) + "\n", encoding="utf-8")
+    for file in files:
+        _tone(root / file, seconds=0.2)
+
+    corpus = read_corpus(root)
+
+    assert corpus.format == layout and [item.text for item in corpus.items] == ["Hyvä"]
+    first = 2 if header else 1
+    second = files[1].removeprefix("clips/")  # as the row lists it: Common Voice's paths are under clips/
+    assert [str(problem) for problem in corpus.problems] == [
+        f"{root / table}: line {first + 1}: {second} already listed on line {first}"]

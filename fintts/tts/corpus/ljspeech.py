@@ -48,6 +48,7 @@ def read_metadata(
     headers = (SPEAKER_HEADER,) if speaker_column else (["id", "text"], ["id", "text", "normalized"])
     field_counts = (3,) if speaker_column else (2, 3)
     rows = TableRows(metadata, items, problems)
+    extensions = ",".join(AUDIO_EXTENSIONS)
     first = True
     for number, line in lines:
         if not line.strip():
@@ -73,4 +74,4 @@ def read_metadata(
         audio = None if unusable else \
             find_audio(wavs, clip_id) or (find_audio(wavs / clip_speaker, clip_id) if speaker_column else None)
         rows.add(number, listed=clip_id, clip_id=id_prefix + clip_id, audio=audio, text=transcript, speaker=clip_speaker,
-                 unusable=unusable, looked_for=f": looked for wavs/{clip_id}{{{','.join(AUDIO_EXTENSIONS)}}}")
+                 unusable=unusable, looked_for=f": looked for wavs/{clip_id}{{{extensions}}}")

@@ -40,16 +40,17 @@ class TableRows:
     ) -> None:
         """Line ``number`` as an item, unless something is wrong with it.
 
-        ``listed``: the clip as the table names it (a second row naming it is a duplicate).
+        ``listed``: the clip as the table names it; a second row whose ``clip_id`` is taken is a duplicate
+        (``a.mp3`` and ``a.wav`` are one clip: ids are unique in a corpus).
         ``unusable``: why its path or speaker cannot be used, as the reader found (``None``: nothing).
         ``audio``: the file the row names, which may not exist (``None``: the reader found none
         where it looked, which ``looked_for`` says; the problem then names the table).
         """
         if unusable:
             return self.refuse(number, unusable)
-        if listed in self._seen:
-            return self.refuse(number, f"{listed} already listed on line {self._seen[listed]}")
-        self._seen[listed] = number
+        if clip_id in self._seen:
+            return self.refuse(number, f"{listed} already listed on line {self._seen[clip_id]}")
+        self._seen[clip_id] = number
         where = f"{self.table.name} line {number}"
         if audio is None or not audio.is_file():
             missing = f"audio not found for {where}{looked_for}; add the file or remove the line"
