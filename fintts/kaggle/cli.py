@@ -72,13 +72,11 @@ def cmd_kaggle_push(args) -> int:
     if args.dry_run:
         if not args.out:
             raise UsageError("fintts kaggle push --dry-run needs --out DIR (the folder to stage the notebook in)")
-        from fintts.kaggle.client import NO_CREDENTIALS, KaggleError, connect, user_of
+        from fintts.kaggle.client import NoKaggleCredentials, connect, user_of
 
         try:
             user, told = user_of(connect()), ""
-        except KaggleError as error:  # a dry run reads nothing of Kaggle's but the owner's name: staged without it
-            if str(error) != NO_CREDENTIALS:
-                raise
+        except NoKaggleCredentials:  # a dry run reads nothing of Kaggle's but the owner's name: staged without it
             user, told = OWNER_PLACEHOLDER, (f"; no Kaggle credentials here, so the owner is written {OWNER_PLACEHOLDER}: "
                                              "put your Kaggle name in its place in kernel-metadata.json before pushing it")
         kernel.stage(Path(args.out), user, settings)

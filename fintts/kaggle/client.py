@@ -72,6 +72,13 @@ class KaggleError(StoreError):
         self.retry_after = retry_after
 
 
+class NoKaggleCredentials(KaggleError):
+    """No Kaggle credentials on this machine (the message says where to put them)."""
+
+    def __init__(self) -> None:
+        super().__init__(NO_CREDENTIALS)
+
+
 #: The oldest ``kaggle`` client fintts works with: ``kernels_push(no_run=True)`` (Quick Save, kaggle-cli PR #1185,
 #: 2.2.5), ``quota_view`` (2.2.1), ``kernels_logs`` (2.0.2), ``kernels_status`` of ``owner/slug/N``. It needs Python
 #: ≥ 3.11; on 3.10 pip resolves ``kaggle`` to 1.7.4.5, which has none of these and raises OSError at import with a
@@ -107,7 +114,7 @@ def connect() -> Any:
         try:
             api.authenticate()
         except SystemExit:
-            raise KaggleError(NO_CREDENTIALS) from None
+            raise NoKaggleCredentials() from None
     return api
 
 
@@ -115,7 +122,7 @@ def user_of(api: Any) -> str:
     """The Kaggle user the credentials belong to (the owner of the kernels and datasets fintts pushes)."""
     user = api.get_config_value("username")
     if not user:
-        raise KaggleError(NO_CREDENTIALS)
+        raise NoKaggleCredentials()
     return user
 
 
