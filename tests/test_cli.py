@@ -16,7 +16,7 @@ from fintts_stand_ins import HubServer
 from fintts_stand_ins.kaggle_server import KaggleServer
 from hub_helpers import TOKEN
 from trainer_helpers import ROOT
-from vits_helpers import tiny_config
+from vits_helpers import TRAINING_ONLY, tiny_config
 
 #: each command that reads a config, with what it needs besides to get as far as reading it
 READS_A_CONFIG = {
@@ -41,7 +41,7 @@ def test_every_command_that_reads_a_config_takes_it_either_way(command, spelling
 def test_train_takes_data_and_the_config_as_docs_write_it(tmp_path, monkeypatch):
     """``fintts train --config mine.yaml --data DIR key=value``: the config's own data is replaced, the override applied."""
     monkeypatch.chdir(tmp_path)
-    config = tiny_config(tmp_path, data="no/such/corpus")
+    config = tiny_config(tmp_path, data="no/such/corpus", **TRAINING_ONLY)
     store = tmp_path / "run"
     argv = ["train", "--config", str(config), "--data", "demo", "max_steps=1", "--store", str(store), "--no-progress"]
     assert main(argv) == EXIT_OK

@@ -26,7 +26,15 @@ TINY = {
     "num_workers": 0, "segment_frames": 16, "mcd_items": 2, "eval_speakers": 1, "eval_sentences": ["Kello on 7.30."],
     "speakers": ["espeak_f2", "espeak_m3"], "model": TINY_MODEL, "discriminator_config": TINY_DISCRIMINATOR,
     # the ONNX export stays on, as shipped: a test config may shrink the model, never switch off a part of the path
+    # (but see TRAINING_ONLY)
 }
+#: The settings of a test whose subject is the training itself (resumes, corpus readers, precisions, phases), not what a
+#: session leaves: its ONNX graphs off. They are made in a child process from model/'s saved weights after the fact
+#: (fintts/train/session/background_export.py), so they can change nothing such a test looks at, and each session's
+#: cost ~10 s of CPU (starting torch, transformers and onnxruntime, two traces, the int8 pass): 25 of these sessions were
+#: ~250 of the suite's ~2,560 CPU seconds (2026-11-27). Every test of a session's end, its voice or its export keeps
+#: them: the shipped configs, the background and pending exports, publish, pull, Piper, the quiet libraries.
+TRAINING_ONLY = {"export_onnx": False}
 
 
 def tiny_vits_config(**overrides: Any) -> VitsConfig:

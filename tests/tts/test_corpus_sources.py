@@ -17,7 +17,7 @@ import corpus_sources as sources
 from fintts.tts.corpus import CorpusError, check_corpus, read_corpus
 from hub_helpers import TOKEN
 from trainer_helpers import cli, in_process
-from vits_helpers import tiny_config
+from vits_helpers import TRAINING_ONLY, tiny_config
 
 DATASET = "fintts-tester/fi-speech"
 HUB_DATA = f"hf://datasets/{DATASET}"
@@ -191,7 +191,7 @@ def test_a_release_unpacked_one_folder_up_is_pointed_to_its_corpus(folders, tmp_
 def test_training_runs_a_few_steps_on_each_source(folders, layout, tmp_path):
     root, _ = folders[layout]
     config = tiny_config(tmp_path, data=str(root), speakers=[], max_steps=2, eval_every=2, heldout_per_speaker=1,
-                         batch_size=2)
+                         batch_size=2, **TRAINING_ONLY)
     result = in_process("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (tmp_path / "store" / "model" / "config.json").is_file()
@@ -200,7 +200,7 @@ def test_training_runs_a_few_steps_on_each_source(folders, layout, tmp_path):
 @pytest.mark.slow
 def test_training_runs_a_few_steps_on_a_hub_dataset(hub_dataset, tmp_path):
     config = tiny_config(tmp_path, data=HUB_DATA, speakers=[], max_steps=2, eval_every=2, heldout_per_speaker=1,
-                         batch_size=2)
+                         batch_size=2, **TRAINING_ONLY)
     result = cli("train", str(config), "--store", str(tmp_path / "store"), "--no-progress", cwd=tmp_path, timeout=400)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert list((tmp_path / "store").rglob("datasets/fintts-tester/fi-speech/*/train/*.flac"))  # the run's own cache

@@ -14,7 +14,7 @@ from fintts.train.config import load_config
 from fintts.tts.vits.heldout import CANDIDATES
 from fintts.tts.vits.selection import select_corpus
 from trainer_helpers import in_process
-from vits_helpers import tiny_config
+from vits_helpers import TRAINING_ONLY, tiny_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -65,7 +65,8 @@ def test_the_held_out_set_stays_when_the_corpus_grows_by_a_few_clips(tmp_path):
 def test_the_session_summary_says_how_many_clips_validation_scores(tmp_path):
     corpus = _corpus(tmp_path / "voice", 100)
     messages: list[str] = []
-    train(tiny_config(tmp_path, data=str(corpus), speakers=[], max_steps=2, eval_every=2, mcd_items=24),
+    train(tiny_config(tmp_path, data=str(corpus), speakers=[], max_steps=2, eval_every=2, mcd_items=24,
+                      **TRAINING_ONLY),
           store=tmp_path / "store", progress=False, log=messages.append)
     summary = "\n".join(messages)
     assert "validated  on 10 held-out clips (0.2 min) of 1 speaker(s), 10 scored each validation" in summary, summary[-2000:]

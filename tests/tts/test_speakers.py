@@ -15,7 +15,7 @@ from fintts.tts.corpus import check_corpus
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts.tts.speakers import analyse_speakers
 from trainer_helpers import QUIET, in_process
-from vits_helpers import tiny_config
+from vits_helpers import TRAINING_ONLY, tiny_config
 
 
 def _clip(path: Path, seconds: float, rate: int = 16000, amplitude: float = 0.3) -> None:
@@ -72,7 +72,8 @@ def test_speaker_best_trains_one_voice_and_keeps_it_when_the_corpus_grows(tmp_pa
         shutil.copytree(DEMO_CORPUS / name, corpus / name)
         lines = (corpus / name / "metadata.csv").read_text(encoding="utf-8").splitlines()
         (corpus / name / "metadata.csv").write_text("\n".join(lines[:keep]) + "\n", encoding="utf-8")
-    config = tiny_config(tmp_path, data=str(corpus), speakers=[], speaker="best", max_steps=2, eval_every=2, mcd_items=20)
+    config = tiny_config(tmp_path, data=str(corpus), speakers=[], speaker="best", max_steps=2, eval_every=2, mcd_items=20,
+                         **TRAINING_ONLY)
     train(config, store=tmp_path / "store", **QUIET)
     status = json.loads((tmp_path / "store" / "status.json").read_text())
     assert status["about"]["speaker"] == "espeak_f5" and status["about"]["speakers"] == ["espeak_f5", "espeak_m3"]

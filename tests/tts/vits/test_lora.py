@@ -18,7 +18,7 @@ from fintts.tts.vits.inference import VitsSynthesizer
 from fintts.tts.vits.lora import LoraSettings, add_adapter, base_weights
 from fintts.tts.voice import load_voice
 from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights, in_process
-from vits_helpers import tiny_config, tiny_vits_config
+from vits_helpers import TRAINING_ONLY, tiny_config, tiny_vits_config
 
 #: two full steps on both speakers, then two steps of an adapter on the best one: a high rate, so that the adapter
 #: matters, and no validation, so that model/ is the newest adapter (two steps do not beat the phase's first score)
@@ -109,10 +109,10 @@ def test_resuming_at_the_switch_and_inside_the_adapter_phase_is_bit_identical(ad
     config, whole = adapted
     store = tmp_path / "store"
     for stop_at in breaks:
-        train(config, store=store, max_steps=stop_at, **QUIET)
+        train(config, store=store, max_steps=stop_at, **TRAINING_ONLY, **QUIET)
     for name in checkpoint.list_names(store)[:-1]:  # a new machine: only the newest checkpoint comes down
         shutil.rmtree(store / "checkpoints" / name)
-    train(config, store=store, **QUIET)
+    train(config, store=store, **TRAINING_ONLY, **QUIET)
     assert_bit_identical(final_weights(store), final_weights(whole))
 
 

@@ -21,7 +21,7 @@ from fintts.tts.vits.discriminator import DiscriminatorConfig
 from fintts.tts.vits.mms_discriminator import MMS_RELEASE, cached_file, mms_language, release_file, starting_discriminator
 from hub_helpers import TOKEN
 from trainer_helpers import QUIET
-from vits_helpers import TINY_DISCRIMINATOR, TINY_MODEL, converted, original_discriminator_file, tiny_config
+from vits_helpers import TINY_DISCRIMINATOR, TINY_MODEL, TRAINING_ONLY, converted, original_discriminator_file, tiny_config
 
 TINY = DiscriminatorConfig(**{k: tuple(v) for k, v in TINY_DISCRIMINATOR.items()})
 
@@ -72,7 +72,7 @@ class Exploit:
 def test_an_mms_fine_tune_starts_with_the_released_discriminator_and_resumes_without_fetching_it(tmp_path, hub_env):
     original = release(hub_env, tmp_path)
     config = tiny_config(tmp_path, init=str(mms_stand_in(tmp_path)), model={}, discriminator="auto", max_steps=1,
-                         eval_every=0, lr=0.0)  # lr 0: the checkpoint holds the weights the run started with
+                         eval_every=0, lr=0.0, **TRAINING_ONLY)  # lr 0: the checkpoint holds the weights the run started with
     store = tmp_path / "store"
     summary = train(config, store=store, **QUIET)
     assert summary.warnings == []
@@ -97,7 +97,7 @@ def test_a_release_that_runs_code_when_unpickled_is_refused_and_the_session_star
     torch.save({"model": original.state_dict(), "iteration": Exploit(marker)}, trapped)
     release(hub_env, tmp_path, file=trapped)
     config = tiny_config(tmp_path, init=str(mms_stand_in(tmp_path)), model={}, discriminator="auto", max_steps=1,
-                         eval_every=0, lr=0.0)
+                         eval_every=0, lr=0.0, **TRAINING_ONLY)
     summary = train(config, store=tmp_path / "store", **QUIET)
 
     assert not marker.exists()

@@ -10,12 +10,13 @@ from tensorboard.backend.event_processing.event_accumulator import AUDIO, SCALAR
 
 from fintts.train import train
 from trainer_helpers import QUIET
-from vits_helpers import tiny_config
+from vits_helpers import TRAINING_ONLY, tiny_config
 
 
 @pytest.mark.slow
 def test_each_validation_puts_its_samples_in_tensorboard_as_audio(tmp_path):
-    config = tiny_config(tmp_path, max_steps=4, eval_every=2, eval_speakers=2, eval_sentences=["Kello on 7.30.", "Hyvää yötä."])
+    config = tiny_config(tmp_path, max_steps=4, eval_every=2, eval_speakers=2, eval_sentences=["Kello on 7.30.", "Hyvää yötä."],
+                         **TRAINING_ONLY)
     train(config, store=tmp_path / "store", **QUIET)
     board = EventAccumulator(str(tmp_path / "store" / "tb"), size_guidance={AUDIO: 0, SCALARS: 0}).Reload()
     tags = set(board.Tags()["audio"])

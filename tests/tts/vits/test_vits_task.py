@@ -22,7 +22,7 @@ from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.task import VitsTask, VitsTaskConfig
 from fintts.tts.voice import load_voice
 from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights, in_process
-from vits_helpers import tiny_config
+from vits_helpers import TRAINING_ONLY, tiny_config
 
 
 @pytest.fixture(scope="session")
@@ -41,9 +41,10 @@ def trained(tmp_path_factory):
 @pytest.mark.slow
 def test_vits_training_resumes_bit_identically(trained, tmp_path):
     folder, config, _ = trained
-    train(config, store=tmp_path / "store", max_steps=2, **QUIET)
-    train(config, store=tmp_path / "store", max_steps=4, **QUIET)
-    summary = train(config, store=tmp_path / "store", **QUIET)
+    # the resumed sessions without graphs: the graphs come after the weights, in a process of their own
+    train(config, store=tmp_path / "store", max_steps=2, **TRAINING_ONLY, **QUIET)
+    train(config, store=tmp_path / "store", max_steps=4, **TRAINING_ONLY, **QUIET)
+    summary = train(config, store=tmp_path / "store", **TRAINING_ONLY, **QUIET)
     assert summary.end_step == 6
     assert_bit_identical(final_weights(tmp_path / "store"), final_weights(folder / "store"))
 
@@ -56,7 +57,7 @@ def test_features_are_computed_as_training_first_reads_each_clip(trained):
 
 @pytest.mark.slow
 def test_the_gan_starts_at_its_step_and_resumes_across_it_bit_identically(tmp_path):
-    config = tiny_config(tmp_path, gan_start_step=3, max_steps=5, eval_every=0, log_every=1)
+    config = tiny_config(tmp_path, gan_start_step=3, max_steps=5, eval_every=0, log_every=1, **TRAINING_ONLY)
     train(config, store=tmp_path / "straight", **QUIET)
     train(config, store=tmp_path / "resumed", max_steps=2, **QUIET)
     train(config, store=tmp_path / "resumed", **QUIET)
@@ -125,7 +126,7 @@ def test_the_final_voices_onnx_graphs_are_of_its_own_weights(trained):
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_a_few_steps_under_cpu_autocast_stay_finite(tmp_path, precision):
-    config = tiny_config(tmp_path, precision=precision, max_steps=4, eval_every=0)
+    config = tiny_config(tmp_path, precision=precision, max_steps=4, eval_every=0, **TRAINING_ONLY)
     train(config, store=tmp_path / "store", **QUIET)
     status = json.loads((tmp_path / "store" / "status.json").read_text())
     assert all(np.isfinite(v) for k, v in status["loss"].items())
@@ -167,7 +168,7 @@ def test_bad_clips_are_reported_and_skipped_not_fatal(tmp_path):
     assert report.returncode == 0 and "broken.wav" in report.stdout
     assert "silent_text.flac: empty transcript" in report.stdout
     messages: list[str] = []
-    config = tiny_config(tmp_path, data=str(corpus), speakers=[], max_steps=2, eval_every=2)
+    config = tiny_config(tmp_path, data=str(corpus), speakers=[], max_steps=2, eval_every=2, **TRAINING_ONLY)
     summary = train(config, store=tmp_path / "store", progress=False, log=messages.append)
     assert summary.end_step == 2
     assert any("skipped" in m for m in messages) and any("broken.wav" in m for m in messages)
@@ -177,7 +178,7 @@ def test_init_from_a_save_pretrained_folder_and_eval_cli(trained, tmp_path):
     folder, _, _ = trained
     base = tmp_path / "base"
     shutil.copytree(folder / "store" / "model", base)
-    config = tiny_config(tmp_path, init=str(base), model={}, max_steps=2, eval_every=2)
+    config = tiny_config(tmp_path, init=str(base), model={}, max_steps=2, eval_every=2, **TRAINING_ONLY)
     train(config, store=tmp_path / "store", **QUIET)
     result = in_process("eval", "--store", str(tmp_path / "store"), "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -198,7 +199,7 @@ def test_init_from_a_save_pretrained_folder_and_eval_cli(trained, tmp_path):
 def test_a_new_run_can_start_from_an_old_runs_checkpoint(trained, tmp_path):
     folder, _, _ = trained
     old_checkpoint = checkpoint.latest_complete(folder / "store")
-    config = tiny_config(tmp_path, init=str(old_checkpoint), model={}, max_steps=1, eval_every=0, lr=0.0)
+    config = tiny_config(tmp_path, init=str(old_checkpoint), model={}, max_steps=1, eval_every=0, lr=0.0, **TRAINING_ONLY)
     train(config, store=tmp_path / "store", **QUIET)
     # lr 0: one step changes nothing, so the new run holds exactly the old checkpoint's weights
     assert_bit_identical(final_weights(tmp_path / "store"), final_weights(folder / "store"))
@@ -245,7 +246,7 @@ def test_the_corpus_is_compared_by_its_clips_not_its_path(tmp_path):
     for speaker in ("espeak_f2", "espeak_m3"):
         shutil.copytree(DEMO_CORPUS / speaker, corpus / speaker)
     store = tmp_path / "store"
-    config = tiny_config(tmp_path, data=str(corpus), speakers=[], max_steps=1, eval_every=0)
+    config = tiny_config(tmp_path, data=str(corpus), speakers=[], max_steps=1, eval_every=0, **TRAINING_ONLY)
     train(config, store=store, **QUIET)
 
     moved = tmp_path / "mounted-elsewhere"
