@@ -160,7 +160,7 @@ def run(name: str, *, out: Path, dry_run: bool, cap_gib: float) -> int:
 
 
 def part_stand_ins(p: Part) -> None:
-    from fintts.train.config import registered_tasks
+    from fintts.train.registry import registered_tasks
 
     if "vits" not in registered_tasks():  # the configs name the task by its entry point, which only an install registers
         raise RuntimeError("fintts is not installed here: pip install --no-deps --no-build-isolation -e . (no network needed)")

@@ -22,7 +22,8 @@ import yaml
 from transformers import VitsConfig, VitsModel
 
 from fintts.tts.vits.init import DEFAULT_SPEAKER_EMBEDDING_SIZE
-from fintts.tts.vits.lora import LoraSettings, adapter_files, adapter_size, add_adapter
+from fintts.tts.vits.lora import adapter_files, adapter_size, add_adapter
+from fintts.tts.vits.settings import LoraSettings
 
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
 

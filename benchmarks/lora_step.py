@@ -26,7 +26,8 @@ import yaml
 from transformers import VitsConfig, VitsModel
 
 from fintts.tts.vits.discriminator import DiscriminatorConfig, VitsDiscriminator
-from fintts.tts.vits.lora import LoraSettings, add_adapter
+from fintts.tts.vits.lora import add_adapter
+from fintts.tts.vits.settings import LoraSettings
 from vits_step import peak_rss_bytes, time_training_steps
 
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"

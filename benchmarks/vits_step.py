@@ -34,7 +34,8 @@ from transformers import VitsConfig, VitsModel
 from fintts.tts.spectrogram import Spectrogram, SpectrogramConfig
 from fintts.tts.vits.alignment import monotonic_alignment_search
 from fintts.tts.vits.discriminator import VitsDiscriminator
-from fintts.tts.vits.generator import CHECKPOINTABLE_BLOCKS, discriminator_loss_terms, generator_loss_terms, train_forward
+from fintts.tts.vits.generator import discriminator_loss_terms, generator_loss_terms, train_forward
+from fintts.tts.vits.settings import CHECKPOINTABLE_BLOCKS
 
 AUTOCAST_DTYPES = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 

@@ -13,35 +13,28 @@ before any device or network is touched, and a notebook sets them the same way.
 A field made with :func:`free_setting` may change between sessions of one run; all
 other fields are part of the run's fingerprint (see :func:`fingerprint`).
 
-``task:`` names the task class: ``package.module:Class``, or a short name that an installed
-package registers in the ``fintts.tasks`` entry-point group (fintts registers its own tasks
-in its ``pyproject.toml``). The trainer itself knows no task.
+``task:`` names the task (:mod:`fintts.train.registry` finds it and its settings); the
+trainer itself knows no task.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.metadata
+import functools
 import re
 import types
 import typing
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from fintts.errors import ConfigDrift, ConfigError  # noqa: F401 (ConfigDrift: the trainer's modules import it from here)
+from fintts.train.registry import resolve_settings, resolve_task
 from fintts.train.repo_id import repo_id_problem
-
-if TYPE_CHECKING:
-    from fintts.train.task import Task
-
-#: The entry-point group in which packages register their tasks under short names.
-TASK_ENTRY_POINTS = "fintts.tasks"
-
+from fintts.train.task import Task
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?", re.IGNORECASE)
 
@@ -218,8 +211,17 @@ class RunConfig:
 
     train: TrainConfig
     task: Any
-    task_class: type[Task]
     source: str = ""
+    #: the config came from a checkpoint: its task is imported only from an installed package's entry point
+    registered_only: bool = False
+
+    @functools.cached_property
+    def task_class(self) -> type[Task]:
+        """The task's class, imported when it is first asked for (a session, a bench, a plan), not when the config is read."""
+        try:
+            return resolve_task(self.train.task, registered_only=self.registered_only)
+        except ValueError as err:
+            raise ConfigError(f"{self.source or 'config'}: {err}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self.train), **dataclasses.asdict(self.task)}
@@ -233,7 +235,8 @@ class RunConfig:
         data = {k: v for k, v in self.to_dict().items() if k != "phases"}
         if self.train.phases:
             data = _merge(data, self.train.phases[index].settings)
-        return split_config(_merge(data, dict(resolved or {})), source=self.source, default_name=self.train.run_name)
+        return split_config(_merge(data, dict(resolved or {})), source=self.source, default_name=self.train.run_name,
+                            registered_only=self.registered_only)
 
     def with_overrides(self, overrides: list[str] | Mapping[str, Any]) -> RunConfig:
         """A copy with ``overrides`` applied and validated as if they had been given at load time."""
@@ -241,7 +244,8 @@ class RunConfig:
             return self
         extra = dict(overrides) if isinstance(overrides, Mapping) else parse_overrides(list(overrides))
         extra = _renamed(extra, "overrides")
-        return split_config(_merge(self.to_dict(), extra), source=self.source, default_name=self.train.run_name)
+        return split_config(_merge(self.to_dict(), extra), source=self.source, default_name=self.train.run_name,
+                            registered_only=self.registered_only)
 
 
 def _coerce(value: Any, hint: Any, key: str) -> Any:
@@ -411,10 +415,10 @@ def split_config(data: dict[str, Any], *, source: str = "", default_name: str = 
     train_part = {k: v for k, v in data.items() if k in train_keys}
     task_name = str(train_part.get("task") or "")
     try:
-        task_cls = resolve_task(task_name, registered_only=registered_only)
+        settings = resolve_settings(task_name, registered_only=registered_only)
     except ValueError as err:
         raise ConfigError(f"{source or 'config'}: {err}") from None
-    task_keys = {f.name for f in dataclasses.fields(task_cls.config_class)}
+    task_keys = {f.name for f in dataclasses.fields(settings)}
     unknown = sorted(set(data) - train_keys - task_keys)
     if unknown:
         raise ConfigError(
@@ -425,9 +429,9 @@ def split_config(data: dict[str, Any], *, source: str = "", default_name: str = 
     train = build(TrainConfig, train_part)
     if not train.run_name:
         train.run_name = default_name
-    task = build(task_cls.config_class, {k: v for k, v in data.items() if k in task_keys})
+    task = build(settings, {k: v for k, v in data.items() if k in task_keys})
     check_train_config(train)
-    config = RunConfig(train=train, task=task, task_class=task_cls, source=source)
+    config = RunConfig(train=train, task=task, source=source, registered_only=registered_only)
     _check_phases(config)
     return config
 
@@ -460,46 +464,12 @@ def _check_phases(config: RunConfig) -> None:
         if index < last and not ends_itself:
             raise ConfigError(f"{where} never ends: give it steps, epochs, or patience with eval_every, "
                               "so the next phase can start")
-    if tasks:
+    check = getattr(type(config.task), "check_phases", None)  # the settings' own rule for a sequence of phases, if any
+    if tasks and check is not None:
         try:
-            config.task_class.check_phases(tasks)
+            check(tasks)
         except ValueError as err:
             raise ConfigError(f"phases: {err}") from None
-
-
-def registered_tasks() -> dict[str, str]:
-    """Short task names → ``package.module:Class``, as installed packages register them."""
-    return {ep.name: ep.value for ep in importlib.metadata.entry_points(group=TASK_ENTRY_POINTS)}
-
-
-def resolve_task(name: str, *, registered_only: bool = False) -> type[Task]:
-    """A registered short name or ``package.module:Class`` → the Task subclass, with a clear error.
-
-    ``registered_only``: the name came from outside (a pulled checkpoint's config), and only the
-    installed packages' ``fintts.tasks`` entry points are imported, never a module it names.
-    """
-    from fintts.train.task import Task  # imports torch; the config is read where torch is not (the laptop, the CLI)
-
-    registered = registered_tasks()
-    known = ", ".join(sorted(registered)) or "none: is fintts installed (pip install -e .)?"
-    if not name:
-        raise ValueError(f"task: missing; name the task to train, one of the installed ones ({known}) or package.module:Class")
-    target = registered.get(name, name)
-    if registered_only and target not in registered.values():
-        raise ValueError(f"task: {name!r} is not an installed task ({known}); a config taken from a checkpoint may only "
-                         "name a task registered under the fintts.tasks entry points, since importing a module it names "
-                         "would run that module's code (evaluate with --model DIR --config FILE of your own instead)")
-    if ":" not in target:
-        raise ValueError(f"task: {name!r} is neither an installed task ({known}) nor an import path package.module:Class")
-    module_name, class_name = target.split(":", 1)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ValueError(f"task: cannot import {module_name!r} for task {name!r}: {err}") from err
-    cls = getattr(module, class_name, None)
-    if not (isinstance(cls, type) and issubclass(cls, Task)):
-        raise ValueError(f"task: {target!r} is not a fintts.train.task.Task subclass")
-    return cls
 
 
 def check_train_config(cfg: TrainConfig) -> None:

@@ -5,7 +5,7 @@ stores. A task owns everything about the model: what the modules are, how a batc
 becomes losses, how quality is measured, what the user-facing artefact is and how the
 run's page describes it. Nothing in :mod:`fintts.train` imports a task's modules; a config
 names its task (a name registered in the ``fintts.tasks`` entry points, or
-``package.module:Class``) and :func:`fintts.train.config.resolve_task` finds it.
+``package.module:Class``) and :func:`fintts.train.registry.resolve_task` finds it.
 
 A GAN is two optimizer groups. For every micro-batch the loop calls :meth:`Task.step`
 once per group, in the order :meth:`Task.build_optimizers` returns them, and backwards
@@ -172,7 +172,11 @@ class Task(abc.ABC):
 
     Subclasses set ``config_class`` to a dataclass of their settings. Its fields are the
     config's top-level keys that are not the trainer's own; a field whose metadata has
-    ``math=False`` (e.g. ``num_eval_samples``) may change between sessions of one run.
+    ``math=False`` (e.g. ``num_eval_samples``) may change between sessions of one run. The
+    dataclass may refuse a sequence of phases it cannot go through: a classmethod
+    ``check_phases(configs)`` raising ``ValueError`` (or ConfigError), called with each phase's
+    settings when a config with ``phases`` loads — on the settings, so that a config is checked
+    without importing the task (:mod:`fintts.train.config`).
     """
 
     config_class: ClassVar[type]
@@ -182,13 +186,6 @@ class Task(abc.ABC):
     #: the task's own speed and memory switches, by name → the settings that turn them on, which
     #: ``fintts bench --compare`` measures one at a time against a config (the trainer adds its own).
     speed_switches: ClassVar[dict[str, dict[str, Any]]] = {}
-
-    @classmethod
-    def check_phases(cls, configs: Sequence[Any]) -> None:
-        """Refuse, with a ``ValueError`` naming the phase, a sequence of phase configs this task cannot go through.
-
-        Called when a config with ``phases`` loads, with each phase's task config in order.
-        """
 
     def __init__(self, config: Any, context: TaskContext):
         self.config = config

@@ -583,8 +583,20 @@ def test_the_kaggle_commands_need_no_torch_on_the_laptop(kaggle_env, tmp_path):
     for line in lines:
         (corpus / "wavs" / f"{line.split('|')[0]}.flac").write_bytes((speaker / "wavs" / f"{line.split('|')[0]}.flac").read_bytes())
     (corpus / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    own = tmp_path / "my-voice.yaml"  # a config of the person's own is checked on the laptop before it is pushed
+    own.write_text("task: vits\ndata: /kaggle/input/my-voice\nmax_steps: 100\nphases:\n- {steps: 50}\n- {}\n", encoding="utf-8")
     for command in (("corpus", str(corpus), "--corpus", "alice/new-voice"),
                     ("run", "--config", "demo.yaml", "--hub-repo", REPO, "--max-sessions", "1", "--poll", "0.1"),
+                    ("push", "--config", str(own), "--hub-repo", REPO),
                     ("status", "--hub-repo", REPO)):
         result = run("-m", "fintts", "kaggle", *command, env=env, cwd=tmp_path)
         assert result.returncode == 0, f"{command[0]}: {result.stdout}{result.stderr}"
+    assert read_parameters(json.loads(kaggle.pushes[-1]["text"]))["CONFIG_YAML"] == own.read_text(encoding="utf-8")
+    # and refused as it would be with torch: a typo, and an adapter phase that is not the run's last
+    own.write_text("task: vits\nmax_stepz: 100\n", encoding="utf-8")
+    typo = run("-m", "fintts", "kaggle", "push", "--config", str(own), "--hub-repo", REPO, env=env, cwd=tmp_path)
+    assert typo.returncode == 2 and "unknown setting max_stepz" in typo.stderr, typo.stdout + typo.stderr
+    own.write_text("task: vits\nphases:\n- {steps: 5, settings: {lora: {r: 4}}}\n- {}\n", encoding="utf-8")
+    phases = run("-m", "fintts", "kaggle", "push", "--config", str(own), "--hub-repo", REPO, env=env, cwd=tmp_path)
+    assert phases.returncode == 2 and "follows an adapter phase" in phases.stderr, phases.stdout + phases.stderr
+    assert "is not installed here" not in typo.stderr + phases.stderr

@@ -89,3 +89,11 @@ class ChatterboxTaskConfig:
         problems = option_problems({field: getattr(self, field) for field in NAMED_FIELDS})
         if problems:
             raise ConfigError("; ".join(problems))
+
+    @classmethod
+    def check_phases(cls, configs: list[ChatterboxTaskConfig]) -> None:
+        """Refuse a run whose adapter phase is not its last (called with each phase's settings when a config loads)."""
+        for index, before in enumerate(configs[:-1], 1):
+            if before.lora.r:
+                raise ConfigError(f"phases[{index}] follows an adapter phase; a run ends with its adapter phase (start "
+                                  "another run from the checkpoint that ended the full phase for another speaker)")

@@ -103,13 +103,6 @@ class ChatterboxTask(Task):
     monitor_mode = "min"
     speed_switches = {"checkpointing": {"checkpointing": True}}
 
-    @classmethod
-    def check_phases(cls, configs) -> None:
-        for index, before in enumerate(configs[:-1], 1):
-            if before.lora.r:
-                raise ConfigError(f"phases[{index}] follows an adapter phase; a run ends with its adapter phase (start "
-                                  "another run from the checkpoint that ended the full phase for another speaker)")
-
     # ------------------------------------------------------------------ models
     def build_models(self, start=None) -> dict[str, nn.Module]:
         cfg = self.config

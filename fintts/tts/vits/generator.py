@@ -27,10 +27,8 @@ from torch import Tensor, nn
 from transformers import VitsModel
 from transformers.models.vits.modeling_vits import VitsStochasticDurationPredictor
 
-from fintts.errors import ConfigError
 from fintts.tts.vits.alignment import monotonic_alignment_search, prior_log_likelihood
 from fintts.tts.vits.losses import (
-    LossWeights,
     deterministic_duration_loss,
     discriminator_loss,
     feature_matching_loss,
@@ -39,18 +37,7 @@ from fintts.tts.vits.losses import (
     mel_reconstruction_loss,
     stochastic_duration_loss,
 )
-
-#: The blocks whose activations :func:`train_forward` can recompute in the backward pass
-#: instead of storing them (gradient checkpointing): less memory for one more forward of each.
-CHECKPOINTABLE_BLOCKS = ("text_encoder", "posterior_encoder", "flow", "decoder")
-
-
-def check_blocks(blocks: Collection[str]) -> frozenset[str]:
-    """``blocks`` as a set, or a ValueError naming the unknown ones and the valid ones."""
-    unknown = sorted(set(blocks) - set(CHECKPOINTABLE_BLOCKS))
-    if unknown:
-        raise ConfigError(f"checkpointing: unknown block(s) {', '.join(unknown)}; choose from {', '.join(CHECKPOINTABLE_BLOCKS)}")
-    return frozenset(blocks)
+from fintts.tts.vits.settings import LossWeights, check_blocks
 
 
 def _block(name: str, module: nn.Module, checkpointed: frozenset[str]) -> Callable:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import logging
 import math
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,21 +31,6 @@ log = logging.getLogger(__name__)
 #: the weights rely on. It only acts in training mode.
 TRAINING_CONFIG_DEFAULTS: dict[str, Any] = {"layerdrop": 0.0}
 
-
-def check_model_settings(settings: Mapping[str, Any]) -> None:
-    """Refuse, when the config loads, VitsConfig fields that training cannot honour.
-
-    LayerDrop skips text-encoder layers at random in each process, so with two GPUs the
-    processes' gradients cover different parameters: DDP's all-reduce then fails or waits
-    for ever, hours into a session. It is off for training anyway (see above).
-    """
-    layerdrop = settings.get("layerdrop") or 0.0
-    if float(layerdrop) > 0:
-        raise ValueError(
-            f"model.layerdrop: {layerdrop} is refused: LayerDrop drops text-encoder layers at random in each process, "
-            "so with several GPUs (DDP) their gradients cover different parameters and the gradient all-reduce fails "
-            "or hangs; MMS was trained without it. Remove model.layerdrop (or set it to 0)"
-        )
 
 #: Speaker embedding width VITS uses for its multi-speaker (VCTK) model (``gin_channels``).
 DEFAULT_SPEAKER_EMBEDDING_SIZE = 256

@@ -1,6 +1,6 @@
 """LoRA voices with peft: a small adapter for one speaker on a shared VITS base, and folding it in.
 
-**Targets.** :data:`DEFAULT_TARGETS` adapt what carries a voice: the attention projections
+**Targets.** :data:`fintts.tts.vits.settings.DEFAULT_TARGETS` adapt what carries a voice: the attention projections
 of the text encoder, and the convolutions of the flow (its coupling layers and WaveNets)
 and of the HiFi-GAN decoder. Targets are regular expressions matched against whole module
 names; peft is given the list of names they match, never a pattern: a saved
@@ -32,7 +32,6 @@ multi-speaker base, makes the adapted speaker's voice a model of its own
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import re
 import tempfile
@@ -52,38 +51,10 @@ from fintts.tts.text import FinnishText
 from fintts.tts.vits.base_voice import no_progress_bars
 from fintts.tts.vits.export import save_voice
 from fintts.tts.vits.inference import fold_weight_norm
+from fintts.tts.vits.settings import LoraSettings
 from fintts.tts.voice_format import ADAPTERS_DIR, SPEAKERS_FILE, VoiceError
 
-DEFAULT_TARGETS = (
-    r"text_encoder\.encoder\.layers\.\d+\.attention\.(q_proj|k_proj|v_proj|out_proj)",
-    r"flow\.flows\.\d+\.(conv_pre|conv_post|wavenet\.(in_layers|res_skip_layers)\.\d+)",
-    r"decoder\.(conv_pre|conv_post|resblocks\.\d+\.convs[12]\.\d+)",
-)
 _ADAPTABLE = (nn.Linear, nn.Conv1d)
-
-
-@dataclasses.dataclass
-class LoraSettings:
-    """``lora:`` in a config: an adapter of rank ``r`` on ``targets`` (``r: 0``: no adapter, the whole generator trains)."""
-
-    r: int = 0
-    alpha: float = 16.0
-    dropout: float = 0.05
-    #: regular expressions, each matching whole module names of ``VitsModel``.
-    targets: list[str] = dataclasses.field(default_factory=lambda: list(DEFAULT_TARGETS))
-
-    def __post_init__(self) -> None:
-        if self.r < 0:
-            raise ConfigError(f"r must be 0 (no adapter) or positive, not {self.r}")
-        for target in self.targets:
-            try:
-                re.compile(target)
-            except re.error as err:
-                raise ConfigError(f"targets: {target!r} is not a regular expression ({err})") from None
-
-    def peft_config(self, names: list[str]) -> LoraConfig:
-        """peft's settings for adapting the modules ``names`` (those :func:`target_names` found for :attr:`targets`)."""
-        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout, target_modules=names)
 
 
 def _pattern(targets: list[str]) -> str:
@@ -110,7 +81,8 @@ def add_adapter(vits: VitsModel, settings: LoraSettings, name: str) -> PeftModel
     """Wrap ``vits`` in place with a trainable adapter ``name``; everything else in it is frozen."""
     names = target_names(vits, settings.targets)
     fold_weight_norm(vits, names)
-    return _dilated(get_peft_model(vits, settings.peft_config(names), adapter_name=name))
+    return _dilated(get_peft_model(vits, LoraConfig(r=settings.r, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
+                                                target_modules=names), adapter_name=name))
 
 
 def _dilated(adapter: PeftModel) -> PeftModel:

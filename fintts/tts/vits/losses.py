@@ -8,31 +8,10 @@ these are cheap next to the networks that produce their inputs.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
-
-
-@dataclasses.dataclass(frozen=True)
-class LossWeights:
-    """How the generator's loss terms add up (VITS eq. 11 with the original's weights).
-
-    ``mel`` is the paper's λ_recon = 45; feature matching is weighted 2 because the
-    original code multiplies it by 2 inside ``feature_loss`` (here the term itself is
-    unscaled and the factor lives here).
-    """
-
-    mel: float = 45.0
-    kl: float = 1.0
-    duration: float = 1.0
-    feature_matching: float = 2.0
-    adversarial: float = 1.0
-
-    def combine(self, terms: Mapping[str, Tensor]) -> Tensor:
-        """Weighted sum of ``terms`` keyed by this dataclass's field names (all must be present)."""
-        return sum(getattr(self, field.name) * terms[field.name] for field in dataclasses.fields(self))
 
 
 def discriminator_loss(real_logits: Sequence[Tensor], fake_logits: Sequence[Tensor]) -> Tensor:

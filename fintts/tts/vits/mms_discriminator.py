@@ -43,11 +43,10 @@ from pathlib import Path
 from huggingface_hub import constants
 from safetensors.torch import load_model, save_file
 
-from fintts.errors import ConfigError, StoreError, UsageError
+from fintts.errors import StoreError, UsageError
 from fintts.tts.vits.discriminator import DiscriminatorConfig, VitsDiscriminator, read_mms_discriminator
+from fintts.tts.vits.settings import AUTO
 
-#: the setting that picks the pretrained discriminator that matches ``init``
-AUTO = "auto"
 #: Meta's repo of the original MMS-TTS training checkpoints
 MMS_RELEASE = "facebook/mms-tts"
 #: the training step of every released MMS checkpoint
@@ -58,24 +57,8 @@ FETCH_SECONDS = 300.0
 REQUEST_SECONDS = 30.0
 #: converted discriminators, under the run's cache folder
 CACHE_SUBDIR = "discriminators"
-#: a file a ``discriminator:`` path may name: an original checkpoint, or converted weights
-PATH_SUFFIXES = (".pth", ".pt", ".ckpt", ".safetensors")
 
 _MMS_NAME = re.compile(r"^mms-tts-(?P<lang>[a-z]{3}(?:-script_[a-z]+)?)$")
-
-
-def check_setting(value: str) -> None:
-    """Refuse, when the config loads, a ``discriminator`` that is neither ``auto``, empty nor a weights file.
-
-    A path is not checked for existence here: the config is also read where the file is not
-    (``fintts plan`` on a laptop for a Kaggle session's ``/kaggle/input/...``).
-    """
-    if value in ("", AUTO) or value.lower().endswith(PATH_SUFFIXES):
-        return
-    raise ConfigError(
-        f"discriminator: {value!r} is not one of: auto (MMS's own for an MMS init, else a fresh one), \"\" (a fresh one, or "
-        f"the init checkpoint's), or a weights file ({', '.join(PATH_SUFFIXES)}: an original D_*.pth or converted safetensors)"
-    )
 
 
 def mms_language(init: str) -> str | None:

@@ -1,24 +1,27 @@
-"""A VITS run's settings (``task:`` in a config), in a module of their own.
+"""A VITS run's settings (``task:`` in a config) and their checks, in a module that imports no torch.
 
-Kept apart from :mod:`fintts.tts.vits.task` so that what reads the settings without training
-(the corpus selection, the held-out scoring) imports them and not the task that imports it.
+A config is read where nothing trains: the corpus selection, the held-out scoring, and a laptop
+without torch that checks a config before ``fintts kaggle push`` sends it to a session
+(``fintts.task_settings`` in pyproject.toml names this dataclass, so loading a config imports
+this module and not the task's). What the settings need of the models — the blocks that can be
+recomputed, the loss weights, the LoRA targets, the discriminator's sources — is defined here
+for that reason, and the modules that train import it from here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import re
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
 
 from fintts.train.config import ConfigError, free_setting
 from fintts.tts.corpus import FORMATS
 from fintts.tts.corpus.model import NAMED_FIELDS, option_problems
 from fintts.tts.vits.card import check_license
-from fintts.tts.vits.generator import check_blocks
-from fintts.tts.vits.init import check_model_settings
-from fintts.tts.vits.lora import LoraSettings
-from fintts.tts.vits.losses import LossWeights
-from fintts.tts.vits.mms_discriminator import AUTO
-from fintts.tts.vits.mms_discriminator import check_setting as check_discriminator_setting
+
+if TYPE_CHECKING:  # in annotations only: this module imports no torch (the docstring says why)
+    from torch import Tensor
 
 #: sentence punctuation the front end otherwise turns into word breaks
 #: The generator's name among the task's models: its checkpoint file (``model.safetensors``: run/checkpoint.weights_file) is named
@@ -26,11 +29,104 @@ from fintts.tts.vits.mms_discriminator import check_setting as check_discriminat
 GENERATOR = "model"
 PUNCTUATION_MARKS = ".,;:!?"
 
+#: The blocks whose activations :func:`fintts.tts.vits.generator.train_forward` can recompute in the backward pass
+#: instead of storing them (gradient checkpointing): less memory for one more forward of each.
+CHECKPOINTABLE_BLOCKS = ("text_encoder", "posterior_encoder", "flow", "decoder")
+#: ``discriminator: auto``: MMS's own for an MMS init (:mod:`fintts.tts.vits.mms_discriminator`), else a fresh one.
+AUTO = "auto"
+#: a file a ``discriminator:`` path may name: an original checkpoint, or converted weights
+PATH_SUFFIXES = (".pth", ".pt", ".ckpt", ".safetensors")
+#: LoRA's default targets (:mod:`fintts.tts.vits.lora` says why these): the text encoder's attention projections, the
+#: flow's convolutions, the decoder's.
+DEFAULT_TARGETS = (
+    r"text_encoder\.encoder\.layers\.\d+\.attention\.(q_proj|k_proj|v_proj|out_proj)",
+    r"flow\.flows\.\d+\.(conv_pre|conv_post|wavenet\.(in_layers|res_skip_layers)\.\d+)",
+    r"decoder\.(conv_pre|conv_post|resblocks\.\d+\.convs[12]\.\d+)",
+)
+
 DEFAULT_SENTENCES = [
     "Hyvää huomenta, tänään on kaunis päivä.",
     "Kello on 7.30 ja juna lähtee laiturilta kolme.",
     "Suomen kieli on kaunis ja vanha kieli.",
 ]
+
+
+def check_blocks(blocks: Collection[str]) -> frozenset[str]:
+    """``blocks`` as a set, or a ConfigError naming the unknown ones and the valid ones."""
+    unknown = sorted(set(blocks) - set(CHECKPOINTABLE_BLOCKS))
+    if unknown:
+        raise ConfigError(f"checkpointing: unknown block(s) {', '.join(unknown)}; choose from {', '.join(CHECKPOINTABLE_BLOCKS)}")
+    return frozenset(blocks)
+
+
+def check_model_settings(settings: Mapping[str, Any]) -> None:
+    """Refuse, when the config loads, VitsConfig fields that training cannot honour.
+
+    LayerDrop skips text-encoder layers at random in each process, so with two GPUs the
+    processes' gradients cover different parameters: DDP's all-reduce then fails or waits
+    for ever, hours into a session. It is off for training anyway (:mod:`fintts.tts.vits.init`).
+    """
+    layerdrop = settings.get("layerdrop") or 0.0
+    if float(layerdrop) > 0:
+        raise ValueError(
+            f"model.layerdrop: {layerdrop} is refused: LayerDrop drops text-encoder layers at random in each process, "
+            "so with several GPUs (DDP) their gradients cover different parameters and the gradient all-reduce fails "
+            "or hangs; MMS was trained without it. Remove model.layerdrop (or set it to 0)"
+        )
+
+
+def check_discriminator_setting(value: str) -> None:
+    """Refuse, when the config loads, a ``discriminator`` that is neither ``auto``, empty nor a weights file.
+
+    A path is not checked for existence here: the config is also read where the file is not
+    (``fintts plan`` on a laptop for a Kaggle session's ``/kaggle/input/...``).
+    """
+    if value in ("", AUTO) or value.lower().endswith(PATH_SUFFIXES):
+        return
+    raise ConfigError(
+        f"discriminator: {value!r} is not one of: auto (MMS's own for an MMS init, else a fresh one), \"\" (a fresh one, or "
+        f"the init checkpoint's), or a weights file ({', '.join(PATH_SUFFIXES)}: an original D_*.pth or converted safetensors)"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class LossWeights:
+    """How the generator's loss terms add up (VITS eq. 11 with the original's weights; the terms: :mod:`fintts.tts.vits.losses`).
+
+    ``mel`` is the paper's λ_recon = 45; feature matching is weighted 2 because the
+    original code multiplies it by 2 inside ``feature_loss`` (here the term itself is
+    unscaled and the factor lives here).
+    """
+
+    mel: float = 45.0
+    kl: float = 1.0
+    duration: float = 1.0
+    feature_matching: float = 2.0
+    adversarial: float = 1.0
+
+    def combine(self, terms: Mapping[str, Tensor]) -> Tensor:
+        """Weighted sum of ``terms`` keyed by this dataclass's field names (all must be present)."""
+        return sum(getattr(self, field.name) * terms[field.name] for field in dataclasses.fields(self))
+
+
+@dataclasses.dataclass
+class LoraSettings:
+    """``lora:`` in a config: an adapter of rank ``r`` on ``targets`` (``r: 0``: no adapter, the whole generator trains)."""
+
+    r: int = 0
+    alpha: float = 16.0
+    dropout: float = 0.05
+    #: regular expressions, each matching whole module names of ``VitsModel``.
+    targets: list[str] = dataclasses.field(default_factory=lambda: list(DEFAULT_TARGETS))
+
+    def __post_init__(self) -> None:
+        if self.r < 0:
+            raise ConfigError(f"r must be 0 (no adapter) or positive, not {self.r}")
+        for target in self.targets:
+            try:
+                re.compile(target)
+            except re.error as err:
+                raise ConfigError(f"targets: {target!r} is not a regular expression ({err})") from None
 
 
 @dataclasses.dataclass
@@ -131,3 +227,12 @@ class VitsTaskConfig:
         problems = option_problems({field: getattr(self, field) for field in NAMED_FIELDS})
         if problems:
             raise ConfigError("; ".join(problems))
+
+    @classmethod
+    def check_phases(cls, configs: list[VitsTaskConfig]) -> None:
+        """Refuse a run whose adapter phase is not its last (called with each phase's settings when a config loads)."""
+        for index, before in enumerate(configs[:-1], 1):
+            if before.lora.r:
+                raise ConfigError(f"phases[{index}] follows an adapter phase; a run ends with its adapter phase: to adapt "
+                                  "another speaker on the same base, start a run with init: the checkpoint that ended "
+                                  "the full phase (it is kept), or merge the adapter (fintts merge) and init from that")

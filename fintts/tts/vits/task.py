@@ -50,13 +50,13 @@ from fintts.tts.text import FALLBACK_VOCAB, FinnishText
 from fintts.tts.vits.card import run_card, voice_license
 from fintts.tts.vits.discriminator import DiscriminatorConfig
 from fintts.tts.vits.export import export_folder, save_voice
-from fintts.tts.vits.generator import CHECKPOINTABLE_BLOCKS, VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
+from fintts.tts.vits.generator import VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
 from fintts.tts.vits.heldout import score_heldout
 from fintts.tts.vits.init import build_generator
 from fintts.tts.vits.lora import ADAPTERS_DIR, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model
 from fintts.tts.vits.mms_discriminator import starting_discriminator
 from fintts.tts.vits.selection import select_corpus
-from fintts.tts.vits.settings import GENERATOR, PUNCTUATION_MARKS, VitsTaskConfig
+from fintts.tts.vits.settings import CHECKPOINTABLE_BLOCKS, GENERATOR, PUNCTUATION_MARKS, VitsTaskConfig
 from fintts.tts.vits.torch_backend import TorchBackend
 from fintts.tts.voice import Voice, VoiceConfig
 from fintts.tts.voice_format import WEIGHTS_FILE
@@ -181,14 +181,6 @@ class VitsTask(Task):
         "checkpointing=decoder": {"checkpointing": ["decoder"]},
         "checkpointing=all": {"checkpointing": list(CHECKPOINTABLE_BLOCKS)},
     }
-
-    @classmethod
-    def check_phases(cls, configs) -> None:
-        for index, before in enumerate(configs[:-1], 1):
-            if before.lora.r:
-                raise ConfigError(f"phases[{index}] follows an adapter phase; a run ends with its adapter phase: to adapt "
-                                 "another speaker on the same base, start a run with init: the checkpoint that ended "
-                                 "the full phase (it is kept), or merge the adapter (fintts merge) and init from that")
 
     # ------------------------------------------------------------------ models
     def build_models(self, start=None) -> dict[str, nn.Module]:

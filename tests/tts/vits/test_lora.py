@@ -15,7 +15,8 @@ from fintts.train import train
 from fintts.train.config import ConfigError, load_config
 from fintts.train.run import checkpoint
 from fintts.tts.vits.inference import VitsSynthesizer
-from fintts.tts.vits.lora import LoraSettings, add_adapter, base_weights
+from fintts.tts.vits.lora import add_adapter, base_weights
+from fintts.tts.vits.settings import LoraSettings
 from fintts.tts.voice import load_voice
 from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights, in_process
 from vits_helpers import TRAINING_ONLY, tiny_config, tiny_vits_config
@@ -150,7 +151,7 @@ def test_the_adapter_goes_to_the_hub_with_the_run_and_speaks_after_a_pull(adapte
 
 def test_an_adapter_config_naming_its_targets_by_a_pattern_is_refused_not_matched(adapted, tmp_path):
     """adapter_config.json may come from the Hub: its target_modules are a list of names, and a string is refused."""
-    from fintts.tts.vits.lora import DEFAULT_TARGETS
+    from fintts.tts.vits.settings import DEFAULT_TARGETS
 
     _, store = adapted
     speaker = json.loads((store / "status.json").read_text())["about"]["speaker"]

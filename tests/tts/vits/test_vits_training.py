@@ -12,7 +12,6 @@ from transformers import VitsModel
 
 from fintts.tts.vits.discriminator import DiscriminatorConfig, VitsDiscriminator, load_mms_discriminator
 from fintts.tts.vits.generator import (
-    CHECKPOINTABLE_BLOCKS,
     GeneratorOutput,
     VitsTrainingForward,
     discriminator_loss_terms,
@@ -20,7 +19,8 @@ from fintts.tts.vits.generator import (
     generator_loss_terms,
     train_forward,
 )
-from fintts.tts.vits.losses import LossWeights, discriminator_loss, feature_matching_loss, generator_adversarial_loss, kl_loss
+from fintts.tts.vits.losses import discriminator_loss, feature_matching_loss, generator_adversarial_loss, kl_loss
+from fintts.tts.vits.settings import CHECKPOINTABLE_BLOCKS, LossWeights
 from vits_helpers import OriginalMultiPeriod, tiny_vits_config
 
 TINY_DISCRIMINATOR = DiscriminatorConfig(
