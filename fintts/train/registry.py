@@ -45,7 +45,6 @@ def resolve_task(name: str, *, registered_only: bool = False) -> type[Task]:
     ``registered_only``: the name came from outside (a pulled checkpoint's config), and only the
     installed packages' ``fintts.tasks`` entry points are imported, never a module it names.
     """
-
     registered = registered_tasks()
     known = ", ".join(sorted(registered)) or "none: is fintts installed (pip install -e .)?"
     if not name:
