@@ -30,7 +30,8 @@ def trained(tmp_path_factory):
     """A tiny run trained 6 steps, validated at 3 and 6; its folder, config and last step (its tests only read it)."""
 
     def build(folder):
-        # the resumed runs export ONNX too: it must not touch the RNG
+        # with its ONNX graphs (at the best of step 3 and at the end); the resumed runs below make none, and their
+        # weights equal these: making the graphs touches no RNG of training's
         train(tiny_config(folder, export_onnx=True), store=folder / "store", **QUIET)
 
     folder = built_once(tmp_path_factory, "vits", build)
@@ -41,7 +42,7 @@ def trained(tmp_path_factory):
 @pytest.mark.slow
 def test_vits_training_resumes_bit_identically(trained, tmp_path):
     folder, config, _ = trained
-    # the resumed sessions without graphs: the graphs come after the weights, in a process of their own
+    # the resumed sessions without graphs (TRAINING_ONLY), against the fixture's run with them
     train(config, store=tmp_path / "store", max_steps=2, **TRAINING_ONLY, **QUIET)
     train(config, store=tmp_path / "store", max_steps=4, **TRAINING_ONLY, **QUIET)
     summary = train(config, store=tmp_path / "store", **TRAINING_ONLY, **QUIET)
