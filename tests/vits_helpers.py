@@ -31,9 +31,10 @@ TINY = {
 #: The settings of a test whose subject is the training itself (resumes, corpus readers, precisions, phases), not what a
 #: session leaves: its ONNX graphs off. They are made in a child process from model/'s saved weights after the fact
 #: (fintts/train/session/background_export.py), so they can change nothing such a test looks at, and each session's
-#: cost ~10 s of CPU (starting torch, transformers and onnxruntime, two traces, the int8 pass): 25 of these sessions were
-#: ~250 of the suite's ~2,560 CPU seconds (2026-11-27). Every test of a session's end, its voice or its export keeps
-#: them: the shipped configs, the background and pending exports, publish, pull, Piper, the quiet libraries.
+#: cost ~10 s of CPU (starting torch, transformers and onnxruntime, two traces, the int8 pass): without them, the 8
+#: files of such tests (25 sessions) took 137 CPU seconds instead of 373 (2026-11-27). Every test of a session's end,
+#: its voice or its export keeps them: the shipped configs, the background and pending exports, publish, pull, Piper,
+#: the quiet libraries.
 TRAINING_ONLY = {"export_onnx": False}
 
 

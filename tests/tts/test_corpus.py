@@ -236,7 +236,6 @@ def test_every_table_layout_refuses_the_same_bad_rows_in_the_same_words(tmp_path
     assert empty.endswith(f": empty {text_name} ({table} line {first + 4}); write it or remove the line")
 
 
-
 @pytest.mark.parametrize("layout, table, header, rows, files", [
     ("css10", "transcript.txt", "", ["fi/a.wav|Hyvä|Hyvä|1.0", "fi/a.flac|Taas|Taas|1.0"], ["fi/a.wav", "fi/a.flac"]),
     ("commonvoice", "validated.tsv", "client_id\tpath\tsentence_id\tsentence", ["c1\ta.mp3\ts1\tHyvä", "c1\ta.wav\ts2\tTaas"],

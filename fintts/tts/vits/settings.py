@@ -23,10 +23,10 @@ from fintts.tts.vits.card import check_license
 if TYPE_CHECKING:  # in annotations only: this module imports no torch (the docstring says why)
     from torch import Tensor
 
-#: sentence punctuation the front end otherwise turns into word breaks
 #: The generator's name among the task's models: its checkpoint file (``model.safetensors``: run/checkpoint.weights_file) is named
 #: as a voice folder's weights (voice_format.WEIGHTS_FILE), so ``init`` takes a checkpoint or a voice folder alike.
 GENERATOR = "model"
+#: sentence punctuation the front end otherwise turns into word breaks
 PUNCTUATION_MARKS = ".,;:!?"
 
 #: The blocks whose activations :func:`fintts.tts.vits.generator.train_forward` can recompute in the backward pass
