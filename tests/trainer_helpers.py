@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -91,6 +92,24 @@ def cli(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProc
     return subprocess.run(
         [sys.executable, "-m", "fintts", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=_env()
     )
+
+
+#: What the libraries print that a fintts command must not show: transformers' "Loading weights" (a model loaded) and
+#: "Writing model shards" (one saved), tqdm's bars, and huggingface_hub's warnings, which it logs through its own handler
+#: and the root's (twice under the CLI's logging).
+LIBRARY_NOISE = re.compile(r"Loading weights|Writing model shards|it/s\]|thrown while requesting|Retrying in")
+#: huggingface_hub's bar of a download from the Hub (``fintts pull``, ``say --hub-repo``): wanted, a person waits on it.
+DOWNLOAD_BAR = re.compile(r"^Fetching \d+ files")
+
+
+def assert_quiet(result: subprocess.CompletedProcess, command: str) -> None:
+    """A command run as a person runs it printed fintts's lines only (and exited 0); read wherever such a command runs
+    in the tests (train, demo, say with each backend, bench), rather than run once more to be read."""
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    noise = sorted({line.strip()[:120] for line in output.replace("\r", "\n").splitlines()
+                    if LIBRARY_NOISE.search(line) and not DOWNLOAD_BAR.match(line.strip())})
+    assert noise == [], f"fintts {command} showed the libraries' output: {noise}"
 
 
 def run_python(program: str, *, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:

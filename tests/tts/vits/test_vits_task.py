@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from fintts.tts.demo.run import progress_report
 from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.task import VitsTask, VitsTaskConfig
 from fintts.tts.voice import load_voice
-from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights, in_process
+from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, export_processes, final_weights, in_process
 from vits_helpers import TRAINING_ONLY, tiny_config
 
 
@@ -32,7 +33,13 @@ def trained(tmp_path_factory):
     def build(folder):
         # with its ONNX graphs (at the best of step 3 and at the end); the resumed runs below make none, and their
         # weights equal these: making the graphs touches no RNG of training's
+        before = {t.ident for t in threading.enumerate()}
         train(tiny_config(folder, export_onnx=True), store=folder / "store", **QUIET)
+        # tqdm's monitor is tqdm's daemon, one per process, started by the first bar anywhere in it (here transformers'
+        # "Writing model shards" in save_pretrained) and left by tqdm: not a thread of ours; in a process where an earlier
+        # bar started it, it was there before and passed unseen
+        left = [t.name for t in threading.enumerate() if t.ident not in before and t.is_alive() and t.name != "tqdm_monitor"]
+        (folder / "threads-left.json").write_text(json.dumps(left))
 
     folder = built_once(tmp_path_factory, "vits", build)
     step = json.loads((folder / "store" / "status.json").read_text())["step"]
@@ -48,6 +55,13 @@ def test_vits_training_resumes_bit_identically(trained, tmp_path):
     summary = train(config, store=tmp_path / "store", **TRAINING_ONLY, **QUIET)
     assert summary.end_step == 6
     assert_bit_identical(final_weights(tmp_path / "store"), final_weights(folder / "store"))
+
+
+def test_train_returns_with_no_thread_or_process_of_ours_left(trained):
+    folder, _, _ = trained
+    assert json.loads((folder / "threads-left.json").read_text()) == []
+    assert export_processes(folder / "store") == []
+    assert (folder / "store" / "model" / "model.onnx").is_file()  # the final save waited for the graphs: the clock had time
 
 
 def test_features_are_computed_as_training_first_reads_each_clip(trained):
