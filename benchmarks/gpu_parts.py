@@ -49,11 +49,13 @@ SIZES = {
                 audio=[1.0, 1.5], segment_frames=16, mas_batches=[1, 2], mas_repeats=1, budget=25, resume_more=3,
                 eval_at=3, share_steps=2, share_validations=2, bench_steps=1),
 }
-#: the dry run's settings over configs/mms-fin.yaml: one micro-batch of 4, no loader workers, short validations.
+#: the dry run's settings over configs/mms-fin.yaml: one micro-batch of 4, no loader workers, short validations, and
+#: no ONNX graphs but in part_background_export, whose subject they are (it sets them itself): each is a process of
+#: ~10 s of CPU that no other part's check reads.
 TOY_SETTINGS = {
     "batch_size": 4, "micro_batch_size": 4, "num_workers": 0, "persistent_workers": False, "segment_frames": 16,
     "discriminator_config": SMALL_DISCRIMINATOR, "mcd_items": 2, "eval_speakers": 1, "eval_sentences": ["Kello on 7.30."],
-    "warmup_steps": 0,
+    "warmup_steps": 0, "export_onnx": False,
 }
 #: the fp16 targets of benchmarks/README.md.
 FP16_SPEED_UP, FP16_MEMORY_SAVING = 1.5, 0.40
