@@ -203,8 +203,10 @@ print(json.dumps({{"reason": str(summary.reason), "steps": summary.end_step - su
     result = run_python(program, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     session = json.loads(result.stdout.strip().splitlines()[-1])
-    # it trains until its reserve for the final save (a quarter of a short session), then saves: about 6 s in all
-    assert session["reason"] == "deadline" and session["steps"] >= 10 and 4.0 <= session["seconds"] <= 8.5, session
+    # it trains until its reserve for the final save (a quarter of a short session), then saves: about 6 s in all.
+    # Counted from the kernel's start it would train one step; under load (`pytest -m "not slow" -n 3`, 2026-11-28)
+    # the 4.5 s before the reserve held 5 steps of 0.05 s and more, so 3 tells the two apart
+    assert session["reason"] == "deadline" and session["steps"] >= 3 and 4.0 <= session["seconds"] <= 8.5, session
 
 
 def test_session_clock_learns_its_reserve():
