@@ -34,7 +34,7 @@ TINY = {
 #: cost ~10 s of CPU (starting torch, transformers and onnxruntime, two traces, the int8 pass): without them, the 8
 #: files of such tests (25 sessions) took 137 CPU seconds instead of 373 (2026-11-27). Every test of a session's end,
 #: its voice or its export keeps them: the shipped configs, the background and pending exports, publish, pull, Piper,
-#: the quiet libraries.
+#: the bench.
 TRAINING_ONLY = {"export_onnx": False}
 
 

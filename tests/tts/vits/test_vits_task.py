@@ -28,7 +28,8 @@ from vits_helpers import TRAINING_ONLY, tiny_config
 
 @pytest.fixture(scope="session")
 def trained(tmp_path_factory):
-    """A tiny run trained 6 steps, validated at 3 and 6; its folder, config and last step (its tests only read it)."""
+    """A tiny run trained 6 steps, validated at 3 and 6, and what it left running when ``train()`` returned
+    (``left-running.json``); its folder, config and last step (its tests only read it)."""
 
     def build(folder):
         # with its ONNX graphs (at the best of step 3 and at the end); the resumed runs below make none, and their
