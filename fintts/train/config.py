@@ -83,8 +83,8 @@ RENAMED = {"session_limit": "budget"}
 
 #: Settings of the whole run, which a phase cannot set for itself.
 RUN_SETTINGS = ("task", "run_name", "seed", "precision", "max_steps", "epochs", "budget", "store", "hub_repo",
-                "push_every", "hub_timeout", "storage_cap_gb", "hub_public", "collective_timeout", "exit_grace", "export_wait",
-                "phases")
+                "push_every", "hub_timeout", "storage_cap_gb", "storage_limit_gb", "hub_public", "collective_timeout",
+                "exit_grace", "export_wait", "phases")
 
 
 @dataclasses.dataclass
@@ -178,6 +178,10 @@ class TrainConfig:
     push_every: float | None = duration_setting("1h")
     #: with ``hub_repo``: warn before the repo's storage passes this many GB (0: no warning).
     storage_cap_gb: float = free_setting(0.0)
+    #: with ``hub_repo``: the account's private storage in GB, which a session's start checks this run has room in
+    #: (refused when not). 0: as the account's plan on the Hub says (100 GB free, 1 TB PRO/Team/Enterprise), only
+    #: warning where that is not sure (a plan the Hub did not say, an older account that keeps more, pay-as-you-go).
+    storage_limit_gb: float = free_setting(0.0)
     #: with ``hub_repo``: allow a repo that is public (``hub_public=true``); a run's checkpoints, samples of the speaker
     #: and corpus text then go out publicly. Default: a public repo is refused (a new one is always made private).
     hub_public: bool = free_setting(False)
@@ -501,6 +505,8 @@ def check_train_config(cfg: TrainConfig) -> None:
         raise ConfigError(f"spike_window: must be at least 1, got {cfg.spike_window}")
     if cfg.storage_cap_gb < 0:
         raise ConfigError("storage_cap_gb: must be 0 (no warning) or a positive number of GB")
+    if cfg.storage_limit_gb < 0:
+        raise ConfigError("storage_limit_gb: must be 0 (the account's plan, as the Hub says it) or a positive number of GB")
 
 
 def _flatten(obj: Any, prefix: str = "", *, speed: bool = False) -> dict[str, Any]:

@@ -29,5 +29,6 @@ def store_for(cfg: TrainConfig, *, read_only: bool = False) -> Store:
     return open_store(
         cfg.local_dir(), hub_repo=cfg.hub_repo,
         push_every=cfg.push_every or 0.0, storage_cap_gb=cfg.storage_cap_gb or None, allow_public=cfg.hub_public,
+        storage_limit_gb=cfg.storage_limit_gb or None,
         request_timeout=cfg.hub_timeout, **({"read_only": True} if read_only else {}),
     )

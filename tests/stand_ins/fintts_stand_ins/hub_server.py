@@ -49,10 +49,20 @@ What it models, because the store depends on it:
   signal) with or without ``Retry-After``. :meth:`scope_token` makes the token a fine-grained one
   that may write only to some repos and may not create any (403 on ``create_repo``).
   ``owners_only=True`` refuses, as the Hub does, creating or writing a repo outside the user's
-  namespace (off by default: many tests name repos under other users).
+  namespace (off by default: many tests name repos under other users). :meth:`occupy` adds a
+  repo that says it holds N bytes (an account's other runs) without storing them.
+* **The account's plan, as ``whoami`` says it.** ``/api/whoami-v2`` answers the user's ``isPro``
+  and ``orgs``, each org with a ``plan`` (huggingface_hub 2.4, ``hf_api.py``: ``User.is_pro`` from
+  ``isPro``, ``Organization.plan`` "e.g. enterprise, team"; huggingface.js ``who-am-i.ts`` marks an
+  org's ``plan`` deprecated, so it may be absent): :meth:`set_plan` answers either way, and leaves
+  ``isPro`` out for an answer that does not say.
+* **A gateway's error page.** ``fail(..., gateway=True)`` answers as a load balancer in front of the
+  Hub does when the Hub behind it is down (502/504, huggingface_hub #2375, #2860): an HTML page,
+  ``Content-Type: text/html``, no ``X-Error-*`` headers and no JSON. ``HfApi._validate_yaml`` reads
+  such a page with ``response.json()`` before the status and raises ``JSONDecodeError``.
 
 Fault switches for tests: :meth:`fail` (status N for the next k requests, optionally with
-``Retry-After``), :meth:`stall` (hold requests, optionally after part of the body),
+``Retry-After``, or as a gateway's HTML page), :meth:`stall` (hold requests, optionally after part of the body),
 :meth:`stop`/:meth:`start` (refuse connections on the same port) and ``token=`` (401
 without the right bearer token). :attr:`requests` is the request log, with the
 ``Authorization`` header replaced by whether it was right.
@@ -93,7 +103,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(r"/api/whoami-v2"), "whoami"),
     ("POST", re.compile(r"/api/validate-yaml"), "validate_yaml"),
     ("POST", re.compile(r"/api/repos/create"), "create_repo"),
-    ("GET", re.compile(r"/api/(?:models|datasets)"), "list_repos"),
+    ("GET", re.compile(r"/api/(?P<kind>models|datasets)"), "list_repos"),
     ("GET", re.compile(_REPO), "repo_info"),
     ("GET", re.compile(_REPO + r"/revision/(?P<rev>[^/]+)"), "repo_info"),
     ("POST", re.compile(_REPO + r"/preupload/(?P<rev>[^/]+)"), "preupload"),
@@ -152,6 +162,7 @@ class _Fault:
     ratelimit: int | None = None
     seconds: float | None = 0.0
     after_bytes: int = 0
+    gateway: bool = False
 
     def matches(self, method: str, path: str) -> bool:
         return (
@@ -169,9 +180,10 @@ class _Repo:
         self.state = state
 
     @classmethod
-    def create(cls, folder: Path, repo_id: str, private: bool) -> _Repo:
+    def create(cls, folder: Path, repo_id: str, private: bool, kind: str = "model") -> _Repo:
         (folder / "objects").mkdir(parents=True, exist_ok=True)
-        repo = cls(folder, {"id": repo_id, "private": private, "created": _now(), "history": [], "commits": {}, "blobs": {}})
+        state = {"id": repo_id, "type": kind, "private": private, "created": _now(), "history": [], "commits": {}, "blobs": {}}
+        repo = cls(folder, state)
         sha = repo.store_blob(GITATTRIBUTES)
         blob = (len(GITATTRIBUTES), _git_sha1(GITATTRIBUTES), ".gitattributes")
         repo.add_commit({".gitattributes": sha}, "initial commit", {sha: blob}, lfs_threshold=1 << 62)
@@ -239,7 +251,7 @@ class _Repo:
         return {sha for commit in self.state["commits"].values() for sha in commit["tree"].values()}
 
     def used_storage(self) -> int:
-        return sum(self.state["blobs"][sha]["size"] for sha in self.referenced())
+        return self.state.get("occupied", 0) + sum(self.state["blobs"][sha]["size"] for sha in self.referenced())
 
     def lfs_objects(self) -> list[dict[str, Any]]:
         referenced = self.referenced()
@@ -328,6 +340,7 @@ class HubServer:
         self.storage_limit = storage_limit
         self.owners_only = owners_only
         self._scope: tuple[set[str], bool] | None = None  # a fine-grained token: (repos it may write, may create)
+        self._plan: tuple[bool | None, dict[str, str | None]] = (False, {})  # whoami's isPro, and its orgs' plans
         self.page_size = page_size
         self.port = port
         self._lock = threading.RLock()
@@ -391,13 +404,33 @@ class HubServer:
 
     def fail(
         self, status: int, *, times: int = 1, path: str | None = None, method: str | None = None, retry_after: int | None = None,
-        ratelimit: int | None = None,
+        ratelimit: int | None = None, gateway: bool = False,
     ) -> None:
         """Answer the next ``times`` requests matching ``path`` (a regex) and ``method`` with ``status``; ``retry_after``
-        and ``ratelimit`` (seconds until the quota resets, as the ``RateLimit`` header's ``t=``) add those headers."""
+        and ``ratelimit`` (seconds until the quota resets, as the ``RateLimit`` header's ``t=``) add those headers;
+        ``gateway``: as a load balancer's HTML error page, not the Hub's JSON (see the module)."""
         pattern = re.compile(path) if path else None
         with self._lock:
-            self._faults.append(_Fault("fail", pattern, method, times, status=status, retry_after=retry_after, ratelimit=ratelimit))
+            self._faults.append(
+                _Fault("fail", pattern, method, times, status=status, retry_after=retry_after, ratelimit=ratelimit, gateway=gateway)
+            )
+
+    def set_plan(self, *, pro: bool | None = False, orgs: dict[str, str | None] | None = None) -> None:
+        """What ``whoami`` says of the account: ``pro`` as ``isPro`` (``None``: left out), and ``orgs`` (name → ``plan``,
+        ``None``: an org whose answer has no ``plan``)."""
+        with self._lock:
+            self._plan = (pro, dict(orgs or {}))
+
+    def occupy(self, repo_id: str, nbytes: int, *, private: bool = True) -> None:
+        """A repo (created if needed) that counts ``nbytes`` more in its ``usedStorage`` than it holds: another run's
+        checkpoints, without writing them."""
+        with self._lock:
+            if repo_id not in self._repos:
+                ns, name = repo_id.split("/")
+                self._repos[repo_id] = _Repo.create(self.root / "repos" / ns / name, repo_id, private)
+            repo = self._repos[repo_id]
+            repo.state["occupied"] = repo.state.get("occupied", 0) + nbytes
+            repo.save()
 
     def scope_token(self, repos: list[str], *, may_create: bool = False) -> None:
         """Make the token a fine-grained one that may write only to ``repos`` (and create repos only if ``may_create``)."""
@@ -567,7 +600,11 @@ class HubServer:
 
     def _api_whoami(self, **_: Any):
         auth = {"type": "access_token", "accessToken": {"role": "write" if self._scope is None else "fineGrained"}}
-        return _json(200, {"type": "user", "name": self.user, "fullname": self.user, "orgs": [], "auth": auth})
+        with self._lock:
+            pro, plans = self._plan
+        orgs = [{"type": "org", "name": name, **({"plan": plan} if plan is not None else {})} for name, plan in plans.items()]
+        answer = {"type": "user", "name": self.user, "fullname": self.user, "orgs": orgs, "auth": auth}
+        return _json(200, answer if pro is None else {**answer, "isPro": pro})
 
     def _api_validate_yaml(self, body: BinaryIO, headers: Any, **_: Any):
         """JSON ``errors``/``warnings`` (what ``HfApi._validate_yaml`` reads before every commit carrying README.md),
@@ -592,15 +629,17 @@ class HubServer:
                 raise _HttpError(409, "You already created this model repo", url=f"{self.endpoint}/{repo_id}")
             private = payload.get("visibility", "private" if payload.get("private") else "public") == "private"
             ns, name = repo_id.split("/")
-            self._repos[repo_id] = _Repo.create(self.root / "repos" / ns / name, repo_id, private)
+            self._repos[repo_id] = _Repo.create(self.root / "repos" / ns / name, repo_id, private, payload.get("type", "model"))
         return _json(200, {"url": f"{self.endpoint}/{repo_id}", "name": repo_id, "id": repo_id})
 
-    def _api_list_repos(self, query: dict[str, str], **_: Any):
+    def _api_list_repos(self, kind: str, query: dict[str, str], **_: Any):
+        """The repos of one kind (``/api/models`` or ``/api/datasets``), each listed once across the two."""
         author = query.get("author")
         with self._lock:
             items = [
                 {"id": rid, "private": repo.state["private"], "usedStorage": repo.used_storage()}
-                for rid, repo in sorted(self._repos.items()) if author is None or rid.split("/")[0] == author
+                for rid, repo in sorted(self._repos.items())
+                if (author is None or rid.split("/")[0] == author) and repo.state.get("type", "model") + "s" == kind
             ]
         return _json(200, items)
 
@@ -827,6 +866,13 @@ def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> tuple
     return status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(obj).encode()
 
 
+def _gateway_page(status: int) -> tuple[int, dict[str, str], bytes]:
+    """A load balancer's error page (as nginx or an AWS load balancer writes one): HTML, none of the Hub's headers."""
+    title = f"{status} {http.HTTPStatus(status).phrase}"
+    page = f"<html>\r\n<head><title>{title}</title></head>\r\n<body>\r\n<center><h1>{title}</h1></center>\r\n</body>\r\n</html>\r\n"
+    return status, {"Content-Type": "text/html"}, page.encode()
+
+
 class _Body:
     """The request body as a file, read from the socket up front (spooled to disk)."""
 
@@ -894,15 +940,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 if status_now == 0:
                     raise _Aborted("the CAS dropped the connection")
                 raise _HttpError(status_now, f"CAS storage answered {status_now}")
-            if fail is not None:
+            if fail is not None and fail.gateway:
+                status, out_headers, payload = _gateway_page(fail.status)
+            elif fail is not None:
                 extra = {"Retry-After": str(fail.retry_after)} if fail.retry_after is not None else {}
                 if fail.ratelimit is not None:
                     extra |= {"RateLimit": f'"api";r=0;t={fail.ratelimit}', "RateLimit-Policy": '"fixed window";"api";q=128;w=3600'}
                 raise _HttpError(fail.status, f"injected failure {fail.status}", headers=extra)
             # an LFS upload URL is pre-signed, as the real storage's are: it needs no token
-            if entry.auth in ("missing", "invalid") and not self.path.startswith(("/api/validate-yaml", "/lfs-upload/")):
+            elif entry.auth in ("missing", "invalid") and not self.path.startswith(("/api/validate-yaml", "/lfs-upload/")):
                 raise _HttpError(401, INVALID_CREDENTIALS)
-            status, out_headers, payload = hub._dispatch(method, self.path, body, self.headers)
+            else:
+                status, out_headers, payload = hub._dispatch(method, self.path, body, self.headers)
         except _Aborted:
             self.close_connection = True
             hub._record(entry)

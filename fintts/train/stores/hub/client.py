@@ -47,6 +47,7 @@ from fintts.train.run import checkpoint as ckpt
 from fintts.train.run.layout import LOSS_PLOT, MODEL_DIR, SAMPLES_DIR, TENSORBOARD_DIR
 from fintts.train.stores.hub.auth import find_token
 from fintts.train.stores.hub.errors import HubAuthError, HubDeadline, HubError, HubUnavailable, classify
+from fintts.train.stores.hub.plan import Plan, plan_of
 
 log = logging.getLogger(__name__)
 
@@ -196,9 +197,8 @@ class HubClient:
     def account_storage(self) -> int | None:
         """Bytes the private model and dataset repos of this repo's namespace use, as far as the token may see them.
 
-        A free account's private repos share one quota (100 GB; past it every upload is refused
-        with 403 "Private repository storage limit reached", huggingface_hub #3048/#3049); the Hub
-        has no call for the quota's use, so this sums the repos' ``usedStorage``. Spaces are not counted.
+        An account's private repos share one quota (see :mod:`.plan`); the Hub has no call for the
+        quota's use, so this sums the repos' ``usedStorage``. Spaces are not counted.
         """
         namespace = self.repo_id.split("/")[0]
         total = 0
@@ -206,6 +206,11 @@ class HubClient:
             repos = self._bounded(lambda lister=lister: list(lister(author=namespace, expand=["usedStorage", "private"])))
             total += sum(int(getattr(r, "used_storage", 0) or 0) for r in repos if getattr(r, "private", False))
         return total
+
+    def account_plan(self) -> Plan:
+        """The plan of this repo's namespace, as ``whoami`` says it (see :mod:`.plan`). One request, not retried:
+        ``/api/whoami-v2`` is "heavily rate-limited" (huggingface_hub 2.4 ``HfApi.whoami``'s docstring)."""
+        return plan_of(self._bounded(self.api.whoami), self.repo_id.split("/")[0])
 
     def head(self) -> str:
         """The commit ``main`` points at. One request without client-side retries: fails fast when the Hub is down."""

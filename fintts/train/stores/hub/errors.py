@@ -6,6 +6,16 @@ Hub, a branch that moved under a commit, a local file race) are retried with bac
 the others need a person (a bad token, a missing repo, a refused request, a lease taken
 by another session).
 
+**Narrowly permanent.** Only an answer that a retry of the same request cannot change is a
+refusal: the Hub's own 4xx (a rejected token, no permission, a missing repo, an invalid card, a
+full quota, a bad request), and a local file that cannot be read. Everything else is passing
+and retried until the session's deadline: any 5xx, 408/425/429, an answer that is not the
+JSON the client expected (a gateway's HTML error page: ``HfApi._validate_yaml`` reads
+``response.json()`` before the status, so a 502 page before a commit carrying ``README.md``
+surfaces as ``JSONDecodeError``), and any exception of a type this module does not know. A
+refusal taken for an outage costs retries until the deadline; an outage taken for a refusal
+cost a run its final push (issue 53).
+
 **Classified by where the error came from**, not by its Python type alone: ``hf_xet`` (the
 Xet storage every large file of a real repo goes through, see :func:`_from_xet`) raises the
 same builtin types as a local file (``ConnectionError`` and ``XetAuthenticationError`` are
@@ -14,6 +24,7 @@ same builtin types as a local file (``ConnectionError`` and ``XetAuthenticationE
 
 from __future__ import annotations
 
+import json
 import re
 from types import TracebackType
 from typing import Any
@@ -29,7 +40,9 @@ from huggingface_hub.utils import parse_ratelimit_headers
 
 from fintts.errors import LeaseConflict, StoreError
 
-_RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
+#: The 4xx that say "not now" rather than "no": a request timeout, too early, too many requests. Every other 4xx is a
+#: refusal; every 5xx (a gateway's 502/504 among them) is passing.
+_NOT_NOW = {408, 425, 429}
 _NETWORK_MODULES = {"httpx", "httpx2", "httpcore", "requests", "urllib3"}
 _REDACTED = "<token>"
 #: ``huggingface_hub``'s functions that hand large files to ``hf_xet`` (2.4: ``_commit_api.py``, ``file_download.py``).
@@ -103,6 +116,12 @@ class HubLocalRefused(HubError):
     """A local file cannot be read (permission, a folder where a file was): a person must fix it."""
 
 
+class HubUnexpected(HubError):
+    """A failure of a kind this module does not know; tried again, because only a known refusal needs a person."""
+
+    transient = True
+
+
 class LeaseLost(HubError, LeaseConflict):
     """Another session took the run's lease; this one must stop writing to it."""
 
@@ -123,9 +142,12 @@ def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: s
             # new id: a reader holding the old head meets 404 "RevisionNotFound" (utils/_http.py, hf_raise_for_status)
             # for a repo that is there. Read again from the new head, never "repo not found".
             return HubMoved("the commit being read vanished (the repo's history was rewritten meanwhile); read again")
-        if status in _RETRY_STATUSES:
+        if not _refusal(status):
             wait = _retry_after(err.response.headers)
-            return HubUnavailable(f"the Hub answered {status}" + (f"; it asks to wait {wait:.0f} s" if wait else ""), retry_after=wait)
+            return HubUnavailable(
+                f"the Hub answered {status}{_gateway_note(err.response)}" + (f"; it asks to wait {wait:.0f} s" if wait else ""),
+                retry_after=wait,
+            )
         if status == 403 and "storage" in detail.lower() and "limit" in detail.lower():
             # "403 Private repository storage limit reached" (huggingface_hub #3048/#3049): the account's quota, not the token
             return HubStorageFull(
@@ -154,6 +176,10 @@ def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: s
     if isinstance(err, ValueError) and "Invalid metadata in README.md" in str(err):
         # HfApi.create_commit validates README.md's metadata itself before committing (hf_api.py, _validate_yaml)
         return HubRefused(f"the Hub refused the card's metadata ({scrub(str(err), token).replace(chr(10), ' ')})")
+    if isinstance(err, json.JSONDecodeError):
+        # HfApi._validate_yaml (huggingface_hub 2.4, hf_api.py) calls response.json() before hf_raise_for_status: a
+        # gateway's HTML 502 page at /api/validate-yaml, before every commit carrying README.md, raises this
+        return HubUnavailable("the Hub's answer could not be read (not JSON: a gateway's error page, or a cut-off answer)")
     if _from_xet(err):
         return _xet_failure(err, token=token, repo_id=repo_id)
     if isinstance(err, (ConnectionError, TimeoutError)):  # builtin ones: not a file's (a socket's, a thread's)
@@ -168,7 +194,17 @@ def classify(err: BaseException, *, token: str | None, endpoint: str, repo_id: s
         return HubLocalRefused(f"cannot read {err.filename} to upload it ({err.strerror or type(err).__name__}); fix its permissions")
     if isinstance(err, OSError):
         return HubLocalError(f"local file problem: {scrub(str(err), token)}")
-    return HubError(f"{type(err).__name__}: {scrub(str(err), token)}")
+    return HubUnexpected(f"unexpected {type(err).__name__}: {scrub(str(err), token)[:300]}; it is tried again")
+
+
+def _refusal(status: int) -> bool:
+    """Is ``status`` an answer that a retry of the same request cannot change (a 4xx that is not "not now")?"""
+    return 400 <= status < 500 and status not in _NOT_NOW
+
+
+def _gateway_note(response: Any) -> str:
+    """What to call an error page that is not the Hub's JSON: a proxy's or load balancer's HTML (502, 504)."""
+    return " (an HTML page: a gateway's, not the Hub's own answer)" if "html" in response.headers.get("Content-Type", "") else ""
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -210,7 +246,14 @@ def _frames(tb: TracebackType | None):
 
 
 def _xet_failure(err: BaseException, *, token: str | None, repo_id: str) -> HubError:
-    """An error from Xet storage: a refused token says so and needs a person; anything else passes (CAS, network)."""
+    """An error from Xet storage, by the HTTP status in its message: 401/403 the token's refusal, 404 "no such thing",
+    another 4xx a refused request (all need a person); a 5xx, 408/429 or a network error passes.
+
+    hf_xet 1.8 says "Network error: Request error: HTTP status client error (404 Not Found), domain: …" for a CAS's
+    4xx after its own retries (measured against the tests' stand-in): a 404 on an upload means the CAS does not know
+    the repo's storage (the repo deleted or renamed meanwhile), a 400 that it will not take the request; sending the
+    same again cannot change either. A 404 on hf_xet's dedup lookup (``/v1/chunks``) is routine and never raised.
+    """
     detail = scrub(str(err), token)[:300]
     found = _XET_STATUS.search(detail)
     status = int(found.group(1)) if found else None
@@ -219,4 +262,11 @@ def _xet_failure(err: BaseException, *, token: str | None, repo_id: str) -> HubE
             f"the Hub's Xet storage refused to store {repo_id}'s files ({detail}): the token may not write to this repo "
             "(it needs the write role, or a fine-grained token with write access to it), or the account's storage is full"
         )
+    if status == 404:
+        return HubRefused(
+            f"the Hub's Xet storage does not know what was asked for {repo_id} ({detail}): the repo may have been deleted or "
+            "renamed meanwhile; check it exists at its name"
+        )
+    if status is not None and _refusal(status):
+        return HubRefused(f"the Hub's Xet storage refused the request for {repo_id} ({detail})")
     return HubUnavailable(f"the Hub's Xet storage failed ({type(err).__name__}: {detail}); it is tried again")

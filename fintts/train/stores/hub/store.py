@@ -32,6 +32,7 @@ from fintts.train.stores.hub.commits import Commits, Outbox
 from fintts.train.stores.hub.errors import HubAuthError, HubRefused, HubStorageFull
 from fintts.train.stores.hub.lease import LeaseHolder
 from fintts.train.stores.hub.ledger import Ledger
+from fintts.train.stores.hub.plan import FREE_GB, UNKNOWN, Plan, judge
 from fintts.train.stores.hub.publisher import Publisher, Target
 from fintts.train.stores.local import LocalStore
 
@@ -39,8 +40,6 @@ log = logging.getLogger(__name__)
 
 #: How long a failing session without a time limit waits at most for its newest checkpoint's push.
 SECURE_WAIT = 600.0
-#: A free account's private storage on the Hub (GB; huggingface_hub #3048/#3049).
-FREE_PRIVATE_STORAGE_GB = 100.0
 #: The shortest default lease timeout (seconds).
 MIN_LEASE_TIMEOUT = 900.0
 #: Seconds between a session's history rewrites that free deleted checkpoints' storage (its final push always may).
@@ -68,7 +67,8 @@ class HubStore(Store):
     push's upload of its large files may take overall (never past the session's end).
     ``allow_public``: train into a repo that is public (refused otherwise: checkpoints, samples of
     the speaker and corpus text would go out publicly). ``storage_limit_gb``: the account's private
-    storage (a free account's 100 GB); a session that could not save within it is refused at its start.
+    storage as the person knows it (``None``: as its plan on the Hub says, see :mod:`.plan`); a session
+    that could not save within it is refused at its start where that is sure, warned about otherwise.
     ``read_only``: for a reader (``fintts status``), which needs no token for a public repo and
     only a read token for a private one; a writer's missing token is an error at once.
 
@@ -97,7 +97,7 @@ class HubStore(Store):
         upload_timeout: float = 1800.0,
         read_only: bool = False,
         allow_public: bool = False,
-        storage_limit_gb: float | None = FREE_PRIVATE_STORAGE_GB,
+        storage_limit_gb: float | None = None,
     ):
         problem = repo_id_problem(repo_id)
         if problem:
@@ -202,24 +202,46 @@ class HubStore(Store):
         """Refuse a session that could not save within the account's private storage, now rather than at hour 11.
 
         Whether the Hub frees deleted files' storage at once is not ours to know (its docs allow a
-        lag), so the check is on what the Hub reports now, plus room for two pushes of this run.
+        lag), so the check is on what the Hub reports now, plus room for two pushes of this run. The
+        limit is the person's ``storage_limit_gb`` when set, else the plan ``whoami`` says, asked only
+        when the run would not fit in the smallest plan's; only a sure limit refuses (see :mod:`.plan`).
         """
-        if self.storage_limit_gb is None or not self.private:
+        if not self.private:
             return
         try:
-            used = self._client.account_storage()
+            used = self._client.account_storage() or 0
         except Exception as err:  # the check is a courtesy: a listing that fails must not stop a session
             log.warning("%s: could not check the account's storage (%s)", self.url, self._client.failure(err))
             return
         needed = 2 * max([int(p.get("bytes", 0)) for p in self._ledger.pushes()] or [0])
-        limit = self.storage_limit_gb * 1e9
-        if used is not None and used + needed > limit:
+        if self.storage_limit_gb:  # the person's number: sure
+            if used + needed <= self.storage_limit_gb * 1e9:
+                return
+            refuse, why = True, f"storage_limit_gb is {self.storage_limit_gb:g} GB"
+        elif used + needed <= FREE_GB * 1e9:
+            return  # within every plan's storage: no need to ask whoami
+        else:
+            verdict = judge(self._account_plan(), used, needed)
+            if verdict is None:
+                return
+            refuse, why = verdict
+        state = (f"the private repos of {self.repo_id.split('/')[0]} use {used / 1e9:.1f} GB and this run's next pushes "
+                 f"need ~{needed / 1e9:.1f} GB more: {why}")
+        if refuse:
             raise HubStorageFull(
-                f"the private repos of {self.repo_id.split('/')[0]} use {used / 1e9:.1f} GB of the account's "
-                f"{self.storage_limit_gb:g} GB; this run's next pushes need ~{needed / 1e9:.1f} GB more, and the Hub refuses "
-                "uploads past the limit (403 'Private repository storage limit reached'). Free space (delete old repos or "
-                "checkpoints: https://huggingface.co/settings/storage) or upgrade, then start the session again"
+                f"{state}, and the Hub refuses uploads past the limit (403 'Private repository storage limit reached'). "
+                "Free space (delete old repos or checkpoints: https://huggingface.co/settings/storage) or upgrade, then "
+                "start the session again; if the account has more, say how much with storage_limit_gb (GB) in the config"
             )
+        log.warning("%s: %s. The session goes on; set storage_limit_gb (GB) in the config to have it checked", self.url, state)
+
+    def _account_plan(self) -> Plan:
+        """The account's plan as the Hub says it; unknown when ``whoami`` fails (it must not stop a session)."""
+        try:
+            return self._client.account_plan()
+        except Exception as err:
+            log.info("%s: could not read the account's plan (%s)", self.url, self._client.failure(err))
+            return UNKNOWN
 
     def release(self, timeout: float | None = None) -> None:
         """Delete the lease and push the final ``status.json`` and card (a small commit), within ``timeout`` seconds.
