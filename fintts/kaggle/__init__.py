@@ -10,6 +10,8 @@
 - :mod:`.quota` — the weekly GPU quota, and the budget it leaves the next session;
 - :mod:`.secret` — the Hugging Face token of a session: the ``HF_TOKEN`` secret or the private dataset
   ``<you>/fintts-token`` (``fintts kaggle token``), and what the laptop says when a session had none;
+- :mod:`.hub_token` — which Hugging Face token ``fintts kaggle token`` stores and what it may write, as the Hub says;
+- :mod:`.visibility` — whether a dataset of yours may take an upload: absent, or private (a public one is refused);
 - :mod:`.inputs` — where a session finds an attached dataset, under either of Kaggle's mount layouts;
 - :mod:`.notebook` — the training notebook's last cell: the session, its samples, what next.
 - :mod:`.cli` — the ``fintts kaggle`` commands of the command line, over the modules above.

@@ -114,17 +114,32 @@ def cmd_kaggle_corpus(args) -> int:
     return EXIT_OK
 
 
+def _token_from_stdin() -> str:
+    """The token piped in (a password manager, a file), or typed at a prompt that does not echo it.
+
+    Never an option's value: a token on the command line lands in the shell's history, and in every local user's
+    ``ps`` while the command runs.
+    """
+    import getpass
+
+    token = (getpass.getpass("Hugging Face token (not shown): ") if sys.stdin.isatty() else sys.stdin.readline()).strip()
+    if not token:
+        raise UsageError("--token-stdin: no token came on stdin; pipe it in (e.g. from your password manager) or paste it "
+                         "at the prompt")
+    return token
+
+
 def cmd_kaggle_token(args) -> int:
+    from fintts.kaggle import hub_token
     from fintts.kaggle.client import connect
     from fintts.kaggle.secret import store_token
-    from fintts.train.stores.hub.auth import find_token
 
-    token = find_token()  # $HF_TOKEN, else the login of `hf auth login`; never printed
+    token, source = (_token_from_stdin(), "from stdin") if args.token_stdin else hub_token.found_token()  # never printed
+    print(hub_token.check(hub_token.whoami(token, source), source, args.hub_repo or ""))
     ref = store_token(connect(), token)
-    print(f"stored your Hugging Face token as the private dataset {ref}: fintts kaggle run attaches it to every version, "
-          "and the notebook reads it when Kaggle passes no HF_TOKEN secret. Anyone you share that dataset with can read it: "
-          "a fine-grained token that may write to this run's repo only (huggingface.co/settings/tokens) limits a leak "
-          "to that repo. Run this again after you change the token")
+    print(f"stored it as the private dataset {ref} (no earlier version of it kept): fintts kaggle run attaches it to every "
+          "version, and the notebook reads it when Kaggle passes no HF_TOKEN secret. Anyone you share that dataset with can "
+          "read it. Run this again after you change the token")
     return EXIT_OK
 
 
@@ -171,6 +186,10 @@ def add_kaggle_commands(sub) -> None:
 
     p = kaggle.add_parser("token", help="keep your Hugging Face token (HF_TOKEN, or hf auth login) as your private Kaggle "
                           "dataset fintts-token, which every push attaches: sessions have it though Kaggle drops a secret")
+    # no --token VALUE: a token on the command line lands in the shell's history (and in `ps` while it runs)
+    p.add_argument("--token-stdin", action="store_true", help="read the token from stdin (piped in, or pasted at a prompt that "
+                   "does not show it) instead of HF_TOKEN or your hf auth login: e.g. a fine-grained token for this run only")
+    p.add_argument("--hub-repo", metavar="USER/NAME", help="the run's Hugging Face repo: a token that may not write it is refused")
     p.set_defaults(func=cmd_kaggle_token)
 
     p = kaggle.add_parser("run", help="push sessions one after another until the run is finished (or fails twice)")

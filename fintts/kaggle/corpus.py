@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
+from fintts.kaggle.visibility import private_or_absent
 from fintts.train.config import ConfigError
 from fintts.train.repo_id import repo_id_problem
 
@@ -109,15 +110,9 @@ def upload(corpus: str | Path, ref: str, *, notes: str = "", api: Any = None, lo
         raise ConfigError(f"{corpus} is not a folder: fintts kaggle corpus uploads a corpus folder (a Hub dataset needs no upload)")
     api = api or connect()
     check_ref(ref, user_of(api))
-    try:
-        calling(f"look up {ref}", lambda: api.dataset_status(ref))
-        exists = True
-    except KaggleError as err:
-        # absent: a 404, or since 2026 a 403 (kaggle-cli PR #951, #548); ref is in the credentials' own namespace
-        # (check_ref), so a 403 cannot be someone else's dataset we may not see
-        if err.status not in (403, 404):
-            raise
-        exists = False
+    # a public one is refused: a version fintts adds would publish the voice (dataset_create_version keeps visibility)
+    exists = private_or_absent(api, ref, risk="a version fintts adds would publish your voice",
+                               instead=f"pick another name: --corpus {ref.split('/')[0]}/another-name")
     with tempfile.TemporaryDirectory(prefix="fintts-corpus-") as tmp:
         names = stage(corpus, ref, Path(tmp))
         folders = [name for name in names if (Path(tmp) / f"{name}.zip").is_file()]

@@ -10,7 +10,11 @@ Nothing confirms that it survives, so fintts builds for both:
   ``<you>/fintts-token`` (one file, ``token``), which every push attaches when it exists
   (:func:`token_dataset`) and the notebook reads when no secret was passed. A dataset is
   readable by whoever you share it with, and by any notebook of yours: a fine-grained
-  token that may write to this run's repo only limits what a leak could do.
+  token that may write to this run's repo only limits what a leak could do
+  (:mod:`.hub_token` says which token goes up, and refuses one that cannot push). A
+  ``fintts-token`` that is public is refused, never written into nor attached
+  (:mod:`.visibility`), and a new token deletes the dataset's older versions, so that
+  no earlier token stays readable there.
 - the notebook's first cell, before any install, finds the token (secret, then dataset)
   or prints :data:`MISSING` and stops the session within seconds;
 - ``fintts kaggle run`` finds :data:`MISSING` in a session's log and stops with
@@ -31,6 +35,7 @@ from typing import Any
 
 from fintts.kaggle.client import KaggleError, calling, user_of
 from fintts.kaggle.kernel import editor_url
+from fintts.kaggle.visibility import private_or_absent
 from fintts.train.stores.hub.auth import SECRET_NAME
 
 #: The line a session prints when it has no token (the notebook's first cell); the laptop finds it in the log.
@@ -53,23 +58,24 @@ def attach_hint(kernel: str) -> str:
 
 
 def token_dataset(api: Any) -> str:
-    """``<you>/fintts-token`` when it exists (a push attaches it), else ``""``.
+    """``<you>/fintts-token`` when it exists (a push attaches it), else ``""``; a public one is refused (:mod:`.visibility`).
 
-    Absent is a 404, or since 2026 a 403 (kaggle-cli PR #951, #548); the ref is the credentials'
-    own, so a 403 is not a dataset of someone else's.
+    A public one is not attached either: a session would use a token that anyone could have read.
     """
     ref = f"{user_of(api)}/{TOKEN_SLUG}"
-    try:
-        calling(f"look up {ref}", lambda: api.dataset_status(ref))
-    except KaggleError as err:
-        if err.status in (403, 404):
-            return ""
-        raise
-    return ref
+    risk = ("anyone can read a Hugging Face token in it, so fintts neither writes one there nor has a session read one from "
+            "it; revoke every token it held at https://huggingface.co/settings/tokens")
+    return ref if private_or_absent(api, ref, risk=risk, instead="delete it there (fintts kaggle token then creates it private)") else ""
 
 
 def store_token(api: Any, token: str) -> str:
-    """Upload ``token`` as the private dataset ``<you>/fintts-token`` (a new version when it exists); its ref."""
+    """Upload ``token`` as the private dataset ``<you>/fintts-token``; its ref.
+
+    When the dataset exists the token goes up as a new version that deletes the older ones
+    (``dataset_create_version(delete_old_versions=True)``, ``kaggle datasets version -d``: "Delete old versions
+    of this dataset", kaggle 2.2.5 ``cli.py``; the client sends it as ``deleteOldVersions``), so no token that
+    was replaced stays readable in an earlier version.
+    """
     ref = f"{user_of(api)}/{TOKEN_SLUG}"
     exists = bool(token_dataset(api))
     with tempfile.TemporaryDirectory(prefix="fintts-token-") as tmp:
@@ -79,7 +85,8 @@ def store_token(api: Any, token: str) -> str:
         metadata = {"title": TOKEN_SLUG, "id": ref, "licenses": [{"name": "other"}]}
         (folder / "dataset-metadata.json").write_text(json.dumps(metadata), encoding="utf-8")
         if exists:
-            result = calling(f"add a version to {ref}", lambda: api.dataset_create_version(tmp, "fintts kaggle token", quiet=True))
+            result = calling(f"add a version to {ref}", lambda: api.dataset_create_version(
+                tmp, "fintts kaggle token", quiet=True, delete_old_versions=True))
         else:
             result = calling(f"create {ref}", lambda: api.dataset_create_new(tmp, public=False, quiet=True))
     if result is None or getattr(result, "error", None):

@@ -36,6 +36,7 @@ from typing import Any
 
 from fintts.kaggle.client import KaggleError, calling, connect, user_of
 from fintts.kaggle.kernel import CONFIGS, KAGGLE_PYTHON, PROJECT, WHEELS_SLUG
+from fintts.kaggle.visibility import private_or_absent
 from fintts.train.config import ConfigError
 
 #: Kaggle's image is Ubuntu 22.04 (glibc 2.35) on x86-64: manylinux wheels up to 2.35 run there.
@@ -124,11 +125,9 @@ def upload(folder: Path, api: Any = None) -> str:
     api = api or connect()
     ref = json.loads((folder / METADATA).read_text())["id"]
     wheel = fintts_wheel(folder)
-    try:
-        calling(f"look up {ref}", lambda: api.dataset_status(ref))
-        exists = True
-    except KaggleError:
-        exists = False
+    # absent only on a 404/403; a public one is refused (a version added to it would be public too)
+    exists = private_or_absent(api, ref, risk="a version fintts adds would be public too",
+                               instead="delete it there (fintts kaggle wheels then creates it private)")
     if exists:
         result = calling(f"add a version to {ref}", lambda: api.dataset_create_version(str(folder), wheel.name, quiet=True))
     else:

@@ -47,7 +47,9 @@ What it models, because the store depends on it:
   (huggingface_hub #3048/#3049); ``GET /api/models?author=`` lists the namespace's repos with their
   ``usedStorage``. :meth:`fail` can add the ``RateLimit`` header (``"api";r=0;t=N``, the Hub's
   signal) with or without ``Retry-After``. :meth:`scope_token` makes the token a fine-grained one
-  that may write only to some repos and may not create any (403 on ``create_repo``).
+  that may write only to some repos and may not create any (403 on ``create_repo``); :meth:`read_token`
+  a read one (403 on every write). ``/api/whoami-v2`` says which, as the Hub does (see :meth:`_api_whoami`),
+  with the token's name, :attr:`token_name`.
   ``owners_only=True`` refuses, as the Hub does, creating or writing a repo outside the user's
   namespace (off by default: many tests name repos under other users). :meth:`occupy` adds a
   repo that says it holds N bytes (an account's other runs) without storing them.
@@ -341,6 +343,9 @@ class HubServer:
         self.owners_only = owners_only
         self._scope: tuple[set[str], bool] | None = None  # a fine-grained token: (repos it may write, may create)
         self._plan: tuple[bool | None, dict[str, str | None]] = (False, {})  # whoami's isPro, and its orgs' plans
+        self._read_only = False  # a read token: it writes nothing
+        #: the name the person gave the token on huggingface.co (whoami's ``displayName``)
+        self.token_name = "fintts-tests"
         self.page_size = page_size
         self.port = port
         self._lock = threading.RLock()
@@ -436,6 +441,11 @@ class HubServer:
         """Make the token a fine-grained one that may write only to ``repos`` (and create repos only if ``may_create``)."""
         with self._lock:
             self._scope = (set(repos), may_create)
+
+    def read_token(self) -> None:
+        """Make the token a read one: whoami says role ``read``, and every write or new repo is refused (403)."""
+        with self._lock:
+            self._read_only = True
 
     def stall(
         self, seconds: float | None, *, times: int = 1, path: str | None = None, method: str | None = None, after_bytes: int = 0
@@ -599,9 +609,26 @@ class HubServer:
     # -- API ----------------------------------------------------------------------------
 
     def _api_whoami(self, **_: Any):
-        auth = {"type": "access_token", "accessToken": {"role": "write" if self._scope is None else "fineGrained"}}
+        """The token's owner and ``auth.accessToken``: its ``displayName`` and ``role`` (``read``, ``write``, ``fineGrained``).
+
+        huggingface_hub 2.4 ``_login._validate_and_save_token`` reads both (a login is stored under its ``displayName`` and
+        its ``role`` logged as the permission). A fine-grained token's ``fineGrained`` lists, per entity (a repo
+        ``owner/name``, or a user's namespace), its permissions (``repo.write``: may write it) in ``scoped``, and
+        account-wide ones in ``global``: the Hub does not document it (huggingface.js ``who-am-i.ts`` types only
+        ``displayName`` and ``role``); this is the shape the clients that read it agree on. The user's ``isPro`` and its
+        orgs' ``plan`` as :meth:`set_plan` says (the account's storage plan).
+        """
         with self._lock:
+            access: dict[str, Any] = {"displayName": self.token_name, "role": "read" if self._read_only else "write"}
+            if self._scope is not None:
+                repos, may_create = self._scope
+                writes = ["repo.content.read", "repo.write"]
+                scoped = [{"entity": {"type": "model", "name": repo}, "permissions": writes} for repo in sorted(repos)]
+                if may_create:  # creating a repo takes write on the namespace
+                    scoped.append({"entity": {"type": "user", "name": self.user}, "permissions": writes})
+                access |= {"role": "fineGrained", "fineGrained": {"canReadGatedRepos": False, "global": [], "scoped": scoped}}
             pro, plans = self._plan
+        auth = {"type": "access_token", "accessToken": access}
         orgs = [{"type": "org", "name": name, **({"plan": plan} if plan is not None else {})} for name, plan in plans.items()]
         answer = {"type": "user", "name": self.user, "fullname": self.user, "orgs": orgs, "auth": auth}
         return _json(200, answer if pro is None else {**answer, "isPro": pro})
@@ -623,7 +650,7 @@ class HubServer:
         repo_id = f"{payload.get('organization') or self.user}/{payload['name']}"
         namespace = repo_id.split("/")[0]
         with self._lock:
-            if self._scope is not None and not self._scope[1] or self.owners_only and namespace != self.user:
+            if self._read_only or self._scope is not None and not self._scope[1] or self.owners_only and namespace != self.user:
                 raise _HttpError(403, f'You don\'t have the rights to create a model under the namespace "{namespace}"')
             if repo_id in self._repos:
                 raise _HttpError(409, "You already created this model repo", url=f"{self.endpoint}/{repo_id}")
@@ -646,7 +673,7 @@ class HubServer:
     def _may_write(self, repo_id: str) -> None:
         """Refuse a write the token may not make (a scoped token's other repos; another user's namespace)."""
         with self._lock:
-            scoped_out = self._scope is not None and repo_id not in self._scope[0]
+            scoped_out = self._read_only or self._scope is not None and repo_id not in self._scope[0]
         if scoped_out or self.owners_only and repo_id.split("/")[0] != self.user:
             raise _HttpError(403, f"You don't have write access to {repo_id}")
 

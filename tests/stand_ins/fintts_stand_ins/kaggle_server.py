@@ -28,11 +28,19 @@ What it speaks, and models:
   week's quota counted before, or besides, the sessions run here; tests may raise it from a
   session to stand for its length) plus the session hours run here as ``timeUsed``,
   :attr:`reserved_hours` as ``timeReserved``, against ``quota_hours``.
-* **Datasets.** ``GetDatasetStatus``, ``StartBlobUpload`` with the file ``PUT`` to the URL it
-  returns, ``CreateDataset`` and ``CreateDatasetVersion``; :attr:`datasets` holds every
+* **Datasets.** ``GetDatasetStatus``, ``GetDataset``, ``StartBlobUpload`` with the file ``PUT`` to
+  the URL it returns, ``CreateDataset`` and ``CreateDatasetVersion``; :attr:`datasets` holds every
   version's files as uploaded (a folder sent with ``dir_mode="zip"`` is one ``NAME.zip``), and
   :meth:`mount` writes a version out as a session sees it under its input folder, where the
-  era mounts it (Kaggle unpacks each uploaded zip into a folder of its name).
+  era mounts it (Kaggle unpacks each uploaded zip into a folder of its name). **Who can see a
+  dataset** (:attr:`public`): ``CreateDataset`` makes it public unless the request says
+  ``isPrivate`` (kagglesdk 0.1.38 ``ApiCreateDatasetRequest``; the client sends it for
+  ``dataset_create_new(public=False)`` and, serialising without default values, leaves a ``false``
+  out); ``CreateDatasetVersion`` never changes it (``ApiCreateDatasetVersionRequestBody`` has no
+  such field); ``GetDataset`` answers it as ``ApiDataset.isPrivate``, left out when false as
+  kagglesdk's ``to_json`` leaves a default out (its ``from_dict`` reads an absent and a ``false``
+  one alike). A version sent with ``deleteOldVersions`` (``dataset_create_version(...,
+  delete_old_versions=True)``, ``kaggle datasets version -d``) leaves it the dataset's only one.
 * **Credentials.** Requests need HTTP basic auth with ``user``/``key`` (401 otherwise);
   :meth:`expire` makes every later request a 401, as an OAuth login (``kaggle auth login``) is
   after its 12 hours: the client never refreshes it (issue 41, item 6).
@@ -189,6 +197,8 @@ class KaggleServer:
         self.count_session_time = True
         self.pushes: list[dict[str, Any]] = []
         self.datasets: dict[str, list[dict[str, bytes]]] = {}
+        #: the datasets anyone may see (every other one is private)
+        self.public: set[str] = set()
         self._basic_auth = "Basic " + base64.b64encode(f"{user}:{key}".encode()).decode()
         self._lock = threading.Lock()
         #: slug -> {"versions": [{"status", "log", "secrets"}], "secrets": labels bound now, "stale": reads left}
@@ -275,10 +285,12 @@ class KaggleServer:
                 (target / name).write_bytes(data)
         return target
 
-    def add_dataset(self, ref: str, files: dict[str, bytes] | None = None) -> None:
-        """Make dataset ``ref`` exist with one version of ``files`` (as uploaded), ready to mount."""
+    def add_dataset(self, ref: str, files: dict[str, bytes] | None = None, *, public: bool = False) -> None:
+        """Make dataset ``ref`` exist with one version of ``files`` (as uploaded), ready to mount; private unless ``public``."""
         with self._lock:
             self.datasets.setdefault(ref, []).append(dict(files or {"README.md": b"stand-in\n"}))
+            if public:
+                self.public.add(ref)
 
     def expire(self) -> None:
         """The credentials expire: every later request is a 401 (an OAuth login after its 12 hours)."""
@@ -423,6 +435,14 @@ class KaggleServer:
             return 200, {"status": "BLOBS_RECEIVED"}
         return 200, {"status": "READY"}
 
+    def _GetDataset(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """``ApiDataset``: its ref, title, newest version and ``isPrivate`` (left out when false, as kagglesdk writes it)."""
+        ref = f"{request.get('ownerSlug')}/{request.get('datasetSlug')}"
+        if ref not in self.datasets:
+            return self._absent("datasets.get")
+        dataset = {"ref": ref, "title": request.get("datasetSlug"), "currentVersionNumber": len(self.datasets[ref])}
+        return 200, dataset if ref in self.public else {**dataset, "isPrivate": True}
+
     def _StartBlobUpload(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         token = f"blob{next(self._tokens)}"
         self._blobs[token] = {"name": request["name"], "data": None}
@@ -435,13 +455,17 @@ class KaggleServer:
             self._blobs[token]["data"] = body
         return 200, {}
 
-    def _new_version(self, ref: str, files: list[dict[str, Any]]) -> dict[str, Any]:
+    def _new_version(self, ref: str, files: list[dict[str, Any]], *, alone: bool = False) -> dict[str, Any]:
+        """Add a version of ``files`` to ``ref``; ``alone``: delete the older ones (``deleteOldVersions``)."""
         blobs = [self._blobs.get(f.get("token", "")) for f in files]
         if any(blob is None or blob["data"] is None for blob in blobs):
             return {"status": "error", "error": "a file was not uploaded"}
         if len(blobs) > MAX_FLAT_FILES:
             return {"status": "error", "error": f"a dataset folder may hold at most {MAX_FLAT_FILES} files at its top level; zip them"}
-        self.datasets.setdefault(ref, []).append({blob["name"]: blob["data"] for blob in blobs})
+        versions = self.datasets.setdefault(ref, [])
+        if alone:
+            versions.clear()
+        versions.append({blob["name"]: blob["data"] for blob in blobs})
         self._processing[ref] = self.processing_reads
         return {"ref": ref, "url": f"https://www.kaggle.com/datasets/{ref}", "status": "ok", "error": ""}
 
@@ -451,13 +475,17 @@ class KaggleServer:
             return 403, {"code": 403, "message": f"{self.user} may not create datasets of {request.get('ownerSlug')}"}
         if ref in self.datasets:
             return 200, {"status": "error", "error": f"{ref} already exists"}
-        return 200, self._new_version(ref, request.get("files", []))
+        answer = self._new_version(ref, request.get("files", []))
+        if answer["status"] == "ok" and not request.get("isPrivate"):
+            self.public.add(ref)
+        return 200, answer
 
     def _CreateDatasetVersion(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         ref = f"{request.get('ownerSlug')}/{request.get('datasetSlug')}"
         if ref not in self.datasets:
             return self._absent("datasets.get")
-        return 200, self._new_version(ref, request.get("body", {}).get("files", []))
+        body = request.get("body", {})
+        return 200, self._new_version(ref, body.get("files", []), alone=bool(body.get("deleteOldVersions")))
 
 
 def secrets_module(folder: Any, secrets: dict[str, str]) -> Any:
