@@ -192,7 +192,7 @@ def cmd_pull(args) -> int:
 def cmd_publish(args) -> int:
     from fintts.tts.vits.publish import publish
 
-    private = True if args.private else False if args.public else None  # None: a new repo private, an existing one as it is
+    private = False if args.public else True if args.private else None  # None, True: private, an existing public repo refused
     published = publish(args.store, args.hub_repo, private=private, checkpoint=args.checkpoint, onnx=not args.no_onnx,
                         speaker=args.speaker,
                         say=lambda message: print(f"note: {message}", file=sys.stderr))
@@ -418,9 +418,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hub-repo", required=True, metavar="USER/NAME", help="the repo to publish to (created when new; "
                    "a re-publish replaces its files)")
     visibility = p.add_mutually_exclusive_group()
-    visibility.add_argument("--private", action="store_true", help="refuse an existing public repo (a new repo is private anyway)")
-    visibility.add_argument("--public", action="store_true", help="create a new repo public (default: private; the voice "
-                            "reproduces a person)")
+    visibility.add_argument("--private", action="store_true", help="the default, said aloud: a new repo is private and an "
+                            "existing public one is refused")
+    visibility.add_argument("--public", action="store_true", help="publish publicly: a new repo is created public, an existing "
+                            "public one is used (default: private, and an existing public repo refused; the voice reproduces a person)")
     p.add_argument("--checkpoint", metavar="step-N", help="publish this checkpoint's weights (or latest, best) instead of "
                    "the run's best voice (model/)")
     p.add_argument("--no-onnx", action="store_true", help="do not make model.onnx and model.int8.onnx when the voice has none")

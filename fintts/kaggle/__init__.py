@@ -2,7 +2,7 @@
 
 - :mod:`.client` — the one place the ``kaggle`` client is created (it authenticates at import time);
 - :mod:`.wheels` — ``fintts kaggle wheels``: the read-only dataset a session installs fintts from;
-- :mod:`.corpus` — ``fintts kaggle corpus``: a checked corpus uploaded with its folders;
+- :mod:`.corpus` — ``fintts kaggle corpus``: what the check of a corpus used, uploaded with its folders, the rest named;
 - :mod:`.kernel` — ``fintts kaggle push``: ``kernel-metadata.json`` from the root template, the staged folder;
 - :mod:`.parameters` — the notebook's ``parameters`` cell, read and written;
 - :mod:`.sessions` — ``fintts kaggle run`` (sessions chained until the run is finished) and ``status``;

@@ -109,7 +109,8 @@ def cmd_kaggle_corpus(args) -> int:
     print(report.format_text())
     if not report.items:
         raise UsageError(f"{args.data} has no usable clip (see above): nothing was uploaded")
-    url = corpus.upload(args.data, args.dataset, notes=f"{len(report.items)} clips, {report.hours:.2f} h ({report.format})", api=api)
+    url = corpus.upload(args.data, args.dataset, notes=f"{len(report.items)} clips, {report.hours:.2f} h ({report.format})", api=api,
+                        report=report, hard_links=args.allow_hard_links)
     print(f"uploaded {args.data} as {args.dataset} ({url}): pass --corpus {args.dataset} to fintts kaggle run")
     return EXIT_OK
 
@@ -175,13 +176,16 @@ def add_kaggle_commands(sub) -> None:
     p.add_argument("--out", help="folder to stage kernel-metadata.json and the notebook in")
     p.set_defaults(func=cmd_kaggle_push)
 
-    p = kaggle.add_parser("corpus", help="check a corpus folder and upload it, folders and all, as a private Kaggle dataset")
+    p = kaggle.add_parser("corpus", help="check a corpus folder and upload what the check used (its tables, the clips it "
+                          "accepted, README/LICENSE), folders and all, as a private Kaggle dataset; the rest is named and left out")
     cli_args.add_corpus_arguments(p)
     # --corpus, as `fintts kaggle run` names the same dataset (issue 45); --dataset, its first name, still works
     p.add_argument("--corpus", "--dataset", dest="dataset", required=True, metavar="OWNER/SLUG",
                    help="your corpus as a private Kaggle dataset, the name `fintts kaggle run --corpus` takes "
                    "(a new version when it exists)")
     p.add_argument("--sample-rate", type=int, default=16000, help="the model's rate (clips below it are flagged)")
+    p.add_argument("--allow-hard-links", action="store_true", help="send the files the check used that are hard links (left "
+                   "out by default: their bytes have another name, which may be anywhere on this machine)")
     p.set_defaults(func=cmd_kaggle_corpus)
 
     p = kaggle.add_parser("token", help="keep your Hugging Face token (HF_TOKEN, or hf auth login) as your private Kaggle "

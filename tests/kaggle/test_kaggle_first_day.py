@@ -222,7 +222,8 @@ def test_kaggle_corpus_uploads_the_folders_and_refuses_a_corpus_without_a_usable
     (version,) = kaggle.datasets["alice/new-voice"]
     assert set(version) == {"metadata.csv", "wavs.zip"}  # the folder, zipped; the corpus got no metadata file of ours
     with zipfile.ZipFile(io.BytesIO(version["wavs.zip"])) as archive:
-        assert len([name for name in archive.namelist() if name.endswith(".flac")]) == 4  # the silent one is the check's verdict
+        assert len([name for name in archive.namelist() if name.endswith(".flac")]) == 3  # the silent one stays home
+    assert f"  wavs/{silent}.flac: a clip the check rejected" in result.stdout and "3 clip(s), all that the check accepted" in result.stdout
     assert not (corpus / "dataset-metadata.json").exists()
     # what a session mounts reads as the laptop's corpus did
     folder = kaggle.mount("alice/new-voice", tmp_path / "input")
@@ -270,10 +271,14 @@ def test_kaggle_corpus_uploads_no_dotfile_and_follows_no_link(kaggle_env, tmp_pa
 
 def test_kaggle_corpus_refuses_a_flat_folder_kaggle_would_refuse(kaggle_env, tmp_path):
     kaggle, env, _ = kaggle_env
-    corpus = make_corpus(tmp_path / "my-voice")
-    for number in range(1001):
-        (corpus / f"extra-{number:04d}.txt").write_text("x")
-    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--corpus", "alice/new-voice", env=env, cwd=tmp_path)
+    corpus = tmp_path / "my-voice"  # a pairs corpus of 501 clips at its top: 1002 files
+    corpus.mkdir()
+    clip, rate = sf.read(SPEAKER / "wavs" / "espeak_f2_0001.flac")
+    for number in range(501):
+        sf.write(corpus / f"clip-{number:04d}.wav", clip[: rate * 3 // 4], rate)
+        (corpus / f"clip-{number:04d}.lab").write_text("hyvää huomenta", encoding="utf-8")
+    result = run("-m", "fintts", "kaggle", "corpus", str(corpus), "--corpus", "alice/new-voice", "--no-progress", env=env,
+                 cwd=tmp_path)
     assert result.returncode == 2 and "more than 1000" in result.stderr and "move the clips into a folder" in result.stderr
     assert "alice/new-voice" not in kaggle.datasets
 

@@ -4,7 +4,8 @@ One module per layout (:mod:`~fintts.tts.corpus.ljspeech`, :mod:`~fintts.tts.cor
 :mod:`~fintts.tts.corpus.css10`, :mod:`~fintts.tts.corpus.commonvoice`,
 :mod:`~fintts.tts.corpus.audiofolder`, :mod:`~fintts.tts.corpus.kaldi`,
 :mod:`~fintts.tts.corpus.hub`), the row checks the tables share in :mod:`~fintts.tts.corpus.rows`,
-detection in :mod:`~fintts.tts.corpus.layouts`, the checks in :mod:`~fintts.tts.corpus.check`.
+detection in :mod:`~fintts.tts.corpus.layouts`, the checks in :mod:`~fintts.tts.corpus.check`, and which
+files of a folder the check used (all that an upload of it may carry) in :mod:`~fintts.tts.corpus.used`.
 
 Names from a corpus are checked before they are used as parts of paths: a speaker name
 becomes part of file names (the samples ``samples/<n>-<speaker>.wav`` of each checkpoint),

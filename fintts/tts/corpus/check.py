@@ -41,7 +41,10 @@ class CheckReport:
     ``durations`` maps a good item's id to its length in seconds (for length bucketing);
     ``rates`` to its original sample rate; ``sample_rate`` is the rate training resamples
     to. ``rejected`` are the clips that were read but failed a check (their problems are
-    in ``problems``, beside those of lines and files that never became a clip).
+    in ``problems``, beside those of lines and files that never became a clip). ``tables``
+    are the files the clips were listed in (:attr:`~fintts.tts.corpus.model.Corpus.tables`) and
+    ``options`` what the layout was read with: with the good items, which files of the folder the
+    check used, and how a copy of them reads (:mod:`~fintts.tts.corpus.used`).
     """
 
     root: Path
@@ -53,6 +56,8 @@ class CheckReport:
     rates: dict[str, int]
     rejected: list[Item] = dataclasses.field(default_factory=list)
     looked_for: str = ""
+    tables: list[Path] = dataclasses.field(default_factory=list)
+    options: ReadOptions = dataclasses.field(default_factory=ReadOptions)
 
     @property
     def sample_rates(self) -> Counter:
@@ -159,6 +164,7 @@ def check_corpus(
     either way. ``source`` is a folder or a Hub address (``hf://datasets/USER/NAME``);
     ``options`` what its layout cannot tell (:class:`ReadOptions`).
     """
+    options = options or ReadOptions()
     corpus = read_corpus(source, format, options)
     text = text or FinnishText.default()
     problems = list(corpus.problems)
@@ -209,6 +215,8 @@ def check_corpus(
         rates=rates,
         rejected=rejected,
         looked_for=corpus.looked_for,
+        tables=corpus.tables,
+        options=options,
     )
 
 

@@ -61,7 +61,8 @@ def _recording(folder: Path, entry: str) -> tuple[Path | None, str | None]:
     return found, None
 
 
-def read_kaldi(folder: Path, items: list[Item], problems: list[Problem]) -> None:
+def read_kaldi(folder: Path, items: list[Item], problems: list[Problem]) -> list[Path]:
+    """The data directory's utterances as items; returns the tables read (``wav.scp``, ``text``, and those of the others it has)."""
     recordings: dict[str, Path] = {}
     skipped: set[str] = set()  # named once in wav.scp, not again for each utterance
     scp = folder / WAV_SCP
@@ -111,3 +112,4 @@ def read_kaldi(folder: Path, items: list[Item], problems: list[Problem]) -> None
             problems.append(Problem(folder / TEXT, f"line {number}: empty transcript for {utterance}"))
             continue
         items.append(Item(id=utterance, audio=recordings[recording], text=transcript, speaker=speaker, span=span))
+    return [scp, folder / TEXT] + [folder / name for name, table in ((UTT2SPK, speakers), (SEGMENTS, segments)) if table is not None]

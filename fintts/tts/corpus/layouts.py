@@ -115,44 +115,47 @@ def read_corpus(source: str | Path, format: str | None = None, options: ReadOpti
         root, read = hub.read_hub(str(source), options, items, problems)
         return Corpus(root, format, items, problems, f"{looked_for}; read {read}")
     root = existing_folder(source)
-    read = _read_folder(root, format, options, items, problems)
+    tables = _read_folder(root, format, options, items, problems)
     linked = {item.id: link_problem(item.audio, root) for item in items}  # never followed (see fintts.tts.corpus.files)
     problems += [Problem(item.audio, linked[item.id]) for item in items if linked[item.id]]
     items = [item for item in items if not linked[item.id]]
-    return Corpus(root, format, items, problems, f"{looked_for}; read {read}" if read else looked_for)
+    # Common Voice's and an audiofolder's table is one of several a folder may hold: say which was read
+    read = tables[0].relative_to(root).as_posix() if format in ("commonvoice", "audiofolder") else ""
+    return Corpus(root, format, items, problems, f"{looked_for}; read {read}" if read else looked_for, tables)
 
 
-def _read_folder(root: Path, format: str, options: ReadOptions, items: list[Item], problems: list[Problem]) -> str:
-    """Read ``root`` with one layout; returns the file read, when one file decides it."""
+def _read_folder(root: Path, format: str, options: ReadOptions, items: list[Item], problems: list[Problem]) -> list[Path]:
+    """Read ``root`` with one layout; returns the tables read (:attr:`Corpus.tables`)."""
     if format in ("ljspeech", "ljspeech-speaker"):
         if not (root / METADATA).is_file():
             raise CorpusError(f"format {format!r} needs {root / METADATA}, which does not exist")
         read_metadata(root / METADATA, format == "ljspeech-speaker", root.name, "", items, problems)
-    elif format == "pairs":
+        return [root / METADATA]
+    if format == "pairs":
         read_pairs(root, root.name, "", items, problems)
-    elif format == "speakers":
-        _read_speakers(root, items, problems)
-    elif format == "css10":
+        return []
+    if format == "speakers":
+        return _read_speakers(root, items, problems)
+    if format == "css10":
         if not (root / css10.TRANSCRIPT).is_file():
             raise CorpusError(f"format 'css10' needs {root / css10.TRANSCRIPT}, which does not exist")
         css10.read_css10(root, items, problems)
-    elif format == "commonvoice":
-        return commonvoice.read_commonvoice(root, options.split, items, problems).name
-    elif format == "audiofolder":
-        metadata = audiofolder.read_audiofolder(root, options.split, options.text_column, options.speaker_column,
-                                                items, problems)
-        return metadata.relative_to(root).as_posix()
-    elif format == "kaldi":
-        if not kaldi.is_kaldi(root):
-            raise CorpusError(f"format 'kaldi' needs {root / kaldi.WAV_SCP} and {root / kaldi.TEXT}")
-        kaldi.read_kaldi(root, items, problems)
-    return ""
+        return [root / css10.TRANSCRIPT]
+    if format == "commonvoice":
+        return [commonvoice.read_commonvoice(root, options.split, items, problems)]
+    if format == "audiofolder":
+        return [audiofolder.read_audiofolder(root, options.split, options.text_column, options.speaker_column, items, problems)]
+    if not kaldi.is_kaldi(root):  # kaldi: FORMATS holds no other folder layout
+        raise CorpusError(f"format 'kaldi' needs {root / kaldi.WAV_SCP} and {root / kaldi.TEXT}")
+    return kaldi.read_kaldi(root, items, problems)
 
 
-def _read_speakers(root: Path, items: list[Item], problems: list[Problem]) -> None:
+def _read_speakers(root: Path, items: list[Item], problems: list[Problem]) -> list[Path]:
+    """Each speaker's folder read with its own layout; the speakers' tables (a pairs speaker has none)."""
     subfolders = corpus_subfolders(root)
     if not subfolders:
         raise CorpusError(f"format 'speakers' needs subfolders of {root} that are corpora; none are")
+    tables = []
     for sub, layout in subfolders:
         problem = speaker_name_problem(sub.name)
         if problem:
@@ -162,6 +165,8 @@ def _read_speakers(root: Path, items: list[Item], problems: list[Problem]) -> No
             read_pairs(sub, sub.name, f"{sub.name}/", items, problems)
         else:
             read_metadata(sub / METADATA, layout == "ljspeech-speaker", sub.name, f"{sub.name}/", items, problems)
+            tables.append(sub / METADATA)
+    return tables
 
 
 def existing_folder(path: str | Path) -> Path:

@@ -15,6 +15,8 @@ from fintts.tts.corpus.model import Item, Problem, relative_path_problem, speake
 from fintts.tts.corpus.rows import TableRows
 
 METADATA = "metadata.csv"
+#: A table of clips a VITS run validates on and never trains on (``id|text``, audio in ``wavs/`` beside it), as the demo ships.
+HELDOUT = "heldout.csv"
 SPEAKER_HEADER = ["id", "speaker", "text"]
 
 
@@ -37,6 +39,12 @@ def read_table(table: Path, speaker: str, id_prefix: str = "") -> tuple[list[Ite
     problems: list[Problem] = []
     read_metadata(table, False, speaker, id_prefix, items, problems)
     return items, problems
+
+
+def heldout_tables(root: Path) -> list[Path]:
+    """The :data:`HELDOUT` tables anywhere under ``root``: where a VITS session finds its held-out clips, and what an
+    upload of the corpus carries for it (:mod:`~fintts.tts.corpus.used`)."""
+    return sorted(root.rglob(HELDOUT))
 
 
 def read_metadata(

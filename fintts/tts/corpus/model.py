@@ -30,7 +30,10 @@ class Item:
     """One clip: a corpus-unique id, its audio file, its transcript and its speaker.
 
     ``span`` is ``(start, end)`` in seconds when the clip is one stretch of a longer
-    recording (a Kaldi ``segments`` line); ``None``: the whole file.
+    recording (a Kaldi ``segments`` line); ``None``: the whole file. ``transcript`` is the
+    clip's own transcript file (a ``pairs`` corpus's ``.lab``/``.txt``), ``None`` when its text
+    came from one of the corpus's tables (:attr:`Corpus.tables`): what an upload of the clip
+    must carry with it.
     """
 
     id: str
@@ -38,6 +41,7 @@ class Item:
     text: str
     speaker: str
     span: tuple[float, float] | None = None
+    transcript: Path | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +60,10 @@ class Corpus:
     """What :func:`~fintts.tts.corpus.read_corpus` found: usable-looking items and problems met reading.
 
     ``looked_for`` says how the layout was chosen (detected from which file, or forced),
-    so a report can show it before anything else.
+    so a report can show it before anything else. ``tables`` are the files the reader read
+    the clips from (``metadata.csv``, ``validated.tsv``, ``wav.scp`` and ``text``…; a clip's own
+    transcript is its :attr:`Item.transcript`): with the clips, what an upload of the corpus
+    must carry for a session to read it alike (:mod:`~fintts.tts.corpus.used`).
     """
 
     root: Path
@@ -64,6 +71,7 @@ class Corpus:
     items: list[Item]
     problems: list[Problem]
     looked_for: str = ""
+    tables: list[Path] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -38,4 +38,4 @@ def read_pairs(folder: Path, speaker: str, id_prefix: str, items: list[Item], pr
             problems.append(Problem(transcript, "empty transcript; write it or remove the clip"))
             continue
         clip_id = stem.relative_to(folder).as_posix()
-        items.append(Item(id=id_prefix + clip_id, audio=audio, text=text, speaker=speaker))
+        items.append(Item(id=id_prefix + clip_id, audio=audio, text=text, speaker=speaker, transcript=transcript))

@@ -22,10 +22,12 @@ Decisions, for where a person might expect otherwise:
   the repo holds (``.gitattributes`` aside): a re-publish leaves exactly the new voice. When
   nothing differs, no commit is made. A repo that holds a fintts run (``status.json``,
   ``latest``, ``checkpoints/``) is refused: publishing there would delete the run.
-* **Visibility.** A voice reproduces a person: a new repo is private unless ``private=False``
-  (``--public``) asks otherwise; an existing repo keeps its visibility, and a public one is refused
-  when ``private`` was asked (its settings page changes it). What is about to go where, and to
-  whom it will be visible, is said before the upload.
+* **Visibility.** A voice reproduces a person: it goes public only when ``private=False``
+  (``--public``) asks for it. A new repo is then created public, and otherwise private; an existing
+  repo keeps its visibility (``create_repo`` does not change it), so an existing *public* repo is
+  refused unless ``--public`` was given, as a training run refuses one unless ``hub_public``
+  (:mod:`fintts.train.stores.hub.visibility`; issue 52, item 5: it used to take one and print
+  "PUBLIC"). What is about to go where, and to whom it will be visible, is said before the upload.
 * **Only the voice's files.** Hidden files and folders anywhere under ``model/`` (a ``.cache/``,
   an editor's ``.swp``) are never uploaded, nor pickled files.
 * **A voice of several speakers speaks one by default.** transformers' ``VitsModel`` uses no
@@ -68,6 +70,7 @@ from fintts.train.run import checkpoint as ckpt
 from fintts.train.run.layout import CARD, MODEL_DIR, SAMPLES_DIR, STATUS
 from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.errors import HubAuthError
+from fintts.train.stores.hub.visibility import refuse_public
 from fintts.tts.hub_voice import PICKLED
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.card import run_card
@@ -118,8 +121,8 @@ def publish(store: str | Path, hub_repo: str, *, private: bool | None = None, ch
             say: Callable[[str], None] = log.info) -> Published:
     """Publish the voice of the run ``store`` (a folder or ``hf://USER/RUN``) to the Hub repo ``hub_repo``; see the module.
 
-    ``private``: ``None`` (a new repo is private, an existing one keeps its visibility), ``True`` (refuse a public
-    existing repo) or ``False`` (a new repo is public).
+    ``private``: ``None`` or ``True`` (a new repo is private, an existing public one is refused) or ``False`` (public
+    asked for: a new repo is public, an existing one is used as it is).
     """
     problem = repo_id_problem(hub_repo)
     if problem:
@@ -448,9 +451,10 @@ def _upload(client: HubClient, stage: Path, files: Mapping[str, int], *, private
     if run_files:
         raise StoreError(f"{client.repo_id} holds a fintts run ({run_files[0]}): publishing would delete it. Publish the voice "
                          "to a repo of its own (--hub-repo USER/NEW-NAME); the run stays where it is")
-    if private and not is_private:
-        raise StoreError(f"{client.repo_id} exists and is public, and --private was asked: nothing was published. Make it "
-                         f"private in its settings ({client.endpoint}/{client.repo_id}/settings), or publish without --private")
+    if private is not False:  # public only when asked for: an existing public repo is refused, as a training run's is
+        refuse_public(client.repo_id, is_private=is_private, endpoint=client.endpoint,
+                      goes="publishing puts the voice, its card and samples of the speaker",
+                      allow="pass --public to publish there publicly; nothing was published")
     removed = sorted(p for p in present if p not in files and p != ".gitattributes")
     visible = "private: only you (and your organisation) can see it" if is_private else "PUBLIC: anyone can download it"
     say(f"publishing {what} to {client.url} ({visible}): {len(files)} files, {sum(files.values()) / 1e6:.1f} MB "

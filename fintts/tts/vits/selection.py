@@ -9,6 +9,7 @@ from pathlib import Path
 from fintts.train.config import ConfigError
 from fintts.tts.audio import header_seconds
 from fintts.tts.corpus import Item, ReadOptions, check_corpus, read_table
+from fintts.tts.corpus.ljspeech import heldout_tables
 from fintts.tts.demo import data_root
 from fintts.tts.speakers import BEST, analyse_speakers
 from fintts.tts.text import FinnishText
@@ -18,7 +19,7 @@ from fintts.tts.vits.settings import VitsTaskConfig
 def read_heldout_files(root: Path) -> list[Item]:
     """``heldout.csv`` tables (``id|text``, audio in ``wavs/``) beside a corpus's metadata, as the demo ships."""
     items: list[Item] = []
-    for table in sorted(root.rglob("heldout.csv")):
+    for table in heldout_tables(root):
         speaker = table.parent.name
         items += read_table(table, speaker, id_prefix=f"{speaker}/")[0]
     return items

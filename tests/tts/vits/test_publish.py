@@ -124,9 +124,26 @@ def test_private_creates_a_private_repo_and_a_public_one_is_not_silently_kept(ru
     assert published.private and api.model_info("fintts-tester/secret").private
     publish(run, VOICE, private=False, endpoint=hub.endpoint, token=TOKEN, onnx=False)  # asked for: public
     head = hub.head(VOICE)
-    with pytest.raises(StoreError, match="exists and is public"):
+    with pytest.raises(StoreError, match="is public"):
         publish(run, VOICE, private=True, endpoint=hub.endpoint, token=TOKEN, onnx=False)
     assert hub.head(VOICE) == head and not api.model_info(VOICE).private
+
+
+def test_an_existing_public_repo_is_refused_unless_public_was_asked_for(run, tmp_path, hub_env):
+    # issue 52, item 5: without --public, a voice went into an existing public repo ("PUBLIC: anyone can download it")
+    api = HfApi(endpoint=hub_env.endpoint, token=TOKEN)
+    api.create_repo(VOICE, private=False)
+    api.upload_file(path_or_fileobj=b"someone's notes\n", path_in_repo="notes.md", repo_id=VOICE)
+    head = hub_env.head(VOICE)
+    refused = cli("publish", "--store", str(run), "--hub-repo", VOICE, "--no-onnx", cwd=tmp_path)
+    assert refused.returncode == 4, refused.stdout + refused.stderr  # EXIT_STORE
+    assert f"{VOICE} is public" in refused.stderr and "--public" in refused.stderr and "nothing was published" in refused.stderr
+    assert "PUBLIC" not in refused.stdout + refused.stderr
+    assert hub_env.head(VOICE) == head and set(hub_env.files(VOICE)) == {".gitattributes", "notes.md"}
+    asked = cli("publish", "--store", str(run), "--hub-repo", VOICE, "--no-onnx", "--public", cwd=tmp_path)
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    assert "PUBLIC: anyone can download it" in asked.stderr and "(public)" in asked.stdout
+    assert "notes.md" not in hub_env.files(VOICE) and "model.safetensors" in hub_env.files(VOICE)
 
 
 def test_a_missing_token_is_a_clear_error(run, tmp_path, hub_env, monkeypatch):

@@ -12,6 +12,7 @@ Rooms with one job each:
 - :mod:`.resume` — where a session resumes from, downloading the newest checkpoint from the Hub;
 - :mod:`.publisher` — the background worker: when to push, retries, heartbeats (its two threads);
 - :mod:`.store` — :class:`HubStore`, the :class:`~fintts.train.stores.base.Store` the trainer uses;
+- :mod:`.visibility` — an existing public repo refused unless asked for (a run's, ``fintts publish``'s);
 - :mod:`.transfer` — ``fintts push`` and ``fintts pull``.
 """
 

@@ -34,6 +34,7 @@ from fintts.train.stores.hub.lease import LeaseHolder
 from fintts.train.stores.hub.ledger import Ledger
 from fintts.train.stores.hub.plan import FREE_GB, UNKNOWN, Plan, judge
 from fintts.train.stores.hub.publisher import Publisher, Target
+from fintts.train.stores.hub.visibility import refuse_public
 from fintts.train.stores.local import LocalStore
 
 log = logging.getLogger(__name__)
@@ -187,16 +188,13 @@ class HubStore(Store):
         self._publisher.heartbeats(True)
 
     def _check_visibility(self) -> None:
-        """Refuse a public repo unless asked: ``create_repo(private=True)`` leaves an existing repo as it is."""
+        """Refuse a public repo unless asked (:mod:`.visibility`: ``create_repo(private=True)`` leaves an existing repo as it is)."""
         if self.allow_public or self.private is False:
             return
-        if self._retrying("look up the repo's visibility", self._client.is_private):
-            return
-        raise StoreError(
-            f"{self.repo_id} is public: a training run pushes its checkpoints, samples of the speaker's voice and the corpus "
-            f"text there for anyone to download. Make it private (https://huggingface.co/{self.repo_id}/settings), or "
-            "allow it with hub_public: true in the config (or hub_public=true after the config on the command line)"
-        )
+        refuse_public(self.repo_id, is_private=self._retrying("look up the repo's visibility", self._client.is_private),
+                      goes="a training run pushes its checkpoints, samples of the speaker's voice and the corpus text",
+                      allow="allow it with hub_public: true in the config (or hub_public=true after the config on the command line)",
+                      endpoint=self._client.endpoint)
 
     def _check_storage(self) -> None:
         """Refuse a session that could not save within the account's private storage, now rather than at hour 11.
