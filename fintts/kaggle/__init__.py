@@ -11,6 +11,7 @@
 - :mod:`.secret` — the Hugging Face token of a session: the ``HF_TOKEN`` secret or the private dataset
   ``<you>/fintts-token`` (``fintts kaggle token``), and what the laptop says when a session had none;
 - :mod:`.inputs` — where a session finds an attached dataset, under either of Kaggle's mount layouts;
-- :mod:`.notebook` — the training notebook's last cell: the session, its samples, what next.
+- :mod:`.notebook` — the training notebook's corpus check, the token handed to the training alone, and its last
+  cell: the session, its samples, what next.
 - :mod:`.cli` — the ``fintts kaggle`` commands of the command line, over the modules above.
 """
