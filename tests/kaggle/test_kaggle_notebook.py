@@ -70,8 +70,8 @@ with open({log!r}, "a") as log:
 
 
 def probed_processes(folder: Path) -> Path:
-    """A folder for PYTHONPATH: the probe above, and a stand-in ``pip`` that installs nothing (it ends at once, content);
-    the log the processes write."""
+    """A folder for PYTHONPATH holding the probe above and a stand-in ``pip`` (``python -m pip`` finds it first: it
+    installs nothing and exits 0, so the install cell goes on); the log the probe writes."""
     log = folder / "processes.jsonl"
     (folder / "pip").mkdir(parents=True)
     (folder / "pip" / "__init__.py").write_text("")
