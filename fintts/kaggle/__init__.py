@@ -13,6 +13,7 @@
 - :mod:`.hub_token` — which Hugging Face token ``fintts kaggle token`` stores and what it may write, as the Hub says;
 - :mod:`.visibility` — whether a dataset of yours may take an upload: absent, or private (a public one is refused);
 - :mod:`.inputs` — where a session finds an attached dataset, under either of Kaggle's mount layouts;
-- :mod:`.notebook` — the training notebook's last cell: the session, its samples, what next.
+- :mod:`.notebook` — the training notebook's corpus check, the token handed to the training alone, and its last
+  cell: the session, its samples, what next.
 - :mod:`.cli` — the ``fintts kaggle`` commands of the command line, over the modules above.
 """

@@ -1,9 +1,16 @@
-"""The Kaggle notebook's cells that do more than call the API: the corpus check, and the last cell.
+"""The Kaggle notebook's cells that do more than call the API: the corpus check, the token's hand-over, the last cell.
+
+**The Hugging Face token** is a write credential, needed only by the process that pushes. The
+notebook's first cell takes it (from ``HF_TOKEN``, the Kaggle secret or the token dataset) into a
+variable and out of the kernel's environment, with Kaggle's key to the notebook's secrets
+(``KAGGLE_USER_SECRETS_TOKEN``), so no child process inherits either: not ``pip install`` (which
+may run code from the package index), not ``fintts check``. The training cell hands it on for the
+training alone (:func:`token_for_training`).
 
 **The corpus check** runs ``fintts check`` on the config's corpus in a child process (the
 notebook's own process stays free of decoded audio before training starts). The command is an
-argument list, never shell text: the config may come from someone else, and a session holds
-``HF_TOKEN``, so a value such as ``text_column: 'text; touch …'`` or ``data: $(…)`` must reach
+argument list, never shell text: the config may come from someone else, and the kernel holds the
+token, so a value such as ``text_column: 'text; touch …'`` or ``data: $(…)`` must reach
 ``fintts check`` as the string it is. (Column and split names are also refused at config load
 unless they are names, :func:`fintts.tts.corpus.model.option_problems`.)
 
@@ -17,9 +24,11 @@ the newest validation's samples and the loss plot (:mod:`fintts.train.run.checkp
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,16 +68,42 @@ def input_overrides(config: str | Path, data: str = "", root: str = INPUT) -> li
     return overrides
 
 
-def check_corpus(config: str | Path, overrides: Sequence[str] = ()) -> int:
-    """Run ``fintts check`` on the corpus of ``config`` (with ``overrides``) and print its report; its exit status."""
+def check_corpus(config: str | Path, overrides: Sequence[str] = (), token: str = "") -> int:
+    """Run ``fintts check`` on the corpus of ``config`` (with ``overrides``) and print its report; its exit status.
+
+    ``token`` (the session's Hugging Face token) goes to the check only for a corpus on the Hub (``hf://datasets/…``),
+    which a private dataset needs to be read at all; a corpus on the disk is checked without it.
+    """
     from fintts.train.config import load_config  # the notebook's install cell has run by now
 
     task = load_config(config, list(overrides)).task
     command = [sys.executable, "-m", "fintts", *check_arguments(task)]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as process:
+    env = {**os.environ, "HF_TOKEN": token} if token and str(task.data).startswith(HUB) else None
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                          env=env) as process:
         for line in process.stdout:  # as it comes: a notebook shows a child's output only when printed here
             print(line, end="")
     return process.returncode
+
+
+@contextlib.contextmanager
+def token_for_training(token: str) -> Iterator[None]:
+    """``HF_TOKEN`` in this process's environment while the ``with`` block trains, and out of it again after.
+
+    The training finds it there (:func:`fintts.train.stores.hub.auth.find_token`): this process itself with one GPU
+    or none, else the launcher (:mod:`fintts.train.session.launcher`) passes it on to its processes. The cells after
+    the training (the session's summary) run without it, as those before it did.
+    """
+    previous = os.environ.get("HF_TOKEN")
+    if token:
+        os.environ["HF_TOKEN"] = token
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("HF_TOKEN", None)
+        else:
+            os.environ["HF_TOKEN"] = previous
 
 
 def next_steps(summary: SessionSummary) -> str:

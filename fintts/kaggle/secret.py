@@ -16,7 +16,8 @@ Nothing confirms that it survives, so fintts builds for both:
   (:mod:`.visibility`), and a new token deletes the dataset's older versions, so that
   no earlier token stays readable there.
 - the notebook's first cell, before any install, finds the token (secret, then dataset)
-  or prints :data:`MISSING` and stops the session within seconds;
+  or prints :data:`MISSING` and stops the session within seconds; it keeps the token out of the
+  kernel's environment until the training (:func:`fintts.kaggle.notebook.token_for_training`);
 - ``fintts kaggle run`` finds :data:`MISSING` in a session's log and stops with
   :func:`missing_verdict`, which tells "never attached" from "attached, but Kaggle did not
   pass it to this version" by whether an earlier version of the notebook had it

@@ -31,7 +31,7 @@ from fintts.kaggle.kernel import MAX_TITLE, kernel_title, slug
 from fintts.kaggle.parameters import read_parameters
 from fintts.kaggle.secret import FOUND, MISSING
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
-from fintts_stand_ins.kaggle_server import secrets_module
+from fintts_stand_ins.kaggle_server import SECRETS_VARIABLE, secrets_module
 from hub_helpers import TOKEN
 from notebook_helpers import NOT_KAGGLE, text_output
 
@@ -87,7 +87,7 @@ def notebook_start(kaggle, tmp_path):
         parameters = next(cell for cell in notebook.cells if "parameters" in cell.metadata.get("tags", []))
         parameters.source += f"\nINPUT = {str(root / 'input')!r}  # the test's /kaggle/input"
         env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN" and k not in NOT_KAGGLE and not k.startswith("KAGGLE_")}
-        env |= {"HF_HOME": str(tmp_path / "session-hf"),
+        env |= {"HF_HOME": str(tmp_path / "session-hf"), SECRETS_VARIABLE: "the session's key to its secrets",
                 "PYTHONPATH": os.pathsep.join([str(secrets_module(root / "image", secrets)), checkout_first()])}
         try:
             NotebookClient(notebook, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(root)}}).execute(env=env)

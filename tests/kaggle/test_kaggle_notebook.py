@@ -4,6 +4,7 @@ and its check cell with a shared config."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -15,12 +16,17 @@ import yaml
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+import corpus_sources as sources
 from fintts.kaggle.inputs import relocate
 from fintts.kaggle.kernel import KAGGLE_PYTHON
+from fintts.kaggle.notebook import check_corpus
 from fintts.kaggle.parameters import load, read_parameters, with_parameters
 from fintts.kaggle.secret import MISSING
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
+from fintts_stand_ins.kaggle_server import SECRETS_VARIABLE, secrets_module
+from hub_helpers import REPO, TOKEN
 from notebook_helpers import ROOT, output_types, run_notebook, text_output
+from vits_helpers import TINY, TRAINING_ONLY
 
 NOTEBOOK = ROOT / "notebooks" / "kaggle_train.ipynb"
 
@@ -51,6 +57,88 @@ def test_the_training_notebook_runs_a_session_and_the_next_run_resumes_it(tmp_pa
     shown = output_types(second)
     assert "image/png" in shown and "text/html" in shown  # the loss plot and the samples' audio players
     assert "Run this notebook again" in out and f"continues from step {after['step']}" in out
+
+
+#: Run at the start of every Python process of the session (the kernel, pip, fintts check, the training's): one line of
+#: what it inherited. A sitecustomize on PYTHONPATH is imported by each (Python's site module).
+PROBE = """import json, os
+with open({log!r}, "a") as log:
+    log.write(json.dumps({{"argv": open("/proc/self/cmdline", "rb").read().decode().split("\\0"),
+                          "token": any({token!r} in value for value in os.environ.values()),
+                          "secrets": {secrets!r} in os.environ}}) + "\\n")
+"""
+
+
+def probed_processes(folder: Path) -> Path:
+    """A folder for PYTHONPATH holding the probe above and a stand-in ``pip`` (``python -m pip`` finds it first: it
+    installs nothing and exits 0, so the install cell goes on); the log the probe writes."""
+    log = folder / "processes.jsonl"
+    (folder / "pip").mkdir(parents=True)
+    (folder / "pip" / "__init__.py").write_text("")
+    (folder / "pip" / "__main__.py").write_text("")
+    (folder / "sitecustomize.py").write_text(PROBE.format(log=str(log), token=TOKEN, secrets=SECRETS_VARIABLE))
+    return log
+
+
+@pytest.mark.slow
+def test_the_token_reaches_the_training_alone_and_its_push_lands(tmp_path, hub, monkeypatch):
+    """The secret as Kaggle passes it; pip (a new fintts wheel to install) and fintts check run without the token or
+    Kaggle's key to the secrets in their environment, the training pushes to the Hub, and the kernel holds neither
+    in its environment after it."""
+    log = probed_processes(tmp_path / "probe")
+    image = secrets_module(tmp_path / "image", {"HF_TOKEN": TOKEN})  # Kaggle's kaggle_secrets, this notebook's secret
+    wheels = tmp_path / "input" / "fintts-wheels"
+    wheels.mkdir(parents=True)
+    (wheels / "fintts-0.0.1-py3-none-any.whl").write_bytes(b"")  # another version than this one: the cell runs pip
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump({**TINY, "max_steps": 1, "eval_every": 0, **TRAINING_ONLY}))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv(SECRETS_VARIABLE, "the session's key to its secrets")
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # no saved login
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(log.parent), str(image), str(ROOT), str(ROOT / "tests" / "stand_ins")]))
+    notebook = load(NOTEBOOK)
+    notebook["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "id": "probe",
+                              "source": f"print('after training:', sorted({{'HF_TOKEN', {SECRETS_VARIABLE!r}}} & set(os.environ)))"})
+    path = tmp_path / "kaggle_train.ipynb"
+    path.write_text(json.dumps(notebook))
+    parameters = {"CONFIG": str(config), "DATA": str(DEMO_CORPUS), "REPO": REPO, "WHEELS": str(wheels),
+                  "INPUT": str(tmp_path / "input")}
+
+    out = text_output(run_notebook(path, cwd=tmp_path, parameters=parameters))
+    assert "the Hugging Face token came from the Kaggle secret HF_TOKEN" in out and TOKEN not in out
+    assert f"installed fintts 0.0.1 from {wheels}" in out and "Good clips: 204" in out
+    assert hub.files(REPO)["latest"].decode().strip() == "step-00000001"  # the training's push, with the token
+    started = [json.loads(line) for line in log.read_text().splitlines()]
+    children = [p for p in started if "ipykernel_launcher" not in " ".join(p["argv"])]
+    assert any(p["argv"][1:3] == ["-m", "pip"] for p in children) and any(p["argv"][1:4] == ["-m", "fintts", "check"]
+                                                                          for p in children), started
+    assert [p for p in children if p["token"] or p["secrets"]] == []
+    assert "after training: []" in out
+
+
+def test_the_corpus_check_gets_the_token_only_for_a_corpus_on_the_hub(tmp_path, hub, monkeypatch, capsys):
+    """As the notebook's check cell calls it (the token out of the kernel's environment): a corpus on the disk is checked
+    without the token, a private Hub dataset with it, which it could not read otherwise."""
+    log = probed_processes(tmp_path / "probe")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # no saved login
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(log.parent), str(ROOT)]))
+    on_disk = tmp_path / "on-disk.yaml"
+    on_disk.write_text(f"task: vits\ndata: '{tiny_ljspeech(tmp_path / 'voice')}'\nformat: ljspeech\nmax_steps: 10\n")
+    assert check_corpus(on_disk, token=TOKEN) == 0 and "Good clips: 2" in capsys.readouterr().out
+    [checked] = [json.loads(line) for line in log.read_text().splitlines()]
+    assert checked["argv"][1:4] == ["-m", "fintts", "check"] and not checked["token"]
+
+    parquet = tmp_path / "train.parquet"
+    sources.hub_parquet(parquet)  # 4 clips and a row without audio
+    sources.publish_dataset(hub, "fintts-tester/fi-speech", parquet, TOKEN)  # a private dataset
+    on_hub = tmp_path / "on-hub.yaml"
+    on_hub.write_text("task: vits\ndata: hf://datasets/fintts-tester/fi-speech\nmax_steps: 10\n")
+    assert check_corpus(on_hub) != 0 and "cannot download it from the Hub" in capsys.readouterr().out
+    assert check_corpus(on_hub, token=TOKEN) == 0 and "Good clips: 4" in capsys.readouterr().out
 
 
 def check_cells(tmp_path) -> Path:

@@ -107,6 +107,25 @@ def test_unfinished_checkpoint_and_dangling_latest_are_ignored(reference, tmp_pa
     assert_bit_identical(final_weights(store), expected)
 
 
+def test_a_checkpoint_of_a_newer_fintts_resumes_without_what_this_one_does_not_know_and_says_so(tmp_path):
+    config = write_config(tmp_path, max_steps=2, eval_every=0, checkpoint_every_steps=0)
+    store = tmp_path / "store"
+    train(config, store=store, **QUIET)
+    newest = store / "checkpoints" / "step-00000002"
+    state = json.loads((newest / "state.json").read_text())
+    state["sessions"][0]["gpu_memory"] = {"peak": 1.5}  # fields a newer fintts records, in a session's record
+    state["schedule_v2"] = [1, 2]  # and at the top
+    (newest / "state.json").write_text(json.dumps(state))
+    checkpoint.write_manifest(newest)  # as that fintts finished it
+    messages: list[str] = []
+    summary = train(config, store=store, max_steps=3, progress=False, log=messages.append)
+    assert summary.start_step == 2 and summary.end_step == 3
+    [note] = [m for m in messages if "does not know" in m]
+    assert "sessions[0].gpu_memory" in note and "schedule_v2" in note
+    resumed = json.loads((store / "checkpoints" / "step-00000003" / "state.json").read_text())
+    assert len(resumed["sessions"]) == 2 and "gpu_memory" not in resumed["sessions"][0]
+
+
 def test_math_changing_settings_are_refused_and_free_ones_are_not(tmp_path):
     config = write_config(tmp_path, max_steps=6)
     store = tmp_path / "store"

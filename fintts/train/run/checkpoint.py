@@ -374,9 +374,11 @@ def write_files(folder: Path, *, models: Mapping[str, Any], optimizers: Mapping[
         (folder / LOSS_PLOT).write_bytes(loss_plot)
 
 
-def read_state(folder: Path) -> TrainerState:
-    """The trainer's state saved in checkpoint ``folder``: read before anything is built, to refuse drift."""
-    return TrainerState.from_json((folder / STATE).read_text())
+def read_state(folder: Path, note: Callable[[str], None] = lambda _: None) -> TrainerState:
+    """The trainer's state saved in checkpoint ``folder``: read before anything is built, to refuse drift.
+
+    ``note`` hears of keys a newer fintts wrote that this one drops (:meth:`TrainerState.from_json`)."""
+    return TrainerState.from_json((folder / STATE).read_text(), note)
 
 
 def load_files(folder: Path, *, models: Mapping[str, Any], optimizers: Mapping[str, Any], schedulers: Mapping[str, Any],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any
 
 #: Where a session's time goes. ``before``: from the session's start (the container's on
@@ -90,14 +91,29 @@ class TrainerState:
         return json.dumps(dataclasses.asdict(self), indent=1)
 
     @classmethod
-    def from_json(cls, text: str) -> TrainerState:
-        data = json.loads(text)
-        known = {f.name for f in dataclasses.fields(cls)}
-        data = {k: v for k, v in data.items() if k in known}
-        data["sessions"] = [SessionRecord(**s) for s in data.get("sessions", [])]
+    def from_json(cls, text: str, note: Callable[[str], None] = lambda _: None) -> TrainerState:
+        """The state saved as ``text``; keys this version does not know are dropped, and ``note`` is told which.
+
+        A checkpoint written by a newer fintts may hold fields added since, at the top or in a session's
+        record; this version resumes from it all the same, without them (its next save no longer has them).
+        """
+        unknown: list[str] = []
+        data = _known_fields(cls, json.loads(text), "", unknown)
+        data["sessions"] = [SessionRecord(**_known_fields(SessionRecord, record, f"sessions[{index}].", unknown))
+                            for index, record in enumerate(data.get("sessions", []))]
+        if unknown:
+            note(f"state.json holds what this fintts does not know (written by a newer one?): {', '.join(unknown)}; "
+                 "resuming without it, and the next checkpoint will not have it")
         return cls(**data)
 
     @property
     def seconds_trained(self) -> float:
         return sum(s.seconds for s in self.sessions)
 
+
+
+def _known_fields(record: type, data: dict[str, Any], where: str, unknown: list[str]) -> dict[str, Any]:
+    """``data`` less the keys that are no field of the dataclass ``record``, whose names (after ``where``) go to ``unknown``."""
+    known = {f.name for f in dataclasses.fields(record)}
+    unknown.extend(f"{where}{key}" for key in data if key not in known)
+    return {key: value for key, value in data.items() if key in known}

@@ -39,7 +39,7 @@ def starting_checkpoint(facts: SessionFacts, *, allow_config_change: bool) -> tu
     if folder is None:
         log(f"starting run {config.train.run_name!r} in {store.url}")
         return None, None
-    saved = checkpoint.read_state(folder)
+    saved = checkpoint.read_state(folder, log)
     current = fingerprint(config)
     changes = fingerprint_changes(saved.fingerprint, current)
     if changes and not allow_config_change:

@@ -16,12 +16,12 @@ client, pinned to one commit, checked against the Hub's checksum), converts it (
 weights as ``cache/discriminators/mms-tts-<lang>-D_100000.safetensors`` in the run's folder;
 the downloaded original is deleted. Any other ``init`` has no released discriminator that
 matches it, and starts a fresh one. When the file cannot be had (an offline session, no Hub,
-no such file, a fetch too slow, a checksum that differs, a file ``weights_only`` refuses, an empty file or one
-whose values are not tensors, shapes that do not fit ``discriminator_config``)
-training starts with a fresh discriminator and the session's warnings (its summary,
-``status.json``) say why and what to do. A session that resumes from a checkpoint, or a phase
-that starts from the previous phase's weights, fetches nothing: those weights replace
-whatever is built.
+no such file, a fetch too slow, a checksum that differs, a file ``weights_only`` refuses, a damaged or empty file
+or one whose values are not finite float tensors, shapes that do not fit ``discriminator_config``, a cached copy
+that cannot be read) training starts with a fresh discriminator, the session's warnings (its summary,
+``status.json``) say why and what to do, and a cached copy that could not be read is deleted. A session
+that resumes from a checkpoint, or a phase that starts from the previous phase's weights, fetches
+nothing: those weights replace whatever is built.
 
 With several processes only the main one fetches; the others read the converted file when the
 cache has it and otherwise build a fresh one, which DDP replaces with the main process's weights
@@ -137,6 +137,9 @@ def starting_discriminator(
         load_weights_file(discriminator, cached)
     except (Unavailable, UsageError) as err:
         discriminator.load_state_dict(fresh)  # exactly the one discriminator: "" starts with, whatever a failed load left
+        # a cached copy that cannot be read (cut short, damaged, converted for another discriminator_config) goes, so
+        # this session's warning is the only one: the next session that needs it fetches it again
+        cached.unlink(missing_ok=True)
         if isinstance(err, Unavailable):
             advice = (f"To use it, download {release_file(lang)} from https://huggingface.co/{MMS_RELEASE} where there is "
                       "network (on Kaggle: attach it as a dataset) and set discriminator: PATH")

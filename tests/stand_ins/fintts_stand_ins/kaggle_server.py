@@ -488,19 +488,31 @@ class KaggleServer:
         return 200, self._new_version(ref, body.get("files", []), alone=bool(body.get("deleteOldVersions")))
 
 
+#: The variable through which a Kaggle session's processes reach its secrets (a JWT Kaggle sets in the kernel's environment).
+SECRETS_VARIABLE = "KAGGLE_USER_SECRETS_TOKEN"
+
+
 def secrets_module(folder: Any, secrets: dict[str, str]) -> Any:
     """A ``kaggle_secrets`` module in ``folder`` (put it on the session's ``PYTHONPATH``) that passes ``secrets``.
 
     Kaggle's image has ``kaggle_secrets.UserSecretsClient``; ``get_secret(label)`` of a label not
     attached to the notebook (or not passed to this version) raises its ``BackendError`` ("No user
-    secrets exist for kernel id … and label …"), as here.
+    secrets exist for kernel id … and label …"), as here. The client reads the session's key to its
+    secrets from :data:`SECRETS_VARIABLE` when it is made and raises ``CredentialError`` without one
+    (Kaggle/docker-python, patches/kaggle_secrets.py, ``UserSecretsClient.__init__``), as here: a
+    process started without that variable reaches no secret.
     """
     from pathlib import Path
 
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
     (target / "kaggle_secrets.py").write_text(
-        f"SECRETS = {secrets!r}\n\n\nclass BackendError(Exception):\n    pass\n\n\nclass UserSecretsClient:\n"
+        f"import os\n\nSECRETS = {secrets!r}\n\n\nclass BackendError(Exception):\n    pass\n\n\n"
+        "class CredentialError(Exception):\n    pass\n\n\nclass UserSecretsClient:\n"
+        "    def __init__(self):\n"
+        f"        if os.getenv({SECRETS_VARIABLE!r}) is None:\n"
+        f"            raise CredentialError('A JWT Token is required to use the UserSecretsClient, but none found in "
+        f"environment variable {SECRETS_VARIABLE}')\n\n"
         "    def get_secret(self, label):\n        if label not in SECRETS:\n"
         "            raise BackendError(f'No user secrets exist for kernel id 1 and label {label}')\n"
         "        return SECRETS[label]\n", encoding="utf-8")

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import os
+import random
 import time
 from pathlib import Path
 
 import pytest
 import torch
 from huggingface_hub import HfApi
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 from transformers import VitsConfig, VitsModel
 
 from fintts.errors import ConfigError, UsageError
@@ -17,7 +19,7 @@ from fintts.train import train
 from fintts.train.config import load_config
 from fintts.train.run import checkpoint
 from fintts.tts.text import FALLBACK_VOCAB
-from fintts.tts.vits.discriminator import DiscriminatorConfig
+from fintts.tts.vits.discriminator import DiscriminatorConfig, VitsDiscriminator, read_mms_discriminator
 from fintts.tts.vits.mms_discriminator import MMS_RELEASE, cached_file, mms_language, release_file, starting_discriminator
 from hub_helpers import TOKEN
 from trainer_helpers import QUIET
@@ -108,6 +110,28 @@ def test_a_release_that_runs_code_when_unpickled_is_refused_and_the_session_star
     assert not cached_file(tmp_path / "store" / "cache", "fin").exists()
     torch.load(trapped, weights_only=False)  # the trap is real: a plain load runs it
     assert marker.is_dir()
+
+
+@pytest.mark.slow
+def test_a_session_whose_cached_release_is_damaged_warns_once_drops_it_and_trains_from_a_fresh_discriminator(tmp_path):
+    original = original_discriminator_file(tmp_path / "D_100000.pth", TINY)
+    store = tmp_path / "store"
+    cached = cached_file(store / "cache", "fin")
+    cached.parent.mkdir(parents=True)
+    save_file(converted(original), str(cached))
+    cached.write_bytes(cached.read_bytes()[:-100])  # cut short: a disk that filled up, a copy that was stopped
+    config = tiny_config(tmp_path, init=str(mms_stand_in(tmp_path)), model={}, discriminator="auto", max_steps=1,
+                         eval_every=0, lr=0.0, **TRAINING_ONLY)  # lr 0: the checkpoint holds the weights the run started with
+    summary = train(config, store=store, **QUIET)  # no Hub: the damaged copy is all there is
+
+    assert summary.state == "finished" and summary.end_step == 1
+    [warning] = summary.warnings
+    assert str(cached) in warning and "starts with a fresh one" in warning
+    assert not cached.exists()
+    started = load_file(checkpoint.latest_complete(store) / "discriminator.safetensors")
+    assert not torch.equal(started["discriminators.0.conv_post.bias"], original.state_dict()["discriminators.0.conv_post.bias"])
+    summary = train(config, store=store, max_steps=2, **QUIET)  # resumes: the checkpoint's discriminator, no warning again
+    assert summary.end_step == 2 and summary.warnings == []
 
 
 def test_the_converted_release_is_kept_in_the_runs_cache_and_read_without_the_hub(tmp_path, hub_env):
@@ -228,3 +252,93 @@ def test_a_release_download_that_trickles_is_given_up_and_the_run_starts_fresh(t
     _, source, [warning] = start(tmp_path / "cache")
     assert time.monotonic() - started < 10
     assert source == "fresh" and "took more than 3 s" in warning, warning
+
+
+def damaged_release(good: bytes, state: dict[str, torch.Tensor], rng: random.Random, number: int) -> bytes:
+    """The bytes of a ``D_100000.pth`` gone wrong in the ``number % 3``-th way: cut short; bytes overwritten (in the
+    pickle at the front, the zip's directory at the end, or anywhere); or a whole file of the wrong tensors."""
+    if number % 3 == 0:
+        return good[: rng.randrange(len(good))]
+    if number % 3 == 1:
+        damaged = bytearray(good)
+        where = rng.choice([(0, min(len(good), 6000)), (max(0, len(good) - 4000), len(good)), (0, len(good))])
+        for _ in range(rng.randint(1, 6)):
+            damaged[rng.randrange(*where)] = rng.randrange(256)
+        return bytes(damaged)
+    model: dict = dict(state)
+    key = rng.choice(sorted(model))
+    wrong = rng.randrange(9)
+    if wrong == 0:
+        model[key] = torch.zeros(())
+    elif wrong == 1:
+        model[key] = torch.ones(model[key].shape, dtype=torch.bool)
+    elif wrong == 2:
+        model[key] = model[key].to(torch.int64)
+    elif wrong == 3:
+        model[key] = torch.full(model[key].shape, float("nan"))
+    elif wrong == 4:
+        model[key] = model[key].flatten()
+    elif wrong == 5:
+        model[key] = torch.zeros(0)
+    elif wrong == 6:
+        model[len(model)] = model.pop(key)  # a key that is no name
+    elif wrong == 7:
+        del model[key]
+    else:
+        model[key] = {"nested": model[key]}
+    buffer = io.BytesIO()
+    torch.save({"model": model, "iteration": 100_000}, buffer)
+    return buffer.getvalue()
+
+
+def test_damaged_release_files_are_read_or_refused_with_a_usage_error_never_another(tmp_path):
+    """300 damaged D_100000.pth files (seeded): each is read whole or refused naming the file, which is what
+    discriminator: auto turns into a warning and a fresh discriminator; no other error ends the session."""
+    original = original_discriminator_file(tmp_path / "D_100000.pth", TINY)
+    good, state = (tmp_path / "D_100000.pth").read_bytes(), original.state_dict()
+    discriminator = VitsDiscriminator(TINY)
+    expected = {key: value.shape for key, value in discriminator.state_dict().items()}
+    rng = random.Random(52)
+    refused = 0
+    for number in range(300):
+        file = tmp_path / f"damaged-{number}.pth"
+        file.write_bytes(damaged_release(good, state, rng, number))
+        try:
+            weights = read_mms_discriminator(file, discriminator)
+        except UsageError as err:
+            assert str(err).startswith(str(file)), err
+            refused += 1
+            continue
+        assert {key: value.shape for key, value in weights.items()} == expected  # a flip inside a tensor's own bytes
+        assert all(bool(torch.isfinite(value).all()) for value in weights.values())
+    assert refused > 200  # the damage was mostly of the kind that shows
+
+
+def test_a_cached_release_that_cannot_be_read_is_warned_about_once_dropped_and_a_fresh_one_starts(tmp_path):
+    """The converted copy in the run's cache, cut short or overwritten: the session starts fresh, says so, and deletes it."""
+    torch.manual_seed(0)
+    fresh, _, _ = start(tmp_path / "fresh", setting="")
+    cached = cached_file(tmp_path / "cache", "fin")
+    cached.parent.mkdir(parents=True)
+    save_file(converted(original_discriminator_file(tmp_path / "D_100000.pth", TINY)), str(cached))
+    good = cached.read_bytes()
+    header = 8 + int.from_bytes(good[:8], "little")  # safetensors: its length, then the JSON that places each tensor
+    rng = random.Random(52)
+    refused = 0
+    for number in range(60):
+        damaged = bytearray(good[: rng.randrange(len(good))] if number % 2 else good)
+        if number % 2 == 0:  # in the header: a copy damaged inside a tensor's own bytes still reads
+            for _ in range(rng.randint(1, 6)):
+                damaged[rng.randrange(header)] = rng.randrange(256)
+        cached.write_bytes(bytes(damaged))
+        torch.manual_seed(0)
+        discriminator, source, warnings = start(tmp_path / "cache", fetch=False)  # no Hub: the cache alone
+        if source == "fresh":
+            [warning] = warnings
+            assert str(cached) in warning and "starts with a fresh one" in warning
+            assert not cached.exists()
+            assert_same(discriminator.state_dict(), fresh.state_dict())
+            refused += 1
+        else:
+            assert warnings == [] and cached.exists()
+    assert refused > 40
