@@ -122,6 +122,11 @@ def add_corpus_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--audio-column", help="Hub dataset audio column (default audio)")
     p.add_argument("--cache", help="where a Hub dataset is downloaded and unpacked (default: the Hugging Face cache)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar while the clips are read")
+    # The config's limits are the session's to apply; these are the check's. A Chatterbox config takes clips up to 30 s
+    # (tts/chatterbox/settings.py), so its corpus is checked, and uploaded by `fintts kaggle corpus`, with --max-seconds 30.
+    p.add_argument("--min-seconds", type=float, default=0.5, help="a shorter clip is a problem (default 0.5)")
+    p.add_argument("--max-seconds", type=float, default=20.0,
+                   help="a longer clip is a problem (default 20, VITS's limit; 30 for a Chatterbox corpus)")
 
 
 def checked_corpus(args):
@@ -133,7 +138,7 @@ def checked_corpus(args):
                           audio_column=args.audio_column or "", cache_dir=Path(args.cache) if args.cache else None)
     sample_rate = getattr(args, "sample_rate", 16000)
     return check_corpus(data_root(args.data), format=args.format, options=options, sample_rate=sample_rate,
-                        progress=not args.no_progress)
+                        min_seconds=args.min_seconds, max_seconds=args.max_seconds, progress=not args.no_progress)
 
 
 def _same_file(a: str, b: str) -> bool:

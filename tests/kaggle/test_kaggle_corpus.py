@@ -221,3 +221,20 @@ def test_a_file_that_would_be_staged_as_a_folders_zip_is_refused(tmp_path):
     (tmp_path / "staged").mkdir()
     with pytest.raises(ConfigError, match=r"the folder wavs/ and the file wavs\.zip would both go up as wavs\.zip"):
         stage(found, "alice/a-voice", tmp_path / "staged")
+
+
+def test_a_chatterbox_corpus_sends_its_long_clips_when_checked_with_its_limit(kaggle_env, tmp_path):
+    """A 25-s clip is VITS's problem (20 s), not a Chatterbox config's (30 s): ``--max-seconds 30`` sends it."""
+    kaggle, env, _ = kaggle_env
+    root = tmp_path / "long-voice"
+    ljspeech(root)
+    tone(root / "wavs" / "clip1.wav", seconds=25.0)
+    upload = ("-m", "fintts", "kaggle", "corpus", str(root), "--corpus", "alice/long-voice", "--no-progress")
+    vits = run(*upload, env=env, cwd=tmp_path)
+    assert vits.returncode == 0, vits.stdout + vits.stderr
+    assert "wavs/clip1.wav: a clip the check rejected" in vits.stdout and "2 clip(s), all that the check accepted" in vits.stdout
+    chatterbox = run(*upload, "--max-seconds", "30", env=env, cwd=tmp_path)
+    assert chatterbox.returncode == 0, chatterbox.stdout + chatterbox.stderr
+    assert "3 clip(s), all that the check accepted" in chatterbox.stdout
+    mounted = check_corpus(kaggle.mount("alice/long-voice", tmp_path / "input"), progress=False, max_seconds=30)
+    assert mounted.format == "ljspeech" and len(mounted.items) == 3
