@@ -27,15 +27,11 @@ from fintts.train.run.layout import LEASE
 from fintts.train.stores.hub.lease import Lease, iso
 from fintts_stand_ins.kaggle_server import KaggleServer
 from hub_helpers import TOKEN, export_model, make_store, save
+from kaggle_helpers import checkout_first
 from notebook_helpers import ROOT
 
 USER, REPO = "alice", "alice/my-voice-run"
 KERNEL = "alice/fintts-alice-my-voice-run"  # the kernel of REPO: one per Hub repo
-
-
-def checkout_first() -> str:
-    """PYTHONPATH for a `python -m fintts` process that runs this checkout (not whichever fintts pip installed)."""
-    return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 
 def run(*args: str, env: dict[str, str], cwd, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -13,27 +13,22 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
 import threading
 import zipfile
 
-import nbformat
 import pytest
 import soundfile as sf
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
-from test_kaggle_cli import KERNEL, REPO, checkout_first, local_kaggle, run, status
+from test_kaggle_cli import KERNEL, REPO, local_kaggle, run, status
 
 from fintts.kaggle.kernel import MAX_TITLE, kernel_title, slug
 from fintts.kaggle.parameters import read_parameters
 from fintts.kaggle.secret import FOUND, MISSING
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
-from fintts_stand_ins.kaggle_server import SECRETS_VARIABLE, secrets_module
 from hub_helpers import TOKEN
-from notebook_helpers import NOT_KAGGLE, text_output
+from kaggle_helpers import run_pushed_notebook
 
 SPEAKER = DEMO_CORPUS / "espeak_f2"
 EDITOR = f"https://www.kaggle.com/code/{KERNEL}/edit"
@@ -70,30 +65,14 @@ def make_corpus(folder, clips: int = 4, *, missing: int = 0, silent: int = 0):
 def notebook_start(kaggle, tmp_path):
     """The pushed notebook's cells before training, run as a Kaggle session runs them (``Sessions.start``).
 
-    Each pushed dataset is mounted where the era mounts it, under an input folder of the version's own
-    (the notebook's ``INPUT``), and the session gets the secrets Kaggle passes to that version. The cells
-    run in a fresh kernel up to and including the corpus check; a cell that raises ends the session with
-    the notebook's output as its log, else that output begins the log of the session's script.
+    The cells run up to and including the corpus check (:func:`kaggle_helpers.run_pushed_notebook`); a cell
+    that raises ends the session with the notebook's output as its log, else that output begins the log of
+    the session's script.
     """
 
     def start(push, version):
-        root = tmp_path / f"session-v{version}"
-        for ref in push["datasetDataSources"]:
-            kaggle.mount(ref, root / "input")
-        secrets = {label: TOKEN for label in kaggle.secrets(push["slug"], version)}
-        notebook = nbformat.reads(push["text"], as_version=4)
-        check = next(i for i, cell in enumerate(notebook.cells) if "check_corpus(" in cell.source)
-        notebook.cells = notebook.cells[: check + 1]
-        parameters = next(cell for cell in notebook.cells if "parameters" in cell.metadata.get("tags", []))
-        parameters.source += f"\nINPUT = {str(root / 'input')!r}  # the test's /kaggle/input"
-        env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN" and k not in NOT_KAGGLE and not k.startswith("KAGGLE_")}
-        env |= {"HF_HOME": str(tmp_path / "session-hf"), SECRETS_VARIABLE: "the session's key to its secrets",
-                "PYTHONPATH": os.pathsep.join([str(secrets_module(root / "image", secrets)), checkout_first()])}
-        try:
-            NotebookClient(notebook, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(root)}}).execute(env=env)
-        except CellExecutionError as err:
-            return False, text_output(notebook) + str(err)
-        return text_output(notebook)
+        ok, log = run_pushed_notebook(kaggle, push, version, tmp_path / f"session-v{version}", last="check_corpus(")
+        return log if ok else (False, log)
 
     return start
 
