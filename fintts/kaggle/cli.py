@@ -144,11 +144,14 @@ def cmd_kaggle_token(args) -> int:
     return EXIT_OK
 
 
-def cmd_kaggle_run(args) -> int:
+def cmd_kaggle_run(args, clock=None) -> int:
+    """``fintts kaggle run``; ``clock`` (:class:`fintts.kaggle.clock.Clock`, the system's when ``None``) is where a test
+    plays the chain's hours in seconds through the command as a person runs it (fintts_stand_ins.played_time)."""
+    from fintts.kaggle.clock import SYSTEM_CLOCK
     from fintts.kaggle.sessions import run_sessions
 
     return run_sessions(_kernel_settings(args), max_sessions=args.max_sessions, gpu_hours=args.gpu_hours, poll=args.poll,
-                        request_timeout=args.request_timeout)
+                        request_timeout=args.request_timeout, clock=clock or SYSTEM_CLOCK)
 
 
 def cmd_kaggle_status(args) -> int:

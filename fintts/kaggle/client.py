@@ -11,11 +11,16 @@ prints or writes them.
 Where the client sends its requests is the client's own business: ``KAGGLE_API_ENVIRONMENT``
 and the usual proxy variables are honoured as the ``kaggle`` command honours them, which is
 how :class:`fintts_stand_ins.KaggleServer` stands in for Kaggle in tests.
+
+A chain of sessions outlives an OAuth login's access token (12 hours), and the client refreshes
+one only when it authenticates (below, :func:`reauthenticate`): so the client :func:`connect`
+returns authenticates again, once, when Kaggle answers a call with a 401, and sends it again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.metadata
 import io
 import sys
@@ -32,8 +37,7 @@ _T = TypeVar("_T")
 NO_CREDENTIALS = (
     "No Kaggle credentials. At https://www.kaggle.com/settings → API: Generate New Token, then save it as "
     "~/.kaggle/access_token (chmod 600) or set KAGGLE_API_TOKEN; or, with a legacy key (kaggle.json), save it as "
-    "~/.kaggle/kaggle.json (chmod 600), or set KAGGLE_USERNAME and KAGGLE_KEY; or log in with kaggle auth login (it "
-    "expires after 12 hours)"
+    "~/.kaggle/kaggle.json (chmod 600), or set KAGGLE_USERNAME and KAGGLE_KEY; or log in with kaggle auth login"
 )
 
 
@@ -41,14 +45,15 @@ NO_CREDENTIALS = (
 TRANSIENT = frozenset({408, 429, 500, 502, 503, 504})
 #: How kaggle ≥ 2.2.5 words a 401/403 of a kernel's status or log (``KaggleApi.kernels_status``, ``kernels_logs``).
 DENIED = "Permission 'kernels.get' was denied"
-#: What to do about each refusal. 401: the credentials are wrong or expired; an OAuth login (``kaggle auth login``) lasts
-#: 12 hours and the client never refreshes it (issue 41), so a chain of sessions outlives it. 409 on a push: the
-#: notebook's editor holds a session of its own (Kaggle refuses a new version then).
+#: What to do about each refusal. 401: the credentials were refused even after authenticating again (:class:`Reauthenticating`
+#: refreshes an OAuth login's access token on a 401, so what is left is a key or token expired on kaggle.com, or a
+#: login whose refresh token was revoked). 409 on a push: the notebook's editor holds a session of its own (Kaggle
+#: refuses a new version then).
 HINTS = {
-    401: "Kaggle did not accept the credentials: an OAuth login (kaggle auth login) expires after 12 hours and is never "
-         "refreshed, so authenticate again (kaggle auth login), or use an API token that does not expire "
-         "(KAGGLE_API_TOKEN or ~/.kaggle/access_token, from kaggle.com/settings → API → Generate New Token); then run the "
-         "same command: it picks the run up",
+    401: "Kaggle did not accept the credentials, even read again and with an OAuth login's access token refreshed: the "
+         "API token or key was expired on kaggle.com, or the login was revoked. Authenticate again (kaggle auth login), "
+         "or make a new API token (kaggle.com/settings → API → Generate New Token, saved as ~/.kaggle/access_token or set "
+         "as KAGGLE_API_TOKEN); then run the same command: it picks the run up",
     403: "these credentials may not do that (Kaggle also answers 403 for a name it does not know)",
     404: "check the name (user/slug)",
     409: "the notebook's editor has a session running: stop the notebook's session in the editor (the power button, or "
@@ -101,7 +106,7 @@ def _client_problem() -> str | None:
 
 
 def connect() -> Any:
-    """An authenticated ``kaggle.api.kaggle_api_extended.KaggleApi``, or :class:`KaggleError`."""
+    """An authenticated ``kaggle.api.kaggle_api_extended.KaggleApi`` (:class:`Reauthenticating`), or :class:`KaggleError`."""
     problem = _client_problem()
     if problem:
         raise KaggleError(problem)
@@ -111,11 +116,117 @@ def connect() -> Any:
         except ImportError as err:
             raise KaggleError(f"the kaggle package cannot be imported ({err}); pip install -U kaggle six") from None
         api = KaggleApi()
-        try:
+    _authenticate(api)
+    return Reauthenticating(api)
+
+
+#: A credential Kaggle refused: told apart from none at all, which :class:`NoKaggleCredentials` says where to put.
+REFUSED_TOKEN = "Kaggle says the API token in {source} is not active (IntrospectToken). "
+
+
+def _authenticate(api: Any) -> None:
+    """``api.authenticate()``, its output swallowed; :class:`KaggleError` when no credentials are left to use.
+
+    kaggle 2.2.5 ``KaggleApi.authenticate`` tries an API token (``KAGGLE_API_TOKEN``, ``~/.kaggle/access_token``: asked
+    of ``IntrospectToken`` first, and passed over when Kaggle says it is not active), a legacy key, then an OAuth login
+    (``~/.kaggle/credentials.json``, refreshed there when expired), and ends the process (``exit(1)``) when none is left.
+    """
+    import requests  # comes with kaggle ([train]), imported by now
+    from kagglesdk import get_access_token_from_env  # comes with kaggle, imported by now; where the client finds a token
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             api.authenticate()
-        except SystemExit:
-            raise NoKaggleCredentials() from None
-    return api
+    except SystemExit:
+        token, source = get_access_token_from_env()
+        if token:
+            raise KaggleError(REFUSED_TOKEN.format(source=source) + HINTS[401], 401) from None
+        raise NoKaggleCredentials() from None
+    except requests.HTTPError as err:  # _introspect_token passes a 401 on (it turns only 400/403/404 into "not active")
+        if err.response is None or err.response.status_code != 401:
+            raise
+        raise KaggleError(f"Kaggle refused the credentials when asked who they are (401); {HINTS[401]}", 401) from None
+
+
+def reauthenticate(api: Any) -> None:
+    """Authenticate ``api`` (the client's ``KaggleApi``) again after Kaggle answered a call with a 401.
+
+    Reading the credentials again picks up a new login, key or token, and an OAuth access token the client knows has
+    expired: kagglesdk 0.1.38 refreshes one only inside ``authenticate`` (``KaggleApi._authenticate_with_oauth_creds``
+    → ``KaggleCredentials.get_access_token``), and only once its copy is 30 minutes past its expiry
+    (``access_token_has_expired``). Until then ``authenticate`` hands back the very token Kaggle refused, so that one is
+    refreshed here as the client would refresh it (``KaggleCredentials.refresh_access_token``: ``GenerateAccessToken``
+    for the refresh token, sent, as ``authenticate`` sends it, without the refused token, and saved to
+    ``~/.kaggle/credentials.json``), and read again. :class:`KaggleError` (401) when that fails.
+    """
+    import requests  # comes with kaggle ([train]), imported by now
+    from kagglesdk import KaggleCredentials  # comes with kaggle, imported by now: the client's own refresh
+
+    refused = api.config_values.get(api.CONFIG_NAME_TOKEN)
+    _authenticate(api)
+    # kaggle 2.2.5 records how it authenticated as str(AuthMethod.OAUTH), the enum's name
+    if api.config_values.get(api.CONFIG_NAME_AUTH_METHOD) != "OAUTH" or api.config_values.get(api.CONFIG_NAME_TOKEN) != refused:
+        return
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), api.build_kaggle_client_with_params(args=api.args) as client:
+            credentials = KaggleCredentials.load(client)
+            if credentials is None:
+                raise NoKaggleCredentials()
+            credentials.refresh_access_token()
+    except requests.HTTPError as err:
+        status = err.response.status_code if err.response is not None else None
+        raise KaggleError(f"Kaggle refused to refresh the OAuth login ({status}: {err}); {HINTS[401]}", status,
+                          transient=status in TRANSIENT) from None
+    except requests.RequestException as err:
+        raise KaggleError(f"could not reach Kaggle to refresh the OAuth login ({type(err).__name__}); check the network",
+                          transient=True) from None
+    _authenticate(api)
+
+
+def refusal_status(err: BaseException) -> int | None:
+    """The HTTP status of a refusal the client raised: its ``HTTPError``'s, or that under its own words for a refusal.
+
+    kaggle 2.2.5 ``KaggleApi.kernels_status``, ``kernels_logs`` and ``kernels_output`` turn a 401 or 403 into
+    ``ValueError("Cannot access kernel … Permission 'kernels.get' was denied …")``, raised inside ``except HTTPError``
+    without ``from``: the ``HTTPError`` (and its status) is the ``ValueError``'s ``__context__``.
+    """
+    import requests  # comes with kaggle ([train]), imported by now
+
+    if isinstance(err, ValueError) and DENIED in str(err):
+        err = err.__context__ or err
+    if isinstance(err, requests.HTTPError) and err.response is not None:
+        return err.response.status_code
+    return None
+
+
+class Reauthenticating:
+    """The client's ``KaggleApi``, whose calls that Kaggle answers with a 401 are sent again once, after
+    :func:`reauthenticate`; everything else is the client's as it is.
+
+    Sending a call again is safe though a push is not idempotent: a 401 is answered before anything is done. Once
+    :func:`reauthenticate` has refreshed the login, the calls after it use the new token (the client reads it from its
+    configuration at each call: ``KaggleApi.build_kaggle_client``). A 401 again after that is the caller's to report.
+    """
+
+    def __init__(self, api: Any):
+        self._api = api
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._api, name)
+        if name.startswith("_") or not callable(value):
+            return value
+
+        @functools.wraps(value)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return value(*args, **kwargs)
+            except Exception as err:
+                if refusal_status(err) != 401:
+                    raise
+            reauthenticate(self._api)
+            return getattr(self._api, name)(*args, **kwargs)
+
+        return call
 
 
 def user_of(api: Any) -> str:

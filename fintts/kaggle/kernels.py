@@ -13,10 +13,10 @@ from __future__ import annotations
 import functools
 import json
 import re
-import time
 from typing import Any
 
 from fintts.kaggle.client import KaggleError, calling, user_of
+from fintts.kaggle.clock import SYSTEM_CLOCK, Clock
 from fintts.kaggle.kernel import WHEELS_SLUG, KernelSettings
 from fintts.kaggle.secret import FOUND, LOOK_BACK, attach_hint
 from fintts.train.retry import Backoff
@@ -24,6 +24,15 @@ from fintts.train.stores.hub.auth import SECRET_NAME
 
 #: Kaggle's kernel states that end a session.
 ENDED = {"COMPLETE", "ERROR", "CANCEL_ACKNOWLEDGED"}
+#: Not a state of Kaggle's: what ``fintts kaggle run`` calls a session whose state still says RUNNING past Kaggle's
+#: session limit and :data:`PAST_LIMIT_MARGIN` (:func:`fintts.kaggle.sessions.follow`): it counts as ended, and failed.
+PAST_LIMIT = "PAST_LIMIT"
+#: How long past Kaggle's 12-hour limit (``KAGGLE_SESSION_LIMIT``; Kaggle's notebook documentation, "Technical
+#: specifications") a state of RUNNING is still believed: the limit counts from the container's start, which this
+#: machine sees only at its next look (``--poll``), on a clock that may be minutes off Kaggle's, and after the limit
+#: Kaggle still saves the version's output (quota.MARGIN keeps 20 minutes for all of that around a session). An hour
+#: covers these with room to spare; no session runs in it, so a chain whose Kaggle never reports an end loses an hour.
+PAST_LIMIT_MARGIN = 3600.0
 LOG_TAIL = 30
 #: Tries of one call to Kaggle or the Hub; with :data:`BACKOFF` about a minute of waiting (more when told to wait).
 ATTEMPTS = 6
@@ -95,16 +104,23 @@ def _title_of(slug_: str) -> str:
     return slug_.replace("-", " ")
 
 
+#: The states of a dataset's newest version that no wait makes ready (kagglesdk 0.1.38 ``DatabundleVersionStatus``,
+#: ``FAILED`` and ``DELETED``, which kaggle 2.2.5 ``KaggleApi.dataset_status`` gives as the name in lower case): what it
+#: means, and so what to do.
+UNUSABLE = {"failed": "Kaggle failed to process its newest version", "deleted": "its newest version was deleted"}
+
+
 def wait_for_datasets(api: Any, settings: KernelSettings, *, say: Any = None, poll: float = READY_POLL,
-                      wait: float = READY_WAIT) -> None:
-    """Return once every dataset the push attaches is ready; :class:`KaggleError` (nothing pushed) for one absent or stuck.
+                      wait: float = READY_WAIT, clock: Clock = SYSTEM_CLOCK) -> None:
+    """Return once every dataset the push attaches is ready; :class:`KaggleError` (nothing pushed) for one absent, unusable or stuck.
 
     ``KaggleApi.dataset_status`` gives the state of the dataset's newest version (``ready`` once processed); an absent
-    dataset is a 404, or since 2026 a 403 (kaggle-cli PR #951, #548).
+    dataset is a 404, or since 2026 a 403 (kaggle-cli PR #951, #548); one :data:`UNUSABLE` is refused at once, with what
+    makes a new version of it.
     """
     refs = {"wheels": settings.wheels or f"{user_of(api)}/{WHEELS_SLUG}", "corpus": settings.corpus,
             "token_dataset": settings.token_dataset}
-    deadline = time.time() + wait
+    deadline = clock.now() + wait
     for key, ref in refs.items():
         told = False
         while ref:
@@ -118,13 +134,16 @@ def wait_for_datasets(api: Any, settings: KernelSettings, *, say: Any = None, po
                 raise
             if state == "ready":
                 break
-            if time.time() > deadline:
+            if state in UNUSABLE:
+                raise KaggleError(f"the dataset {ref} is {state} on Kaggle: {UNUSABLE[state]}, and a session cannot mount it; "
+                                  f"upload it again with {MAKES[key]} (a new version), then run this again; no session was pushed")
+            if clock.now() > deadline:
                 raise KaggleError(f"the dataset {ref} is still {state} after {wait / 60:.0f} minutes (Kaggle processes a new "
                                   "version before a session may mount it); no session was pushed: run this again later")
             if say and not told:
                 say(f"waiting for the dataset {ref} to be ready (Kaggle is still processing it: {state})")
                 told = True
-            time.sleep(poll)
+            clock.sleep(poll)
 
 
 def log_tail(api: Any, kernel: str, lines: int = LOG_TAIL, timeout: float = REQUEST_TIMEOUT, version: int = 0) -> str:

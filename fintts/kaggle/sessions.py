@@ -3,11 +3,12 @@
 A Kaggle session trains until shortly before its 12-hour limit and pauses; then the run waits for
 someone to start the next. ``fintts kaggle run`` is that someone: it pushes the training notebook,
 follows the session, and decides from what the Hub holds afterwards (the run's ``status.json``,
-read through :mod:`fintts.train.stores.hub.commits`) whether to push the next one, stop as finished,
-or stop and say what to do. The Hub decides, not the status alone: a session whose newest checkpoint
-did not reach the Hub would have the next one resume from an older checkpoint and lose its training.
-The rules — when the chain stops, a dead session's lease, the quota, retries, the first day — are in
-docs/kaggle.md (step 6, "Run").
+read through :mod:`.hub_run`) whether to push the next one, stop as finished, or stop and say what
+to do. The Hub decides, not the status alone: a session whose newest checkpoint did not reach the
+Hub would have the next one resume from an older checkpoint and lose its training, so that
+checkpoint is first pushed from the version's output when Kaggle kept it there (:mod:`.output`).
+The rules — when the chain stops, a dead session's lease, a state that stays running, the quota,
+retries, the first day — are in docs/kaggle.md (step 6, "Run").
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from pathlib import PurePosixPath
 from typing import IO, Any
 
 from huggingface_hub import CommitOperationDelete
@@ -23,12 +23,16 @@ from huggingface_hub import CommitOperationDelete
 from fintts.errors import StoreError
 from fintts.kaggle import quota as weekly
 from fintts.kaggle.client import KaggleError, connect, user_of
+from fintts.kaggle.clock import SYSTEM_CLOCK, Clock
+from fintts.kaggle.hub_run import HubRun, read_run, status_of
 from fintts.kaggle.kernel import KernelSettings, Pushed, kernel_ref, push
 from fintts.kaggle.kernels import (
     ATTEMPTS,
     BACKOFF,
     ENDED,
     NEVER_RUN,
+    PAST_LIMIT,
+    PAST_LIMIT_MARGIN,
     READY_POLL,
     REQUEST_TIMEOUT,
     kernel_state,
@@ -36,22 +40,20 @@ from fintts.kaggle.kernels import (
     missing_verdict,
     wait_for_datasets,
 )
+from fintts.kaggle.output import KAGGLE_OUTPUT, push_from_output_of
 from fintts.kaggle.secret import MISSING, attach_hint, token_dataset
 from fintts.train.config import parse_duration
 from fintts.train.machine.platform import KAGGLE_SESSION_LIMIT
 from fintts.train.report.durations import hms
-from fintts.train.run.checkpoint import is_checkpoint_name, step_of
-from fintts.train.run.layout import CHECKPOINTS, LATEST, LEASE, MODEL_DIR
+from fintts.train.run.checkpoint import is_checkpoint_name
+from fintts.train.run.layout import LEASE
 from fintts.train.stores.hub.client import HubClient
-from fintts.train.stores.hub.commits import Saved, read_status
 from fintts.train.stores.hub.errors import HubRepoError
 from fintts.train.stores.hub.lease import Lease
 
 FAILURES_IN_A_ROW = 2
 #: How a session on Kaggle names its machine in the Hub lease (:func:`fintts.train.machine.platform.host_name`).
 KAGGLE_HOST = "kaggle"
-#: Where a Kaggle session's output (``/kaggle/working``) is, on Kaggle; ``kaggle kernels output`` downloads it as is.
-KAGGLE_OUTPUT = "/kaggle/working/"
 
 
 @dataclasses.dataclass
@@ -99,7 +101,8 @@ def create_notebook(settings: KernelSettings, api: Any, kernel: str, out: IO[str
 
 
 def push_session(settings: KernelSettings, api: Any, *, spent_hours: float = 0.0, gpu_hours: float = 0.0,
-                 request_timeout: float = REQUEST_TIMEOUT, say: Any = None, poll: float = READY_POLL) -> Pushed:
+                 request_timeout: float = REQUEST_TIMEOUT, say: Any = None, poll: float = READY_POLL,
+                 clock: Clock = SYSTEM_CLOCK) -> Pushed:
     """Push one session whose budget fits the weekly quota (and ``gpu_hours``); :class:`~.quota.QuotaSpent` when none fits."""
     try:
         quota = weekly.read_quota(api, attempts=ATTEMPTS, backoff=BACKOFF, timeout=request_timeout)
@@ -122,7 +125,7 @@ def push_session(settings: KernelSettings, api: Any, *, spent_hours: float = 0.0
             left = f"{quota.left / weekly.HOUR:.2f} h of the quota left" if quota is not None else "quota unknown"
             say(f"budget {settings.budget} for this session, capped by {why} ({left})")
     settings = with_token(settings, api)
-    wait_for_datasets(api, settings, say=say, poll=poll)
+    wait_for_datasets(api, settings, say=say, poll=poll, clock=clock)
     return push(settings, api, attempts=ATTEMPTS, backoff=BACKOFF)
 
 
@@ -133,56 +136,6 @@ def with_token(settings: KernelSettings, api: Any) -> KernelSettings:
     if not settings.hub_repo or settings.token_dataset:
         return settings
     return dataclasses.replace(settings, token_dataset=token_dataset(api))
-
-
-@dataclasses.dataclass(frozen=True)
-class HubRun:
-    """The run on the Hub at one commit: its ``status.json``, ``latest`` and files."""
-
-    status: dict[str, Any] | None
-    latest: str | None
-    paths: frozenset[str]
-
-    def holds(self, folder: str) -> bool:
-        return any(path.startswith(folder + "/") for path in self.paths)
-
-    def missing(self) -> list[str]:
-        """What the Hub lacks of what ``status.json`` names (its newest checkpoint, the best one, ``model/``)."""
-        status = self.status or {}
-        named = PurePosixPath(status.get("latest_checkpoint") or "").name
-        best = (status.get("best") or {}).get("checkpoint")
-        problems = []
-        if named and self.latest != named:
-            problems.append(f"the Hub's latest is {self.latest or 'missing'} while status.json names {named} (the final push did not land)")
-        for name, what in ((named, "the newest"), (best, "the best")):
-            if name and not self.holds(f"{CHECKPOINTS}/{name}"):
-                problems.append(f"{CHECKPOINTS}/{name}/ ({what} checkpoint) is not on the Hub")
-        if not self.holds(MODEL_DIR):
-            problems.append(f"{MODEL_DIR}/ (the voice) is not on the Hub")
-        return problems
-
-    def unpushed(self) -> str | None:
-        """The checkpoint ``status.json`` names as the session's newest when the Hub's ``latest`` is older (``None``: held).
-
-        The newest of ``latest_checkpoint`` and ``saved.local`` (when ``saved.local_only``):
-        the session saved it, and its final push did not land.
-        """
-        saved = Saved.of(self.status)
-        named = PurePosixPath(str((self.status or {}).get("latest_checkpoint") or "")).name
-        candidates = [n for n in (named, saved.local if saved.local_only else None) if is_checkpoint_name(n)]
-        if not candidates:
-            return None
-        newest = max(candidates, key=step_of)
-        if is_checkpoint_name(self.latest) and step_of(self.latest) >= step_of(newest):
-            return None
-        return newest
-
-    def local_folder(self) -> tuple[str, str]:
-        """(host, folder) of the session's run folder, where its unpushed checkpoint is."""
-        saved = Saved.of(self.status)
-        latest = str((self.status or {}).get("latest_checkpoint") or "")
-        folder = saved.folder or (str(PurePosixPath(latest).parent.parent) if latest else "")
-        return saved.host or "the Kaggle session", folder or "the run's folder"
 
 
 def unpushed_problem(run: HubRun, repo: str, kernel: str) -> str | None:
@@ -196,31 +149,12 @@ def unpushed_problem(run: HubRun, repo: str, kernel: str) -> str | None:
     if folder.startswith(KAGGLE_OUTPUT):  # the session's output, as `kaggle kernels output` (or the Output tab) gives it
         store = f"OUT/{folder[len(KAGGLE_OUTPUT):]}"
         fetch = f"kaggle kernels output {kernel} -p OUT (or the version's Output tab), then "
-    step = _status(run).get("step")
+    step = status_of(run).get("step")
     hub = run.latest if is_checkpoint_name(run.latest) else "none"
     return (f"{LOCAL_ONLY} {name} (step {step}) is only on {host} in {folder}; the Hub's latest is {hub}. The next session "
             f"would resume from {hub} and lose this session's training, so no session is pushed. Push it: "
             f"{fetch}fintts push --store {store} --hub-repo {repo}; then run this again "
             f"(to give {name} up instead, start one session by hand: fintts kaggle push)")
-
-
-def read_run(repo: str, timeout: float = REQUEST_TIMEOUT) -> HubRun | None:
-    """The run on the Hub now (``None``: nothing trained there yet), transient failures tried again.
-
-    A read: no token for a public repo, a read token for a private one (the sessions on Kaggle write, not this).
-    """
-    client = HubClient.connect(repo, timeout=timeout, anonymous_ok=True)
-
-    def read() -> HubRun:
-        head = client.head()
-        paths = frozenset(client.files(head))
-        latest = client.read(LATEST, head) if LATEST in paths else None
-        return HubRun(read_status(client, head, paths), latest.decode(errors="replace").strip() if latest else None, paths)
-
-    try:
-        return client.retrying(f"read {repo}'s status", read, attempts=ATTEMPTS, backoff=BACKOFF)
-    except HubRepoError:  # the first session creates the repo
-        return None
 
 
 def release_dead_lease(repo: str, session: Session, timeout: float = REQUEST_TIMEOUT) -> str | None:
@@ -234,8 +168,13 @@ def release_dead_lease(repo: str, session: Session, timeout: float = REQUEST_TIM
             return None
         client.commit([CommitOperationDelete(LEASE)], f"release: session {lease.session}, whose Kaggle kernel ended "
                       f"({session.kernel.lower()})", parent=head)
-        return (f"the kernel ended ({session.kernel.lower()}) and left the lease of session {lease.session} on hf://{repo}: "
-                "Kaggle says it is gone, so the lease is released and the next session takes the run over")
+        if session.kernel == PAST_LIMIT:
+            ended, gone = f"the kernel still said running past Kaggle's {KAGGLE_SESSION_LIMIT / weekly.HOUR:g} h limit", \
+                "no session outlives that"
+        else:
+            ended, gone = f"the kernel ended ({session.kernel.lower()})", "Kaggle says it is gone"
+        return (f"{ended} and left the lease of session {lease.session} on hf://{repo}: {gone}, so the lease is released "
+                "and the next session takes the run over")
 
     try:
         return client.retrying("release the lease of the ended kernel", release, attempts=ATTEMPTS, backoff=BACKOFF)
@@ -269,13 +208,23 @@ def best_of(status: dict[str, Any] | None) -> str:
     return f"{status.get('monitor')} {best['value']:.4g}" if best and status.get("monitor") else ""
 
 
-def follow(api: Any, kernel: str, session: Session, *, poll: float, out: IO[str], timeout: float = REQUEST_TIMEOUT) -> tuple[str, str]:
+#: How long after it was first seen running a session whose state still says RUNNING counts as ended (:data:`PAST_LIMIT`).
+PAST_LIMIT_AFTER = KAGGLE_SESSION_LIMIT + PAST_LIMIT_MARGIN
+
+
+def follow(api: Any, kernel: str, session: Session, *, poll: float, out: IO[str], timeout: float = REQUEST_TIMEOUT,
+           clock: Clock = SYSTEM_CLOCK) -> tuple[str, str]:
     """Wait for the session's end, showing its state; returns Kaggle's final state and message.
 
     A pushed session is followed by its version (``owner/slug/N``): right after a push the kernel's
     latest state may still be the previous version's COMPLETE (issue 41), which would end the
     session before it began. Should Kaggle refuse the version's status, the kernel's is read
     instead, and an ended state counts only once this session was seen queued or running.
+
+    No session outlives Kaggle's limit: a state still RUNNING :data:`PAST_LIMIT_AFTER` after this
+    machine first saw it running (a session found running: after the first look) ends the wait as
+    :data:`PAST_LIMIT`, which the chain counts as a failed session, its lease released as a crashed
+    one's. A session that stays QUEUED is waited for: Kaggle's limit counts from the container's start.
     """
     live = out.isatty()
     last = None
@@ -289,24 +238,30 @@ def follow(api: Any, kernel: str, session: Session, *, poll: float, out: IO[str]
                 state = None
         name, message = state if state is not None and state[0] != NEVER_RUN else ("QUEUED", "")
         seen_active = seen_active or name in {"QUEUED", "RUNNING"} and state is not None
-        now = time.time()
+        now = clock.now()
         if name == "RUNNING" and seen_running is None:
             seen_running = now
         if seen_running is not None:
             session.running_seconds = now - seen_running
-        line = f"version {session.version}: {name.lower()} {hms(now - session.started)}"
+        if name == "RUNNING" and session.running_seconds > PAST_LIMIT_AFTER:
+            name, message = PAST_LIMIT, (
+                f"Kaggle still said running {hms(session.running_seconds)} after the session was first seen running, past "
+                f"Kaggle's {KAGGLE_SESSION_LIMIT / weekly.HOUR:g} h session limit and {PAST_LIMIT_MARGIN / 60:g} minutes "
+                "more: no session runs that long, so it counts as ended, and failed")
+        shown = "running past Kaggle's limit" if name == PAST_LIMIT else name.lower()
+        line = f"version {session.version}: {shown} {hms(now - session.started)}"
         if live:
             out.write("\r" + line + " " * 8)
             out.flush()
         elif name != last:
             out.write(line + "\n")
         last = name
-        if name in ENDED:
+        if name in ENDED or name == PAST_LIMIT:
             if live:
                 out.write("\n")
             session.ended, session.kernel = now, name
             return name, message
-        time.sleep(poll)
+        clock.sleep(poll)
 
 
 def run_sessions(
@@ -317,10 +272,12 @@ def run_sessions(
     poll: float = 60.0,
     request_timeout: float = REQUEST_TIMEOUT,
     out: IO[str] = sys.stdout,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> int:
     """Chain sessions of the run ``settings.hub_repo`` until it is finished, fails twice, or a limit is reached.
 
-    ``request_timeout``: seconds one look at Kaggle or the Hub may take before it is tried again.
+    ``request_timeout``: seconds one look at Kaggle or the Hub may take before it is tried again. ``clock``: the time
+    and the waits of the chain (:mod:`.clock`: the command line passes the system's).
     """
     if not settings.hub_repo:
         raise KaggleError("fintts kaggle run follows the run through its Hub repo: give --hub-repo USER/NAME")
@@ -336,7 +293,13 @@ def run_sessions(
         out.write(text + "\n")
         out.flush()
 
-    if _status(before).get("state") == "finished":
+    def from_output(run: HubRun | None, version: int, prefix: str) -> HubRun | None:
+        return push_from_output_of(api, kernel, version, run, settings.hub_repo, timeout=request_timeout,
+                                   say=lambda text: say(prefix + text))
+
+    if status_of(before).get("state") == "finished" and before.missing():
+        before = from_output(before, 0, f"{settings.hub_repo}: ") or before
+    if status_of(before).get("state") == "finished":
         missing = before.missing()
         if missing:
             say(f"{settings.hub_repo} says finished, but {'; '.join(missing)}. The newest checkpoint is in the last "
@@ -349,12 +312,13 @@ def run_sessions(
         create_notebook(settings, api, kernel, out)
         return 0
     following = current is not None and current[0] in {"QUEUED", "RUNNING"}
-    lost = unpushed_problem(before, settings.hub_repo, kernel) if before is not None and not following else None
-    if lost:  # (a running session's newest checkpoint is its own to push: it is followed)
-        say(f"{settings.hub_repo}: {lost}")
-        return 1
-    if current is not None and current[0] in ENDED and _status(before).get("state") == "running":
-        say(f"{settings.hub_repo}: {ended_running_problem(before, settings.hub_repo, kernel, current[0])}")
+    # (a running session's newest checkpoint is its own to push: it is followed)
+    blocked = None if following else _blocked(before, settings.hub_repo, kernel, current)
+    if blocked:
+        before = from_output(before, 0, f"{settings.hub_repo}: ") or before
+        blocked = _blocked(before, settings.hub_repo, kernel, current)
+    if blocked:
+        say(f"{settings.hub_repo}: {blocked}")
         return 1
     while True:
         # the run's own record (earlier commands' sessions included), or what this command saw, whichever is more
@@ -367,30 +331,30 @@ def run_sessions(
             break
         if following:
             say(f"{kernel} is already {current[0].lower()}: following it instead of pushing another session")
-            session = Session(version=0, started=time.time())
+            session = Session(version=0, started=clock.now())
             following = False
         else:
             lease_before = lease_on_hub(settings.hub_repo, request_timeout)
             try:
                 pushed = push_session(settings, api, spent_hours=spent, gpu_hours=gpu_hours, request_timeout=request_timeout, poll=poll,
-                                      say=lambda text: say(f"session {len(sessions) + 1}: {text}"))
+                                      say=lambda text: say(f"session {len(sessions) + 1}: {text}"), clock=clock)
             except (weekly.QuotaSpent, weekly.LimitSpent) as err:
                 verdict, code = f"stopped: {err}", 0
                 break
             say(f"session {len(sessions) + 1}: pushed version {pushed.version} of {pushed.url}")
-            session = Session(version=pushed.version, started=time.time(), lease_before=lease_before,
+            session = Session(version=pushed.version, started=clock.now(), lease_before=lease_before,
                               token_dataset=pushed.token_dataset)
-        name, message = follow(api, kernel, session, poll=poll, out=out, timeout=request_timeout)
+        name, message = follow(api, kernel, session, poll=poll, out=out, timeout=request_timeout, clock=clock)
         released = release_dead_lease(settings.hub_repo, session, request_timeout)
         if released:
             say(f"session {len(sessions) + 1}: {released}")
         after = read_run(settings.hub_repo, request_timeout)
-        session.state = _status(after).get("state")
-        session.start_step = _status(before).get("step", 0)
-        session.end_step = _status(after).get("step", session.start_step)
-        session.best = best_of(_status(after) or None)
         sessions.append(session)
         problem = _problem(name, message, before, after, repo=settings.hub_repo, kernel=kernel, version=session.version)
+        if problem is not None and _lost_unless_pushed(problem):  # the newest checkpoint may be in the version's output
+            after = from_output(after, session.version, f"session {len(sessions)}: ") or after
+            problem = _problem(name, message, before, after, repo=settings.hub_repo, kernel=kernel, version=session.version)
+        _record(session, before, after)
         if problem is None:
             failures = []
             before = after
@@ -400,13 +364,13 @@ def run_sessions(
             continue
         failures.append(problem)
         say(f"session {len(sessions)} failed: {problem}")
-        tail = log_tail(api, kernel, timeout=request_timeout, version=session.version)
+        tail = readable_log_tail(api, kernel, timeout=request_timeout, version=session.version)
         if MISSING in tail:
             verdict = (f"stopped: the session ended at once ({MISSING}), and so would the next: "
                        f"{missing_verdict(api, kernel, session.version, session.token_dataset)}")
             code = EXIT_SECRET
             break
-        final = problem.startswith(UNFINISHED) or LOCAL_ONLY in problem or NO_END in problem
+        final = _lost_unless_pushed(problem)
         if len(failures) >= FAILURES_IN_A_ROW or final:
             why = "; ".join(dict.fromkeys(failures))
             stopped = "stopped" if final else f"stopped: {FAILURES_IN_A_ROW} sessions in a row failed"
@@ -417,6 +381,37 @@ def run_sessions(
     say(format_table(sessions))
     say(verdict)
     return code
+
+
+def _record(session: Session, before: HubRun | None, after: HubRun | None) -> None:
+    """What the run's status said of the session once it ended: its state, steps and best."""
+    session.state = status_of(after).get("state")
+    session.start_step = status_of(before).get("step", 0)
+    session.end_step = status_of(after).get("step", session.start_step)
+    session.best = best_of(status_of(after) or None)
+
+
+def _blocked(run: HubRun | None, repo: str, kernel: str, current: tuple[str, str] | None) -> str | None:
+    """Why no session may be pushed before the last one's newest checkpoint reaches the Hub (``None``: one may)."""
+    lost = unpushed_problem(run, repo, kernel) if run is not None else None
+    if lost:
+        return lost
+    if current is not None and current[0] in ENDED and status_of(run).get("state") == "running":
+        return ended_running_problem(run, repo, kernel, current[0])
+    return None
+
+
+def _lost_unless_pushed(problem: str) -> bool:
+    """Whether ``problem`` says the session's newest checkpoint is only in its output (no later session may resume)."""
+    return problem.startswith(UNFINISHED) or LOCAL_ONLY in problem or NO_END in problem
+
+
+def readable_log_tail(api: Any, kernel: str, *, timeout: float = REQUEST_TIMEOUT, version: int = 0) -> str:
+    """The end of a failed session's log, or why it could not be read: the verdict stands either way (a log is a help)."""
+    try:
+        return log_tail(api, kernel, timeout=timeout, version=version)
+    except KaggleError as err:
+        return f"(the session's log could not be read: {err})"
 
 
 #: How a finished status over an incomplete Hub begins (no later session can finish it: it stops the chain).
@@ -435,7 +430,7 @@ def ended_running_problem(run: HubRun | None, repo: str, kernel: str, kernel_sta
     session's end, say). The session's newest checkpoint is newer than the Hub's, and only in that version's output;
     the next session would resume from the Hub's and lose the difference (up to ``push_every`` of training).
     """
-    status = _status(run)
+    status = status_of(run)
     host, folder = run.local_folder() if run is not None else ("the Kaggle session", "the run's folder")
     ref = f"{kernel}/{version}" if version else kernel
     store = f"OUT/{folder[len(KAGGLE_OUTPUT):]}" if folder.startswith(KAGGLE_OUTPUT) else folder
@@ -446,10 +441,6 @@ def ended_running_problem(run: HubRun | None, repo: str, kernel: str, kernel_sta
             f"version's Output tab), then fintts push --store {store} --hub-repo {repo}; then run this again")
 
 
-def _status(run: HubRun | None) -> dict[str, Any]:
-    return (run.status if run is not None else None) or {}
-
-
 def _problem(kernel_state_name: str, message: str, before: HubRun | None, after: HubRun | None, *, repo: str = "",
              kernel: str = "", version: int = 0) -> str | None:
     """Why a session counts as failed, or ``None`` when it left the run further on.
@@ -457,7 +448,7 @@ def _problem(kernel_state_name: str, message: str, before: HubRun | None, after:
     A session counts by what the Hub holds, not by the step its status reached: a newest
     checkpoint that is only on the session's disk is a failure whatever the state says.
     """
-    then, now = _status(before), _status(after)
+    then, now = status_of(before), status_of(after)
     if now.get("state") == "finished" and after.missing():
         return f"{UNFINISHED} {'; '.join(after.missing())}. The newest checkpoint is in the session's output on Kaggle"
     lost = unpushed_problem(after, repo, kernel) if after is not None else None
@@ -467,6 +458,8 @@ def _problem(kernel_state_name: str, message: str, before: HubRun | None, after:
         return ended_running_problem(after, repo, kernel, kernel_state_name, version)
     if now.get("state") == "failed":
         return f"the run failed: {now.get('reason')}"
+    if kernel_state_name == PAST_LIMIT:
+        return message
     if kernel_state_name != "COMPLETE":
         return f"the notebook ended {kernel_state_name.lower()}" + (f": {message}" if message else "")
     if not now or (then and now.get("step", 0) <= then.get("step", 0) and now.get("state") != "finished"):
@@ -477,7 +470,7 @@ def _problem(kernel_state_name: str, message: str, before: HubRun | None, after:
 def kaggle_hours(run: HubRun | None) -> float:
     """The GPU hours the run's Kaggle sessions took, as its ``status.json`` records them (``started``/``ended`` of each)."""
     seconds = 0.0
-    for record in _status(run).get("sessions") or []:
+    for record in status_of(run).get("sessions") or []:
         if not isinstance(record, dict) or record.get("host", KAGGLE_HOST) != KAGGLE_HOST:
             continue
         started, ended = record.get("started"), record.get("ended")
@@ -517,7 +510,7 @@ def describe(hub_repo: str = "") -> str:
         kernel_line = state[0].lower() + (f" ({state[1]})" if state[1] else "")
     lines = [f"kernel     {kernel}: {kernel_line}"]
     if hub_repo:
-        run = _status(read_run(hub_repo))
+        run = status_of(read_run(hub_repo))
         if not run:
             lines.append(f"run        hf://{hub_repo}: nothing trained yet")
         else:

@@ -552,14 +552,14 @@ def test_run_waits_for_a_dataset_kaggle_is_still_processing_and_pushes_nothing_w
 
 
 @pytest.mark.parametrize("era", ["before", "2026"])
-def test_expired_credentials_and_a_session_in_the_editor_say_what_to_do(hub_env, tmp_path, era):
+def test_revoked_credentials_and_a_session_in_the_editor_say_what_to_do(hub_env, tmp_path, era):
     for kaggle, env, _ in local_kaggle(hub_env, tmp_path, notebook_exists=True, era=era):
         kaggle.fail(409, method="SaveKernel")  # the editor's own session is running
         busy = kaggle_run(env, tmp_path)
         assert busy.returncode == 4 and "stop the notebook's session in the editor" in busy.stderr, busy.stdout + busy.stderr
-        kaggle.expire()  # an OAuth login after its 12 hours
+        kaggle.revoke()  # the key expired on kaggle.com: reading it again does not help (test_kaggle_long_run.py: the others)
         expired = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
-        assert expired.returncode == 4 and "401" in expired.stderr and "authenticate again (kaggle auth login" in expired.stderr
+        assert expired.returncode == 4 and "401" in expired.stderr and "Authenticate again (kaggle auth login" in expired.stderr
         assert "Permission" not in expired.stderr.split(";")[-1]  # not taken for a kernel it may not see
 
 

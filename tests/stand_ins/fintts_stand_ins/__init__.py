@@ -4,6 +4,7 @@
 ``huggingface_hub`` client talks to, with switches for the faults a Kaggle session meets;
 :class:`~fintts_stand_ins.kaggle_server.KaggleServer` is a local Kaggle (kernels pushed and
 run, their state and log, the GPU quota, datasets uploaded) for the real ``kaggle`` client.
+:mod:`.played_time` runs ``fintts kaggle run`` on a clock that plays Kaggle's hours in seconds.
 They speak as much of each service's API as the installed clients use, checked only by
 fintts's own tests against the client versions CI installs: no promise beyond that.
 

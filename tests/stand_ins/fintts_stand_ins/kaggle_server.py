@@ -41,9 +41,21 @@ What it speaks, and models:
   kagglesdk's ``to_json`` leaves a default out (its ``from_dict`` reads an absent and a ``false``
   one alike). A version sent with ``deleteOldVersions`` (``dataset_create_version(...,
   delete_old_versions=True)``, ``kaggle datasets version -d``) leaves it the dataset's only one.
-* **Credentials.** Requests need HTTP basic auth with ``user``/``key`` (401 otherwise);
-  :meth:`expire` makes every later request a 401, as an OAuth login (``kaggle auth login``) is
-  after its 12 hours: the client never refreshes it (issue 41, item 6).
+* **Credentials**, the three kinds the client sends (kaggle 2.2.5 ``KaggleApi.authenticate``
+  tries them in this order, and :meth:`env` sets up each): a new-style **API token**
+  (``KAGGLE_API_TOKEN``, sent as ``Authorization: Bearer``; ``authenticate`` first asks
+  ``security.OAuthService/IntrospectToken`` whether it is active), a legacy **key** (HTTP basic
+  auth with ``user``/``key``), and an **OAuth login** (``kaggle auth login``): a refresh token in
+  ``~/.kaggle/credentials.json`` beside a short-lived access token, sent as a Bearer. An access
+  token lasts :attr:`access_token_seconds` (12 hours: what kagglesdk 0.1.38 asks for,
+  ``KaggleCredentials.DEFAULT_ACCESS_TOKEN_EXPIRATION``) and a new one comes from
+  ``users.AccountService/GenerateAccessToken`` for the refresh token, which the client calls only
+  inside ``authenticate`` (``_authenticate_with_oauth_creds`` → ``KaggleCredentials.get_access_token``)
+  and only once its copy is 30 minutes past its expiry (``access_token_has_expired``). Anything
+  else is a 401. Switches: :meth:`expire_access_tokens` ends every access token issued so far
+  (their 12 hours are over, while the client may still take its copy for valid), and
+  :meth:`revoke` refuses every credential the account had (a key or token expired on
+  kaggle.com, a login whose refresh token was revoked): a 401 that no refresh cures.
 
 **Two eras**, switched per test with ``era=``; where Kaggle's behaviour changed, or where
 reports disagree with what it used to do, each answer below cites its source:
@@ -74,8 +86,19 @@ files is refused (reported in issue 41; zip them).
 
 Fault switches for tests: :meth:`fail` answers the next calls of a method with an HTTP
 status (optionally with ``Retry-After``), :meth:`drop` closes their connections unanswered,
-:meth:`stall` answers them only after a delay;
-:attr:`calls` counts every API call by method, faulted ones included.
+:meth:`stall` answers them only after a delay; :meth:`expire_access_tokens` and :meth:`revoke`
+(above); :meth:`stay_running` keeps versions' state ``RUNNING`` for good, whatever their sessions
+did; :meth:`dataset_state` puts a dataset's newest version in another state (``FAILED``,
+``DELETED``: kagglesdk's ``DatabundleVersionStatus``); :attr:`calls` counts every API call by
+method, faulted ones included.
+
+**Output.** Kaggle keeps a completed version's ``/kaggle/working`` as its output (the version's
+Output tab; ``kaggle kernels output``): :meth:`keep_output` gives a version the files of a folder
+as that output, listed by ``ListKernelSessionOutput`` (``files``: ``fileName`` relative to
+``/kaggle/working``, subfolders included, kaggle-cli #173; paged by ``pageSize``/``pageToken``, as
+the client asks since kaggle-cli #664) once the version is ``COMPLETE``, each file downloaded with
+a plain ``GET`` of its ``url`` (kaggle 2.2.5 ``KaggleApi.kernels_output``: ``requests.get``, no
+credentials, status checked as of kaggle-cli PR #1176).
 """
 
 from __future__ import annotations
@@ -91,7 +114,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 #: ``session(push, version) -> (ok, log)``: what a pushed version does while Kaggle "runs" it.
 Session = Callable[[dict, int], "tuple[bool, str]"]
@@ -100,6 +123,13 @@ ERAS = ("before", "2026")
 MAX_FLAT_FILES = 1000
 API = re.compile(r"/api/v1/(?P<service>[\w.]+)/(?P<method>\w+)")
 UPLOAD = re.compile(r"/upload/(?P<token>\w+)")
+OUTPUT = re.compile(r"/output/(?P<slug>[\w-]+)/(?P<version>\d+)/(?P<name>.+)")
+#: The calls whose credentials are in their body: a refresh token to trade, a token to look at (the client sends the
+#: first with no ``Authorization`` at all: kagglesdk 0.1.38 ``KaggleCredentials`` uses the client ``authenticate`` built
+#: before it had a token).
+BODY_CREDENTIALS = frozenset({"GenerateAccessToken", "IntrospectToken"})
+#: How long an OAuth access token lasts: what kagglesdk 0.1.38 asks for (``KaggleCredentials.DEFAULT_ACCESS_TOKEN_EXPIRATION``).
+ACCESS_TOKEN_SECONDS = 12 * 3600
 
 
 def _slugify(title: str) -> str:
@@ -119,6 +149,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_PUT(self) -> None:
         self._handle()
+
+    def do_GET(self) -> None:
+        """A file of a version's output, as ``kernels_output`` fetches it (the ``url`` that ``ListKernelSessionOutput`` gave)."""
+        data = self.server.kaggle._output_file(unquote(urlsplit(self.path).path))
+        self.send_response(200 if data is not None else 404)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(data or b"")))
+        self.end_headers()
+        self.wfile.write(data or b"")
 
     def _handle(self) -> None:
         kaggle = self.server.kaggle
@@ -144,7 +183,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         if self.command == "PUT" and (match := UPLOAD.fullmatch(path)):
             status, answer = kaggle._upload(match["token"], body)
-        elif self.headers.get("Authorization") != kaggle._basic_auth or kaggle._expired:
+        elif not kaggle._authorized(self.headers.get("Authorization") or "", match["method"] if match else ""):
             status, answer = 401, {"code": 401, "message": "Unauthenticated"}
         elif match := API.fullmatch(path):
             status, answer = kaggle._call(match["service"], match["method"], json.loads(body or b"{}"))
@@ -204,7 +243,15 @@ class KaggleServer:
         #: slug -> {"versions": [{"status", "log", "secrets"}], "secrets": labels bound now, "stale": reads left}
         self._kernels: dict[str, dict[str, Any]] = {}
         self._processing: dict[str, int] = {}  # dataset ref -> status reads left before it is READY
-        self._expired = False
+        self._dataset_states: dict[str, str] = {}  # dataset ref -> the state its newest version is in, when not READY
+        #: a new-style API token of the account (``KAGGLE_API_TOKEN``), accepted as a Bearer like an access token
+        self.api_token = f"KGAT_{key}"
+        #: what ``GenerateAccessToken`` answers as ``expiresIn`` (the client's copy expires that long after it asked)
+        self.access_token_seconds = ACCESS_TOKEN_SECONDS
+        self._refresh_tokens: set[str] = set()
+        self._access_tokens: dict[str, bool] = {}  # OAuth access token -> still valid
+        self._revoked = False
+        self._running_forever: set[int] = set()  # version numbers whose state stays RUNNING
         self._blobs: dict[str, dict[str, Any]] = {}
         self._session_seconds = 0.0
         self._tokens = itertools.count(1)
@@ -230,12 +277,50 @@ class KaggleServer:
         assert self._httpd is not None, "start the server first (with KaggleServer(...) as kaggle:)"
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
-    def env(self) -> dict[str, str]:
-        """The environment that points the real ``kaggle`` client (in a new process) here, with credentials."""
-        return {
-            "KAGGLE_API_ENVIRONMENT": "LOCALHOST", "HTTP_PROXY": self.proxy, "http_proxy": self.proxy,
-            "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1", "KAGGLE_USERNAME": self.user, "KAGGLE_KEY": self.key,
-        }
+    def env(self, credentials: str = "key", home: Any = None) -> dict[str, str]:
+        """The environment that points the real ``kaggle`` client (in a new process) here, with credentials.
+
+        ``credentials``: ``"key"`` (the legacy ``KAGGLE_USERNAME``/``KAGGLE_KEY``), ``"token"`` (``KAGGLE_API_TOKEN``) or
+        ``"oauth"``: what ``kaggle auth login`` leaves, ``home``/.kaggle/credentials.json written by the client's own
+        ``KaggleCredentials.save``, for a process whose ``HOME`` is ``home`` (the caller sets it, and leaves out any
+        ``KAGGLE_*`` credentials of its own: the client would take those first).
+        """
+        where = {"KAGGLE_API_ENVIRONMENT": "LOCALHOST", "HTTP_PROXY": self.proxy, "http_proxy": self.proxy,
+                 "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+        if credentials == "key":
+            return where | {"KAGGLE_USERNAME": self.user, "KAGGLE_KEY": self.key}
+        if credentials == "token":
+            return where | {"KAGGLE_API_TOKEN": self.api_token}
+        assert credentials == "oauth" and home is not None, "credentials is key, token or oauth (with home)"
+        self._login(home)
+        return where
+
+    def _login(self, home: Any) -> None:
+        """What ``kaggle auth login`` leaves in ``home``: a refresh token and a fresh access token, in the client's format."""
+        from datetime import datetime, timedelta, timezone
+        from pathlib import Path
+
+        from kagglesdk.kaggle_creds import KaggleCredentials  # the client's own writer of credentials.json
+
+        with self._lock:
+            refresh, access = f"oauth-refresh-{next(self._tokens)}", f"oauth-access-{next(self._tokens)}"
+            self._refresh_tokens.add(refresh)
+            self._access_tokens[access] = True
+        expires = datetime.now(timezone.utc) + timedelta(seconds=self.access_token_seconds)
+        KaggleCredentials(None, refresh_token=refresh, access_token=access, access_token_expiration=expires,  # type: ignore[arg-type]
+                          username=self.user, scopes=["resources.admin:*"]).save(str(Path(home) / ".kaggle" / "credentials.json"))
+
+    def _authorized(self, header: str, method: str) -> bool:
+        """Whether a request with this ``Authorization`` may call ``method``."""
+        if method in BODY_CREDENTIALS:
+            return True
+        scheme, _, value = header.partition(" ")
+        with self._lock:
+            if scheme == "Basic":
+                return header == self._basic_auth and not self._revoked
+            if scheme == "Bearer":
+                return (value == self.api_token and not self._revoked) or self._access_tokens.get(value, False)
+        return False
 
     @property
     def sessions_started(self) -> int:
@@ -292,9 +377,46 @@ class KaggleServer:
             if public:
                 self.public.add(ref)
 
-    def expire(self) -> None:
-        """The credentials expire: every later request is a 401 (an OAuth login after its 12 hours)."""
-        self._expired = True
+    def expire_access_tokens(self) -> None:
+        """Every OAuth access token issued so far expires (its 12 hours are over): each is a 401 from now on.
+
+        The client's copy in credentials.json still says when it expires: a client whose copy is less than 30 minutes
+        past that (kagglesdk 0.1.38 ``access_token_has_expired``; here its copy may even look hours from it) sends it
+        again, and does not refresh it when it authenticates. The refresh token still buys a new one.
+        """
+        with self._lock:
+            self._access_tokens = dict.fromkeys(self._access_tokens, False)
+
+    def revoke(self) -> None:
+        """Every credential of the account is refused from now on: the key, the API token, the login's refresh token and
+        its access tokens (expired on kaggle.com → Settings → API, or ``kaggle auth revoke``): a 401 nothing cures."""
+        with self._lock:
+            self._revoked = True
+            self._refresh_tokens.clear()
+            self._access_tokens = dict.fromkeys(self._access_tokens, False)
+
+    def stay_running(self, *versions: int) -> None:
+        """The state of these versions (of any kernel) says ``RUNNING`` for good once they start, whatever their sessions
+        do: a session whose end Kaggle never reports (its output is not served either: the version never completes)."""
+        with self._lock:
+            self._running_forever.update(versions)
+
+    def dataset_state(self, ref: str, state: str) -> None:
+        """Dataset ``ref``'s newest version is in ``state`` (a ``DatabundleVersionStatus`` name: ``FAILED``, ``DELETED``,
+        ``REPROCESSING``...) from now on, as ``GetDatasetStatus`` answers; ``READY`` undoes it."""
+        from kagglesdk.datasets.types.dataset_enums import DatabundleVersionStatus  # the states Kaggle's API names
+
+        assert state in DatabundleVersionStatus.__members__, f"{state} is not a DatabundleVersionStatus"
+        with self._lock:
+            self._dataset_states[ref] = state
+
+    def keep_output(self, kernel: str, version: int, folder: Any) -> None:
+        """The files under ``folder`` are ``kernel``'s ``version``'s output (its ``/kaggle/working``), served once the
+        version is complete. Read when asked for, so a session may call this before it has written them."""
+        from pathlib import Path
+
+        with self._lock:
+            self._kernels[kernel.partition("/")[2]]["versions"][version - 1]["output"] = Path(folder)
 
     def wait_idle(self, timeout: float = 30.0) -> None:
         """Block until no pushed version is still queued or running."""
@@ -359,9 +481,9 @@ class KaggleServer:
         url = f"https://www.kaggle.com/code/{owner}/{slug}"
         invalid = [ref for ref in request.get("datasetDataSources", []) if ref not in self.datasets or self._processing.get(ref)]
         quick = request.get("kernelExecutionType") == "QUICK_SAVE"  # saved, nothing runs
+        version = len(kernel["versions"]) + 1
         kernel["versions"].append({"status": "NEW_SCRIPT" if quick else "QUEUED", "log": "", "secrets": set(kernel["secrets"]),
-                                   "ran": not quick})
-        version = len(kernel["versions"])
+                                   "ran": not quick, "number": version, "output": None})
         if not quick:
             kernel["stale"] = self.stale_reads
             threading.Thread(target=self._run, args=(slug, request, version), daemon=True).start()
@@ -399,18 +521,46 @@ class KaggleServer:
         # saved, never run: NEW_SCRIPT before; in 2026 undocumented (NEW_SCRIPT, 404 or 403): the 403 is modelled
         return None if self.era == "2026" else {"status": "NEW_SCRIPT", "log": ""}
 
+    def _state(self, version: dict[str, Any]) -> str:
+        """The state Kaggle reports for ``version``: its own, or RUNNING for good once it started (:meth:`stay_running`)."""
+        stuck = version.get("number") in self._running_forever and version["status"] not in ("QUEUED", "NEW_SCRIPT")
+        return "RUNNING" if stuck else version["status"]
+
     def _GetKernelSessionStatus(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         version = self._version(request)
         if version is None:
             return self._absent("kernels.get")
-        message = "the notebook raised an exception" if version["status"] == "ERROR" else ""
-        return 200, {"status": version["status"], "failureMessage": message}
+        state = self._state(version)
+        message = "the notebook raised an exception" if state == "ERROR" else ""
+        return 200, {"status": state, "failureMessage": message}
 
     def _ListKernelSessionOutput(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The version's log, and its output's files (a completed version's only) a page at a time."""
         version = self._version(request)
         if version is None:
             return self._absent("kernels.get")
-        return 200, {"files": [], "log": version["log"], "nextPageToken": ""}
+        folder = version.get("output")
+        names = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()) \
+            if folder is not None and self._state(version) == "COMPLETE" else []
+        start = int(request.get("pageToken") or 0)
+        end = start + int(request.get("pageSize") or 20)
+        slug = request.get("kernelSlug", "")
+        files = [{"fileName": name, "url": f"http://localhost/output/{slug}/{version['number']}/{quote(name)}"}
+                 for name in names[start:end]]
+        return 200, {"files": files, "log": version["log"], "nextPageToken": str(end) if end < len(names) else ""}
+
+    def _output_file(self, path: str) -> bytes | None:
+        """The bytes of the output file at ``path`` (``/output/<slug>/<version>/<name>``), ``None`` when there is none."""
+        match = OUTPUT.fullmatch(path)
+        with self._lock:
+            kernel = self._kernels.get(match["slug"]) if match else None
+            number = int(match["version"]) if match else 0
+            version = kernel["versions"][number - 1] if kernel and 0 < number <= len(kernel["versions"]) else None
+            folder = version.get("output") if version and self._state(version) == "COMPLETE" else None
+        target = folder / match["name"] if folder is not None and match else None
+        if target is None or not target.resolve().is_relative_to(folder.resolve()) or not target.is_file():
+            return None
+        return target.read_bytes()
 
     def _ListKernels(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """A user's kernels whose slug or title holds ``search`` (private ones only for their owner)."""
@@ -433,7 +583,22 @@ class KaggleServer:
         if self._processing.get(ref):
             self._processing[ref] -= 1
             return 200, {"status": "BLOBS_RECEIVED"}
-        return 200, {"status": "READY"}
+        return 200, {"status": self._dataset_states.get(ref, "READY")}
+
+    def _GenerateAccessToken(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """A new access token for an OAuth login's refresh token (kagglesdk 0.1.38 ``KaggleCredentials.generate_access_token``)."""
+        if request.get("refreshToken") not in self._refresh_tokens:
+            return 401, {"code": 401, "message": "Unauthenticated: the refresh token is not valid"}
+        token = f"oauth-access-{next(self._tokens)}"
+        self._access_tokens[token] = True
+        return 200, {"token": token, "expiresIn": self.access_token_seconds, "userName": self.user}
+
+    def _IntrospectToken(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Whether a token is active, and whose: an inactive one is ``active: false`` (RFC 7662, section 2.2; kaggle 2.2.5
+        ``KaggleApi._introspect_token`` reads ``active`` and falls back to the other credentials when it is false)."""
+        token = request.get("token", "")
+        active = (token == self.api_token and not self._revoked) or self._access_tokens.get(token, False)
+        return 200, {"active": active, "username": self.user} if active else {"active": False}
 
     def _GetDataset(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """``ApiDataset``: its ref, title, newest version and ``isPrivate`` (left out when false, as kagglesdk writes it)."""

@@ -1,0 +1,53 @@
+"""Kaggle's hours played in seconds: ``fintts kaggle run`` on a clock whose waits are short and whose time jumps ahead.
+
+What a chain meets over days — a state that says ``running`` past Kaggle's 12-hour limit, a dataset processing for
+minutes — must be tested as it is met, not assumed, and a test cannot wait 13 hours. ``fintts kaggle run`` reads the
+time and waits only through the :class:`fintts.kaggle.clock.Clock` it is given (the system's from the command line);
+
+    python -m fintts_stand_ins.played_time SPEED kaggle run --hub-repo ... --poll 1800
+
+runs that very command, parsed by fintts's own parser, with :func:`played` as its clock: each wait of ``s`` seconds
+takes ``s / SPEED`` and moves the clock ``s`` ahead, so ``--poll 1800`` at a speed of 36000 is half an hour of Kaggle's
+time every 50 ms. The process is a new one, as a person's is: the ``kaggle`` client reads its environment when it is
+first imported (``KaggleApi.args``), so it cannot be pointed at a stand-in from inside a test process.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from fintts.kaggle.clock import Clock
+
+
+def played(speed: float) -> Clock:
+    """A clock that runs ``speed`` times as fast as the system's while it waits, and at its pace otherwise."""
+    ahead = [0.0]  # seconds this clock is ahead of the system's
+
+    def sleep(seconds: float) -> None:
+        real = seconds / speed
+        time.sleep(real)
+        ahead[0] += seconds - real
+
+    return Clock(now=lambda: time.time() + ahead[0], sleep=sleep)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``SPEED kaggle run ...``: the command, as :func:`fintts.cli.main` runs it, on a :func:`played` clock."""
+    from fintts import cli, cli_args
+    from fintts.errors import StoreError
+    from fintts.kaggle.cli import cmd_kaggle_run
+
+    speed, *command = sys.argv[1:] if argv is None else argv
+    args = cli_args.parse(cli.build_parser(), command)
+    if args.func is not cmd_kaggle_run:
+        raise SystemExit(f"played_time runs `fintts kaggle run` only, not {' '.join(command[:2])}")
+    try:
+        return cmd_kaggle_run(args, clock=played(float(speed)))
+    except StoreError as err:  # as fintts.cli.main ends on it
+        print(f"error: {err}", file=sys.stderr)
+        return cli_args.EXIT_STORE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
