@@ -80,6 +80,8 @@ class TrainerState:
     export_pending: bool = False
     #: seconds recent checkpoints took to become durable (save + upload): the clock's reserve.
     durable_seconds: list[float] = dataclasses.field(default_factory=list)
+    #: seconds recent validations took: whether the next one fits before the reserve.
+    validation_seconds: list[float] = dataclasses.field(default_factory=list)
     #: mean losses every ``log_every`` steps and validation metrics, for plots and summaries.
     history: list[dict[str, float]] = dataclasses.field(default_factory=list)
     evals: list[dict[str, float]] = dataclasses.field(default_factory=list)

@@ -5,7 +5,9 @@ is a hard one (Kaggle kills the container there), so its last part is planned ba
 *reserve* for the final save and upload is learned (``reserve_factor`` × the run's slowest recent one,
 kept across sessions; ``initial_reserve`` until one is measured) and capped at :data:`MAX_RESERVE_SHARE`
 of the session, and the final wait gives up at :meth:`SessionClock.closing_time` so the summary and the
-lease's release still fit. Signals (:class:`StopRequest`) are handled by the session's phase, never by
+lease's release still fit. Nothing may eat the reserve: a validation runs only when it ends before the
+reserve begins (:meth:`SessionClock.validation_fits`, from how long the run's validations took), since
+one under way cannot be cut short. Signals (:class:`StopRequest`) are handled by the session's phase, never by
 dying half-way. The numbers and what each signal does are in docs/sessions-and-stores.md.
 """
 
@@ -38,6 +40,8 @@ class SessionClock:
     initial_reserve: float = 180.0
     #: seconds that recent checkpoints took to become durable (save + upload), newest last.
     measured: list[float] = field(default_factory=list)
+    #: seconds that recent validations took, newest last (kept across sessions, as ``measured`` is).
+    validations: list[float] = field(default_factory=list)
 
     @property
     def end(self) -> float | None:
@@ -90,6 +94,26 @@ class SessionClock:
 
     def record(self, seconds: float) -> None:
         self.measured = (self.measured + [round(seconds, 3)])[-10:]
+
+    def record_validation(self, seconds: float) -> None:
+        self.validations = (self.validations + [round(seconds, 3)])[-10:]
+
+    def validation_seconds(self) -> float:
+        """How long the next validation may take: ``reserve_factor`` × the slowest recent one, as for the reserve (a busy
+        machine slows one down); never measured, as long as the reserve itself."""
+        if self.validations:
+            return self.reserve_factor * max(self.validations[-5:])
+        return self.reserve()
+
+    def validation_fits(self, now: float | None = None) -> bool:
+        """Would a validation started now end before the reserve for the final save and upload begins?
+
+        A validation under way cannot be cut short (the task's ``evaluate`` is one call), so one that
+        would run into the reserve is not started: on a busy machine one ran past the session's end,
+        and the final checkpoint was never pushed.
+        """
+        left = self.remaining(now)
+        return left is None or left >= self.validation_seconds()
 
     def remaining(self, now: float | None = None) -> float | None:
         """Seconds of training left before the reserve must start."""

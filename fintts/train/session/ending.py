@@ -78,6 +78,7 @@ def finish(session: Session, reason: StopReason, resumed_from: str | None) -> Se
     wait_interrupted = False
     if facts.main:
         durable, wait_interrupted = wait_durable(facts)
+        checkpointing.learn(session)  # the final push's time, for the status's estimates of the next sessions
         pending = facts.store.pending()
         facts.spent("final", started)
         record.end_step, record.ended = state.step, time.time()

@@ -63,7 +63,6 @@ class _Pace:
     #: the session's checkpoint interval by time, as the session began (a phase switch keeps it)
     checkpoint_every: float | None = None
     step_times: list[float] = dataclasses.field(default_factory=list)  # the last 20
-    eval_seconds: float = 0.0
     skipped: int = 0
     last_skipped: str = ""
 
@@ -232,7 +231,8 @@ class Trainer:
                     if not phase_switch.next_phase(ended, session):
                         return StopReason.DISK_FULL
                 steps.loader, steps.batches = _batches(session)
-                if session.built.cfg.eval_every:  # a phase starts with a validation of the weights it begins from
+                # a phase starts with a validation of the weights it begins from (if it ends before the reserve)
+                if session.built.cfg.eval_every and validating.fits(session):
                     opening = _validate(session, steps)
             done = self._one_step(session, steps, opening)
             decision = _decide(session, done, steps.pace)
@@ -267,7 +267,7 @@ class Trainer:
             return done
         _count_step(session, steps, started, done.losses, skipped)
         every = built.cfg.eval_every
-        if every and state.step % every == 0:
+        if every and state.step % every == 0 and validating.fits(session):
             done.took(_validate(session, steps, timed=True))
         done.diverged = _judge(session, done.flags, steps.pace)
         return done
@@ -341,17 +341,20 @@ def _count_step(session: Session, steps: _Steps, started: float, losses: dict[st
 
 
 def _validate(session: Session, steps: _Steps, *, timed: bool = False) -> validating.Validated:
-    """Validate in every process (see :func:`fintts.train.session.validating.validate`); what the session keeps of it.
+    """Validate in every process (see :func:`fintts.train.session.validating.validate`); what the session keeps of it,
+    and how long it took (the clock's measure of whether the next one fits, kept in the run's state).
 
-    ``timed``: a validation ``eval_every`` asked for (the clock keeps room for the next one); a phase's first is not.
+    ``timed``: a validation ``eval_every`` asked for (counted as the session's validation time); a phase's first is not.
     """
     started = time.time()
     done = validating.validate(session, steps.writer)
     session.learnt.peaks = done.peaks
     if done.evaluated is not None:
         session.learnt.last_eval = done.evaluated
+    clock = session.facts.clock
+    clock.record_validation(time.time() - started)
+    session.state.validation_seconds = list(clock.validations)
     if timed:
-        steps.pace.eval_seconds = time.time() - started
         session.facts.spent("validation", started)
     return done
 
@@ -363,11 +366,11 @@ def _judge(session: Session, flags: Flags, pace: _Pace) -> str | None:
     """
     state, built, guard = session.state, session.built, session.guard
     cfg = built.cfg
-    next_eval = bool(cfg.eval_every) and (state.step + 1) % cfg.eval_every == 0
     diverged = guard.verdict(built.scaler.get_scale() if built.scaler.is_enabled() else None)
     flags.diverged = diverged is not None
     flags.max_steps = state.step >= built.max_steps
-    flags.deadline = session.facts.clock.must_stop(max(pace.step_times) * 1.2 + (pace.eval_seconds if next_eval else 0.0))
+    # one more step: a validation due with it runs only if it fits too (validating.fits), else the step goes on without it
+    flags.deadline = session.facts.clock.must_stop(max(pace.step_times) * 1.2)
     steady = guard.in_row == 0  # while steps are being skipped, latest stays the last good checkpoint
     flags.save_by_time = steady and bool(pace.checkpoint_every) and time.time() - pace.last_save >= pace.checkpoint_every
     flags.save_by_steps = steady and bool(cfg.checkpoint_every_steps) and state.step % cfg.checkpoint_every_steps == 0
@@ -376,11 +379,12 @@ def _judge(session: Session, flags: Flags, pace: _Pace) -> str | None:
 
 def _decide(session: Session, done: StepDone, pace: _Pace) -> Decision:
     """Every process's vote on this step (see :func:`fintts.train.decision.decide`), a finished export put in place
-    first (main process)."""
+    and a landed push learnt first (main process)."""
     facts = session.facts
     done.flags.signal = facts.stop.signal_name
     if facts.main:
         exporting.poll(session)
+        checkpointing.learn(session)  # a push that landed since the save
     decision = decide(
         done.flags, rank=facts.rank, world=facts.world, device=facts.device,
         early_stop_ends_run=phases.in_last_phase(facts.config.train.phases, session.state),

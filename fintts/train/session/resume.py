@@ -98,6 +98,7 @@ def load_checkpoint(folder: Path, saved: TrainerState, built: BuiltPhase, facts:
         saved.best_checkpoint = status.best_checkpoint(saved.best_step, store.checkpoint_names())
     guard.restore(saved.guard)
     facts.clock.measured = list(saved.durable_seconds)
+    facts.clock.validations = list(saved.validation_seconds)
     config = facts.config
     phase = f", phase {config.train.phases[saved.phase].name}" if config.train.phases else ""
     log(f"resuming run {cfg.run_name!r} from {folder.name} (step {saved.step}, epoch {saved.epoch}{phase}) in {store.url}")

@@ -4,7 +4,8 @@ Every process validates the same held-out data with the same weights and random 
 their votes agree; the main process keeps the results and exports a new best
 (:mod:`fintts.train.session.exporting`). A validation's error is not raised where it happens but
 brought to the step's vote (:mod:`fintts.train.decision`), so every process learns of it in the
-same collective instead of waiting for the failed one in the next.
+same collective instead of waiting for the failed one in the next. A validation that would run
+into the reserve for the final save and push is skipped (:func:`fits`), decided together.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import torch
 from accelerate.utils import gather_object
 
-from fintts.train.processes.collective import post_failure
+from fintts.train.processes.collective import post_failure, vote
 from fintts.train.report.metrics import Board
 from fintts.train.run import checkpoint, validation
 from fintts.train.run.rng import isolated_rng
@@ -35,6 +36,22 @@ class Validated:
     evaluated: dict[str, Any] | None = None
     early_stop: bool = False
     error: Exception | None = None
+
+
+def fits(session: Session) -> bool:
+    """Does a validation started now end before the reserve for the final save and push (see
+    :meth:`~fintts.train.session.clock.SessionClock.validation_fits`)? Voted, so every process validates or none (each
+    one's clock reads its own time); a skipped one is said, with the seconds that decided it."""
+    facts = session.facts
+    clock = facts.clock
+    (late,) = vote([not clock.validation_fits()], facts.device)
+    if late:
+        left = clock.remaining()
+        facts.log(
+            f"step {session.state.step}: validation skipped: it may take {clock.validation_seconds():.1f} s and "
+            f"{max(0.0, left or 0.0):.1f} s are left before the reserve for the final save and push"
+        )
+    return not late
 
 
 def validate(session: Session, writer: Board) -> Validated:

@@ -65,6 +65,7 @@ What it models, because the store depends on it:
 
 Fault switches for tests: :meth:`fail` (status N for the next k requests, optionally with
 ``Retry-After``, or as a gateway's HTML page), :meth:`stall` (hold requests, optionally after part of the body),
+:meth:`hold_rewrites` (a history rewrite that takes long),
 :meth:`stop`/:meth:`start` (refuse connections on the same port) and ``token=`` (401
 without the right bearer token). :attr:`requests` is the request log, with the
 ``Authorization`` header replaced by whether it was right.
@@ -458,6 +459,14 @@ class HubServer:
             pattern = re.compile(path) if path else None
             self._faults.append(_Fault("stall", pattern, method, times, seconds=seconds, after_bytes=after_bytes))
 
+    def hold_rewrites(self, seconds: float | None = None, *, times: int = 1) -> None:
+        """Hold the next ``times`` history rewrites for ``seconds`` (``None``: until :meth:`release` or :meth:`stop`),
+        then make them: a rewrite the Hub takes long over. ``permanently_delete_lfs_files(rewrite_history=True)`` is one
+        POST to ``lfs-files/batch`` per 1000 objects, answered once the history is rewritten (``hf_api.py``, 2.4); how
+        long the Hub takes is its own (a repo's history, its load), so tests play a long one. A client that gives up
+        meanwhile does not stop it: the rewrite is made when the hold ends, as a request the Hub already took."""
+        self.stall(seconds, times=times, path=r"/lfs-files/batch$", method="POST")
+
     def wait_stalled(self, timeout: float) -> bool:
         """Block until a request is being held by :meth:`stall`."""
         return self._stalled.wait(timeout)
@@ -521,6 +530,11 @@ class HubServer:
             return self._repos[repo_id]
         except KeyError:
             raise _HttpError(404, "Repository not found", "RepoNotFound") from None
+
+    def repos(self) -> list[str]:
+        """The ids of the repos made so far."""
+        with self._lock:
+            return sorted(self._repos)
 
     def head(self, repo_id: str) -> str:
         with self._lock:

@@ -37,6 +37,8 @@ class ToyConfig:
     data_seed: int = 7
     #: seconds slept in each step, so tests can stop a run at a chosen moment.
     step_delay: float = free_setting(0.0)
+    #: seconds slept in each validation, so tests can make validations long (a large held-out set, a busy machine).
+    eval_delay: float = free_setting(0.0)
     #: raise in the ``fail_at_batch``-th training batch of process ``fail_on_process`` (0: never),
     #: so tests can see one process's failure end a run of several.
     fail_at_batch: int = free_setting(0)
@@ -134,6 +136,8 @@ class ToyTask(Task):
         return {"loss": loss, "critic": loss}
 
     def evaluate(self, models, step) -> Evaluation:
+        if self.config.eval_delay:
+            time.sleep(self.config.eval_delay)
         x, y = self._data(10_000, 128)
         model = unwrap(models["model"])
         device = next(model.parameters()).device

@@ -205,12 +205,10 @@ def test_pushes_free_storage_at_the_session_end_not_after_each_push(hub, tmp_pat
     store.prune(1)
     store.publish(save(store.root, 5, size=8000), final=True)
     assert store.wait(timeout=30)
-    deadline = time.monotonic() + 10
-    while hub.rewrites(REPO) == 0 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    assert hub.rewrites(REPO) == 0  # the final push's rewrite comes after the release (issue 53): it never holds the lease
+    store.release()
     assert hub.rewrites(REPO) == 1
     assert {p.split("/")[1] for p in hub.files(REPO) if p.startswith("checkpoints/")} == {"step-00000005"}
-    store.release()
     store.close()
 
 
@@ -296,13 +294,14 @@ def test_a_public_repo_is_refused_for_a_training_run_unless_asked_for(hub, tmp_p
 
 def test_a_token_that_may_not_free_storage_says_so_once_and_what_storage_grows_to(hub, tmp_path, caplog):
     caplog.set_level(logging.WARNING)
-    store = make_store(hub, tmp_path / "run")
+    store = make_store(hub, tmp_path / "run", rewrite_every=0)  # each push frees storage
     store.acquire("session-a")
     hub.fail(403, path="/lfs-files/batch", times=100)  # the token writes files but may not delete LFS objects
     for step in (1, 2, 3):
         store.prune(1)
-        store.publish(save(store.root, step, size=8000), final=True)  # final: each frees storage
+        store.publish(save(store.root, step, size=8000), final=step == 3)  # and the release after the final one
         assert store.wait(timeout=30)
+    store.release()
     store.close()
     told = [r.getMessage() for r in caplog.records if "may not free" in r.getMessage()]
     assert len(told) == 1 and "grows by every push" in told[0], [r.getMessage() for r in caplog.records]

@@ -328,16 +328,28 @@ class HubClient:
             self.api.create_commit, self.repo_id, operations, commit_message=message, parent_commit=parent, num_threads=2
         )
 
-    def free_unreferenced(self, revision: str) -> int:
-        """Permanently delete LFS objects under our prefixes that ``revision`` no longer uses; return bytes freed."""
+    def unreferenced(self, revision: str) -> list[Any]:
+        """The repo's LFS objects under our prefixes that ``revision`` does not use (``LFSFileInfo``, for :meth:`delete_lfs`).
+
+        ``list_lfs_files`` lists "all LFS files in a repo" (its docstring, ``hf_api.py``, 2.4), whichever commit
+        brought them: a file another writer committed after ``revision`` is among them too, so what ``revision`` alone
+        decides is only safe to delete while nobody else writes the run (:meth:`~.lease.LeaseHolder.free_unreferenced`).
+        """
         referenced = {f.lfs.sha256 for f in self.files(revision).values() if getattr(f, "lfs", None)}
-        doomed = [
+        return [
             item
             for item in self._bounded(lambda: list(self.api.list_lfs_files(self.repo_id)))
             if item.file_oid not in referenced and item.filename.startswith(MANAGED_PREFIXES)
         ]
-        if doomed:
-            self._bounded(self.api.permanently_delete_lfs_files, self.repo_id, doomed, rewrite_history=True)
+
+    def delete_lfs(self, doomed: list[Any]) -> int:
+        """Permanently delete the LFS objects ``doomed``, rewriting the history that references them; return bytes freed.
+
+        ``permanently_delete_lfs_files(rewrite_history=True)`` (``hf_api.py``, 2.4) is one POST to
+        ``lfs-files/batch`` per 1000 objects, sent on the shared HTTP client without a timeout of its own: the Hub
+        rewrites the history before it answers, which may take long, so the request is bounded like every other.
+        """
+        self._bounded(self.api.permanently_delete_lfs_files, self.repo_id, doomed, rewrite_history=True)
         return sum(item.size for item in doomed)
 
 

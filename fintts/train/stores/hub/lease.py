@@ -26,6 +26,14 @@ sessions for hours. Uploads are bounded too (:meth:`.client.HubClient.upload`), 
 the lease and keeps the branch head, under the commit lock that every commit of the run
 (pushes on the publisher's thread, heartbeats on theirs, the caller's take and release) is
 made under, each on the head it checked its lease at.
+
+**A rewrite deletes nothing of another writer's.** Freeing deleted checkpoints' storage deletes
+every LFS object of the repo that the head does not reference (:meth:`LeaseHolder.free_unreferenced`).
+Made while another session writes the run — one that took it with ``--force`` while this one still
+ran, or took it after this one's release — it would delete that session's newest files. So a rewrite
+first reads the lease at the head and goes on only when nobody holds the run or this session does,
+and reads the head again just before the deletion: a head that moved (someone else committed)
+deletes nothing. What is left is that writer's to free.
 """
 
 from __future__ import annotations
@@ -121,6 +129,8 @@ class LeaseHolder:
         self._lock = threading.Lock()
         self.head: str | None = None
         self.lease: Lease | None = None  # ours, while we hold the run
+        #: the session that took the lease (kept after the release: a rewrite then still knows our own lease)
+        self.session: str | None = None
 
     # -- the lease's timeout ----------------------------------------------------------------
 
@@ -177,24 +187,22 @@ class LeaseHolder:
 
         with self._lock:
             info, self.lease = retrying("take the lease", take)
-            self.head = info.oid
+            self.head, self.session = info.oid, session_id
 
-    def release(self, timeout: float | None, small_files: Callable[[str], list[Any]], retrying: Retrying) -> None:
-        """Delete the lease in a commit that also carries ``small_files(head)``, within ``timeout`` seconds.
+    def release(self, timeout: float | None, small_files: Callable[[str], list[Any]], retrying: Retrying) -> bool:
+        """Delete the lease in a commit that also carries ``small_files(head)``, within ``timeout`` seconds (the
+        caller bounds the client by them too); whether that commit landed.
 
-        An upload still holding the repo is waited for at most :data:`RELEASE_WAIT` (and
+        A commit still holding the repo is waited for at most :data:`RELEASE_WAIT` (and
         ``timeout``); then the lease is left to expire, which the warning says.
         """
         if self.lease is None:
-            return
-        if timeout is not None:
-            end = time.time() + max(0.0, timeout)
-            self._client.deadline = end if self._client.deadline is None else min(self._client.deadline, end)
+            return False
         patience = RELEASE_WAIT if timeout is None else max(0.0, min(RELEASE_WAIT, timeout))
         expires = duration(self.lease.timeout)
         if not self._lock.acquire(timeout=patience):
-            log.warning("%s: an upload is still running; the lease stays and expires in %s", self._client.url, expires)
-            return
+            log.warning("%s: a commit is still being made; the lease stays and expires in %s", self._client.url, expires)
+            return False
         try:
             session = self.lease.session
             retrying("release the lease", lambda: self._commit(
@@ -202,9 +210,11 @@ class LeaseHolder:
             ))
         except StoreError as err:
             log.warning("%s: could not release the lease (%s); it expires in %s", self._client.url, err, expires)
+            return False
         finally:
             self.lease = None
             self._lock.release()
+        return True
 
     def refreshed(self) -> Lease | None:
         """Our lease with a new heartbeat and timeout, for the next commit to carry (``None`` when we hold none)."""
@@ -225,10 +235,38 @@ class LeaseHolder:
         with self._lock:
             return self._commit(operations, message)
 
-    def free_unreferenced(self) -> int:
-        """Free the LFS objects the head no longer references (it rewrites history: no commit may land meanwhile)."""
-        with self._lock:
-            return self._client.free_unreferenced(self.head or "main")
+    def free_unreferenced(self, patience: float | None = None) -> int:
+        """Free the LFS objects the head no longer references, when the run is ours to rewrite; return bytes freed.
+
+        It rewrites history, so no commit of ours may land meanwhile (the commit lock, waited for at most
+        ``patience`` seconds: ``None``, as long as it takes); and it deletes nothing while another session writes
+        the run (see the module): the lease is read at the head first, and the head read again just before the
+        deletion. A run held by another session, a head that moved, or a lock not had in time, frees nothing (0).
+        """
+        if not self._lock.acquire(timeout=-1 if patience is None else max(0.0, patience)):
+            return 0
+        try:
+            head = self._client.head()
+            if not self._rewritable(head):
+                return 0
+            doomed = self._client.unreferenced(head)
+            if not doomed:
+                return 0
+            if self._client.head() != head:
+                log.info("%s: the run moved while its storage was being listed; nothing freed this time", self._client.url)
+                return 0
+            return self._client.delete_lfs(doomed)
+        finally:
+            self._lock.release()
+
+    def _rewritable(self, head: str) -> bool:
+        """May this session rewrite the run at ``head``: nobody's lease is there, or its own (held or just released)?"""
+        holder = Lease.parse(self._client.read(LEASE, head))
+        if holder is None or holder.session == self.session:
+            return True
+        log.info("%s: session %s on %s holds the run now; its storage is left for it to free", self._client.url,
+                 holder.session, holder.host)
+        return False
 
     def _commit(self, operations: Callable[[str], list[Any]], message: str) -> Any:
         head = self._check(self._client.head())

@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 SECURE_WAIT = 600.0
 #: The shortest default lease timeout (seconds).
 MIN_LEASE_TIMEOUT = 900.0
-#: Seconds between a session's history rewrites that free deleted checkpoints' storage (its final push always may).
+#: Seconds between a session's history rewrites that free deleted checkpoints' storage (after its final push, its release
+#: always makes one).
 #: Over half a 12-hour session with an hour to spare: one timed rewrite, then the final one. At 6 h the second timed
 #: rewrite fell on the hourly push grid's 12th hour, and a push a moment late made a third (seen under load).
 REWRITE_EVERY = 7 * 3600.0
@@ -121,6 +122,7 @@ class HubStore(Store):
         self._told_no_freeing = False
         self.storage_limit_gb = storage_limit_gb
         self._last_rewrite = time.monotonic()  # a session's first rewrite waits rewrite_every too (or its final push)
+        self._rewrite_at_release = False  # a final push landed: its rewrite comes after the release (see release())
         self._client = HubClient.connect(repo_id, endpoint=endpoint, token=token, timeout=request_timeout, anonymous_ok=read_only)
         self._folder_lock = LocalStore(self.root)  # the same one-process-per-folder lock as a local run's
         self._ledger = Ledger(self.root / PUSHES)
@@ -242,21 +244,37 @@ class HubStore(Store):
             return UNKNOWN
 
     def release(self, timeout: float | None = None) -> None:
-        """Delete the lease and push the final ``status.json`` and card (a small commit), within ``timeout`` seconds.
+        """Delete the lease and push the final ``status.json`` and card (a small commit), then free the storage of
+        checkpoints deleted from the Hub when a final push asked for it; all within ``timeout`` seconds.
 
-        An upload still holding the repo is waited for at most :data:`~.lease.RELEASE_WAIT` (and
+        A commit still holding the repo is waited for at most :data:`~.lease.RELEASE_WAIT` (and
         ``timeout``); then the lease is left to expire, which the warning says.
+
+        The release comes first, then the rewrite: a history rewrite may take the Hub long and holds the
+        commit lock meanwhile, and one made before the release kept it out (the session still ended, leaving
+        ``status.json`` saying ``running`` and its lease keeping the next session out until it timed out,
+        2 h with the shipped config). After the release it only costs this session's time, bounded by
+        ``timeout`` like every request here, and deletes nothing once another session holds the run
+        (:meth:`~.lease.LeaseHolder.free_unreferenced`); storage it did not free is freed by a later rewrite.
         """
+        end = None if timeout is None else time.time() + max(0.0, timeout)
+        if end is not None:
+            self._client.deadline = end if self._client.deadline is None else min(self._client.deadline, end)
         try:
-            self._release_lease(timeout)
+            if self._release_lease(timeout) and self._rewrite_at_release:
+                self._rewrite_at_release = False
+                self._free_storage(None if end is None else end - time.time())
         finally:
             self._folder_lock.release()
 
-    def _release_lease(self, timeout: float | None) -> None:
+    def _release_lease(self, timeout: float | None) -> bool:
+        """Give the lease back (see :meth:`release`); whether the release's commit landed."""
         if self._holder.lease is None:
-            return
+            return False
         self._publisher.heartbeats(False)
-        self._holder.release(timeout, lambda head: self._commits.small(head, with_lease=False, with_card=True), self._retrying)
+        return self._holder.release(
+            timeout, lambda head: self._commits.small(head, with_lease=False, with_card=True), self._retrying
+        )
 
     def notes(self) -> list[str]:
         """The lease's ceiling, when it cut the timeout this run's slow pushes asked for."""
@@ -409,14 +427,16 @@ class HubStore(Store):
             self._commits.cards.sent(card)
         seconds = time.monotonic() - started
         self._ledger.pushed(target.name, (on_hub - deleted) | added, seconds, size, info.commit_url)
+        if target.final:  # before a waiter hears that it landed: its release makes the rewrite (see release())
+            self._rewrite_at_release = True
         log.info("%s: pushed %s (%.1f MB in %.1fs)", self.url, target.name, size / 1e6, seconds)
 
     def _push_heartbeat(self) -> None:
         self._holder.commit(lambda head: self._commits.small(head, with_lease=True, with_card=False), "heartbeat")
 
-    def _rewrite_due(self, final: bool) -> bool:
-        """Free storage now (a history rewrite)? At a final push, every ``rewrite_every``, or near the storage cap."""
-        if final or time.monotonic() - self._last_rewrite >= self.rewrite_every:
+    def _rewrite_due(self) -> bool:
+        """Free storage now (a history rewrite) during the session? Every ``rewrite_every``, or near the storage cap."""
+        if time.monotonic() - self._last_rewrite >= self.rewrite_every:
             return True
         if self.storage_cap_gb is None or self._used_storage is None:
             return False
@@ -424,14 +444,32 @@ class HubStore(Store):
 
     def _tidy_storage(self, target: Target | None = None) -> None:
         """Free LFS objects of deleted files when due (see the module) and warn before the storage cap; failures only
-        warn (a later push retries). ``target``: the push just made (``None``: a push by hand, which counts as final)."""
+        warn (a later push retries). ``target``: the push just made (``None``: a push by hand, which counts as final).
+        A final push's rewrite waits for the release (see :meth:`release`)."""
+        final = target is None or target.final
+        if not final and self._rewrite_due() and not self._free_storage():
+            return
         try:
-            if self._rewrite_due(target is None or target.final):
-                freed = self._holder.free_unreferenced()
-                self._last_rewrite = time.monotonic()
-                if freed:
-                    log.info("%s: freed %.1f MB of deleted checkpoints", self.url, freed / 1e6)
             self._used_storage = self._client.used_storage()
+        except Exception as err:
+            log.warning("%s: could not look up the repo's storage (%s)", self.url, self._client.failure(err))
+            return
+        if self.storage_cap_gb is not None and self._used_storage is not None:
+            cap = self.storage_cap_gb * 1e9
+            last_push_bytes = self._ledger.last_push_bytes()
+            if self._used_storage + last_push_bytes > cap:
+                log.warning(
+                    "%s uses %.2f GB; the next push (~%.2f GB) would exceed storage_cap_gb=%.2f. "
+                    "Keep fewer checkpoints (keep_last) or raise the cap.",
+                    self.url, self._used_storage / 1e9, last_push_bytes / 1e9, self.storage_cap_gb,
+                )
+
+    def _free_storage(self, patience: float | None = None) -> bool:
+        """A history rewrite that frees LFS objects of deleted files (see the module), waiting at most ``patience``
+        seconds for a commit being made; ``False`` when it failed (it only warns: a later push, or the next session's,
+        tries again)."""
+        try:
+            freed = self._holder.free_unreferenced(patience)
         except Exception as err:
             failure = self._client.failure(err)
             if isinstance(failure, HubAuthError):  # e.g. a fine-grained token that may write files but not delete LFS objects
@@ -444,18 +482,13 @@ class HubStore(Store):
                         "it (`fintts push` with one, or delete the repo's old LFS files in its settings)",
                         self.url, failure, per_push / 1e9, hours * per_push / 1e9, hours,
                     )
-                return
-            log.warning("%s: could not free old checkpoints' storage (%s); will retry after the next push", self.url, failure)
-            return
-        if self.storage_cap_gb is not None and self._used_storage is not None:
-            cap = self.storage_cap_gb * 1e9
-            last_push_bytes = self._ledger.last_push_bytes()
-            if self._used_storage + last_push_bytes > cap:
-                log.warning(
-                    "%s uses %.2f GB; the next push (~%.2f GB) would exceed storage_cap_gb=%.2f. "
-                    "Keep fewer checkpoints (keep_last) or raise the cap.",
-                    self.url, self._used_storage / 1e9, last_push_bytes / 1e9, self.storage_cap_gb,
-                )
+            else:
+                log.warning("%s: could not free old checkpoints' storage (%s); a later push tries again", self.url, failure)
+            return False
+        self._last_rewrite = time.monotonic()
+        if freed:
+            log.info("%s: freed %.1f MB of deleted checkpoints", self.url, freed / 1e6)
+        return True
 
     # -- synchronous pushes (fintts push) -------------------------------------------------------
 
