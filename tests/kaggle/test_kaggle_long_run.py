@@ -137,7 +137,8 @@ def test_a_dataset_kaggle_failed_or_deleted_stops_the_push_at_once_with_the_reas
     assert result.returncode == 4 and not kaggle.pushes, result.stdout + result.stderr
     assert f"the dataset alice/my-voice is {state.lower()} on Kaggle" in result.stderr
     assert "upload it again with fintts kaggle corpus" in result.stderr
-    assert kaggle.calls["GetDatasetStatus"] == 3  # is there a token dataset, the wheels, the corpus: each read once, none waited on
+    # is there a token dataset (and is it private: GetDataset), the wheels, the corpus: each read once, none waited on
+    assert kaggle.calls["GetDatasetStatus"] + kaggle.calls["GetDataset"] == 3
 
 
 def test_a_log_kaggle_refuses_after_a_failed_session_leaves_the_verdict_as_it_is(kaggle_env, tmp_path):
