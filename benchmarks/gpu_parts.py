@@ -545,8 +545,7 @@ def part_nccl_torchrun(p: Part) -> None:
     launcher = subprocess.Popen(command, cwd=p.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     given: list[dict] = []
     while len(given) < 2 and launcher.poll() is None and time.time() - started < 90:
-        # a worker whose environment has no RANK has not yet left torchrun's fork for its own program
-        given = [found for found in map(_environment, _training_processes(launcher.pid)) if "RANK" in found]
+        given = [_environment(pid) for pid in _training_processes(launcher.pid)]
         time.sleep(0.1)
     out, _ = launcher.communicate(timeout=240)
     seconds = time.time() - started
@@ -589,12 +588,13 @@ def _stand_in_task(p: Part, env: dict) -> None:
 
 
 def _training_processes(launcher: int) -> list[int]:
-    """The launcher's training processes (``python -m fintts train``), not its collective check's."""
+    """The launcher's training processes (``python -m fintts train``, given a ``RANK``), not its collective check's, nor
+    a child between its fork and its own program (it shows the launcher's command line and environment until then)."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == launcher and \
-                    b"train" in (stat.parent / "cmdline").read_bytes().split(b"\0"):
+                    b"train" in (stat.parent / "cmdline").read_bytes().split(b"\0") and "RANK" in _environment(int(stat.parent.name)):
                 found.append(int(stat.parent.name))
         except (OSError, ValueError, IndexError):
             continue

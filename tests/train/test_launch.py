@@ -173,7 +173,7 @@ def test_only_the_first_process_holds_the_hugging_face_token_and_it_pushes(hub_e
     launcher = start_cli("train", str(config), "--store", str(store), "--hub-repo", REPO, "--num-processes", "2", "--no-progress",
                          cwd=tmp_path)
     checks: dict[int, dict[str, str]] = {}  # the collective check's processes, alive a few seconds before training
-    while launcher.poll() is None and not training_processes(launcher.pid):
+    while launcher.poll() is None and len(checks) < 2 and not training_processes(launcher.pid):
         for pid in set(children(launcher.pid)) - set(checks):
             try:
                 if b"fintts.train.processes.collective_check" in Path(f"/proc/{pid}/cmdline").read_bytes():

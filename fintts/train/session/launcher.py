@@ -174,12 +174,11 @@ class _Processes:
             config_file = Path(tmp) / "config.yaml"
             config_file.write_text(yaml.safe_dump(self.config.to_dict(), sort_keys=False, allow_unicode=True))
             summary_file = Path(tmp) / "summary.json"
-            #: written when another process ended with an error: the first process's watchdog reads it
-            self.peer_exits = Path(tmp) / "peer-exits"
+            peer_exits = Path(tmp) / "peer-exits"  # written when another process ended with an error (_tell_first)
             try:
                 with _forwarding_signals(self._signal_all):
-                    self._start(config_file, summary_file, Path(tmp) / "no-token")
-                    codes = self._supervise(summary_file)
+                    self._start(config_file, summary_file, peer_exits, Path(tmp) / "no-token")
+                    codes = self._supervise(summary_file, peer_exits)
             finally:
                 for log in self.log_files:
                     log.close()
@@ -191,9 +190,10 @@ class _Processes:
                     return summary
             raise self._failure(codes)
 
-    def _start(self, config_file: Path, summary_file: Path, no_token: Path) -> None:
-        """Start the processes: the first one with this process's environment and the news of the others' ends
-        (``--summary-json`` too), the others without the Hugging Face token (their token file would be ``no_token``)."""
+    def _start(self, config_file: Path, summary_file: Path, peer_exits: Path, no_token: Path) -> None:
+        """Start the processes: the first one with this process's environment, ``--summary-json`` and where it hears of
+        the others' ends (``peer_exits``), the others without the Hugging Face token (their token file would be
+        ``no_token``)."""
         port = _free_port()
         threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // self.count))
         for rank in range(self.count):
@@ -209,14 +209,14 @@ class _Processes:
             command = [sys.executable, "-m", "fintts", "train", str(config_file), *self.flags]
             if rank == 0:
                 command += ["--summary-json", str(summary_file)]
-                env[PEER_EXITS_VARIABLE] = str(self.peer_exits)
+                env[PEER_EXITS_VARIABLE] = str(peer_exits)
             self.log_files.append(open(self.logs / f"process-{rank}.log", "wb"))
             self.processes.append(subprocess.Popen(
                 command, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
                 stdout=subprocess.PIPE if rank == 0 else self.log_files[-1],
             ))
 
-    def _supervise(self, summary_file: Path) -> list[int]:
+    def _supervise(self, summary_file: Path, peer_exits: Path) -> list[int]:
         """Relay the first process's output and end what outlives its part (see the module); signals are passed on
         meanwhile (:func:`_forwarding_signals`)."""
         relayed = self.processes[0].stdout
@@ -236,7 +236,7 @@ class _Processes:
                 finished_at = now
             if failed_at is None and any(code not in (None, 0) for code in codes):
                 failed_at = now
-            self._tell_first(codes)
+            self._tell_first(codes, peer_exits)
             if finished_at is not None and now - finished_at > self.exit_grace:
                 self._end_stragglers(range(self.count), f"{self.exit_grace:g} s after the first process ended the session")
             if failed_at is not None and now - failed_at > PEER_GRACE:
@@ -247,16 +247,17 @@ class _Processes:
             elif end is None and failed_at is not None and now - failed_at > MAIN_GRACE:
                 self._end_stragglers(range(self.count), f"{MAIN_GRACE:g} s after a process failed")
 
-    def _tell_first(self, codes: list[int | None]) -> None:
-        """Once another process has ended with an error (not one ended here), tell the first one: under NCCL its next
-        collective would wait for it until the process group's timeout. Its watchdog ends the session as failed."""
-        if self.peer_exits.exists():
+    def _tell_first(self, codes: list[int | None], peer_exits: Path) -> None:
+        """Once another process has ended with an error (not one ended here), tell the first one in ``peer_exits``:
+        under NCCL its next collective would wait for it until the process group's timeout. Its watchdog
+        (:class:`~fintts.train.session.watchdog.SessionWatchdog`) ends the session as failed."""
+        if peer_exits.exists():
             return
         lost = next((rank for rank, code in enumerate(codes) if rank and code not in (None, 0) and rank not in self.ended_late), None)
         if lost is not None:
-            news = self.peer_exits.with_name(self.peer_exits.name + ".tmp")
+            news = peer_exits.with_name(peer_exits.name + ".tmp")
             news.write_text(f"process {lost} ended ({_describe_exit(codes[lost])}), its log: {self.logs}/process-{lost}.log")
-            news.replace(self.peer_exits)  # whole at once: the watchdog reads it as soon as it exists
+            news.replace(peer_exits)  # whole at once: the watchdog reads it as soon as it exists
 
     def _end_stragglers(self, ranks: Iterator[int] | range, why: str) -> None:
         for rank in ranks:
