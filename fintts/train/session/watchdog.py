@@ -1,7 +1,7 @@
 """What keeps a session of several processes inside its time, whatever one of them does.
 
 A process that hangs (a device fault, a stuck loader, a teardown) or ends without a word (the OOM killer)
-leaves the others waiting in their next collective: NCCL does not notice a peer gone. Three bounds keep that
+leaves the others waiting in their next collective: NCCL need not notice a peer gone. Three bounds keep that
 from costing the session: a collective waits a few slow steps, not the session (:class:`CollectiveBound`), and
 minutes before any step is measured (:func:`first_timeout`, the process group's first timeout); the launcher,
 which sees a process end, tells the main one at once (:data:`PEER_EXITS_VARIABLE`); and the session's end
@@ -37,7 +37,7 @@ COLLECTIVE_FLOOR = 300.0
 #: group's start, its first collectives and first steps. Room for the slowest process's start-up, model building and
 #: first step, and for a download the task makes in the main process only while the others wait in the models' first
 #: broadcast (a voice's pretrained discriminator: at most 5 min, docs/sessions-and-stores.md). Not the session's limit:
-#: a process lost in its first minute under NCCL, which does not notice a peer gone, would cost the whole session.
+#: a process lost in its first minute under NCCL, which need not notice a peer gone, would cost the whole session.
 FIRST_COLLECTIVE = 600.0
 #: How often the watchdog looks at the clock.
 LOOK_EVERY = 0.5

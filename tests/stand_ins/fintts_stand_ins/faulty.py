@@ -25,7 +25,7 @@ run) for ``fault_steps`` micro-batches (0: for ever):
   vote and without a word (as the kernel's OOM killer or a segfault ends it);
 - ``vanish``: as ``crash``, but the process's connections outlive it (a child it forks holds them until
   fintts's launcher has ended, at most :data:`VANISHED_FOR` seconds; without that launcher, torchrun's
-  say, not at all): its peers' next collective does not fail, as a NCCL collective does not when a peer
+  say, not at all): its peers' next collective does not fail, as a NCCL collective need not when a peer
   dies (only the launcher sees the process end), where gloo's fails at once with "Connection closed by peer".
 
 ``fault_rank`` picks the process the fault happens in (-1: every process).
