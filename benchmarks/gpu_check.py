@@ -55,6 +55,8 @@ PARTS = [
     ("nccl_failure", "a hung process of two: failed status and the newest checkpoint under NCCL's settings (two GPUs; else gloo)",
      120, 150),
     ("chatterbox", "Chatterbox's T3 at real size in fp16 under the T4 cap: full + checkpointing, LoRA, full", 240, 120),
+    ("nccl_torchrun", "a lost process of two under torchrun: fintts's NCCL settings over torchrun's, failed status and the "
+     "newest checkpoint (two GPUs; else gloo)", 90, 120),
 ]
 TITLES = {name: title for name, title, _, _ in PARTS}
 MIN_SECONDS = 10.0

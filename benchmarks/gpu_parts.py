@@ -504,6 +504,76 @@ def part_nccl_failure(p: Part) -> None:
                  f"with {latest} kept, {seconds:.0f} s from launch" + ("" if backend == "nccl" else f" (NCCL not run: {gpus} GPU(s))"))
 
 
+#: torchrun's part: the second process ends in its step 5 (``fault: vanish``); checkpoints every 2 steps: the newest is 4.
+LOST_AT, NEWEST_BEFORE_LOST = 5, "step-00000004"
+
+
+def part_nccl_torchrun(p: Part) -> None:
+    """Two processes started by torchrun, not by fintts, the second lost in its step 5 (it ends, as the OOM killer ends
+    one): under NCCL the first one's collective waits for it until the process group's timeout, then raises under the
+    settings fintts sets in every launched process over torchrun's own ``TORCH_NCCL_ASYNC_ERROR_HANDLING=1`` (torch/
+    distributed/elastic/agent/server/local_elastic_agent.py), which would have NCCL's watchdog kill it; so the session
+    ends ``failed`` by its own failure path with its newest checkpoint said, before torchrun's agent, which ends the
+    workers 30 s after one failed (``_shutdown``'s timeout), kills it. On NCCL where two GPUs exist; elsewhere gloo
+    (which notices the lost peer at once) runs the same path under the same settings, and it says so."""
+    import subprocess
+
+    from fintts.train.processes.collective import NCCL_ERROR_HANDLING
+
+    gpus = torch.cuda.device_count() if p.cuda else 0
+    backend = "nccl" if gpus >= 2 else "gloo"
+    p.figures["gpus"], p.figures["backend"] = gpus, backend
+    store, probes = p.fresh_store("lost"), p.work / "probes"
+    shutil.rmtree(probes, ignore_errors=True)
+    probes.mkdir(parents=True)
+    config = p.work / "lost.yaml"
+    config.write_text(yaml.safe_dump({
+        "task": FAULTY, "max_steps": 100_000, "eval_every": 0, "checkpoint_every_steps": 2, "fault": "vanish", "fault_at": LOST_AT,
+        "fault_rank": 1, "collective_timeout": "20s", "num_workers": 0, "probe_dir": str(probes),
+    }))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests" / "stand_ins"), os.environ.get("PYTHONPATH", "")])}
+    env.pop("TORCH_NCCL_ASYNC_ERROR_HANDLING", None)  # torchrun's own default, 1, is what the processes must overrule
+    if backend == "gloo":
+        env |= {"CUDA_VISIBLE_DEVICES": "", "ACCELERATE_USE_CPU": "true"}  # as `accelerate launch --cpu`
+    _stand_in_task(p, env)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "fintts", "train",
+               str(config), "--store", str(store), "--no-progress"]
+    p.commands.append(f"{'CUDA_VISIBLE_DEVICES= ACCELERATE_USE_CPU=true ' if backend == 'gloo' else ''}torchrun --standalone "
+                      "--nproc-per-node 2 -m fintts train OUT/lost.yaml --store /tmp/lost   # lost.yaml: task faulty-toy, "
+                      f"fault vanish, fault_at {LOST_AT}, fault_rank 1, collective_timeout 20s")
+    started = time.time()
+    launcher = subprocess.Popen(command, cwd=p.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    given: list[dict] = []
+    while len(given) < 2 and launcher.poll() is None and time.time() - started < 90:
+        given = [_environment(pid) for pid in _training_processes(launcher.pid)]
+        time.sleep(0.1)
+    out, _ = launcher.communicate(timeout=240)
+    seconds = time.time() - started
+    (p.work / "lost.log").write_text(out)
+    by_torchrun = [started_with.get("TORCH_NCCL_ASYNC_ERROR_HANDLING") for started_with in given]
+    seen = [json.loads(path.read_text())["env"] for path in sorted(probes.glob("rank-*.json"))]
+    running_with = [{name: holds.get(name) for name in NCCL_ERROR_HANDLING} for holds in seen]
+    status = json.loads((store / "status.json").read_text()) if (store / "status.json").is_file() else {}
+    latest = (store / "latest").read_text().strip() if (store / "latest").is_file() else None
+    p.figures |= {"given_by_torchrun": by_torchrun, "running_with": running_with, "exit_code": launcher.returncode,
+                  "seconds": round(seconds, 1), "state": status.get("state"), "step": status.get("step"), "latest": latest}
+    p.save()
+    p.check("torchrun gives its workers its own TORCH_NCCL_ASYNC_ERROR_HANDLING=1", json.dumps(by_torchrun),
+            None, why="what fintts overrules, not a target")
+    p.check("both processes run with fintts's NCCL error handling, not torchrun's", json.dumps(running_with),
+            len(running_with) == 2 and all(found == NCCL_ERROR_HANDLING for found in running_with))
+    kept = f"{NEWEST_BEFORE_LOST} is safe in" in out
+    p.check(f"a process lost in step {LOST_AT} under torchrun: the session ends `failed` by its own failure path, its newest "
+            f"checkpoint kept and said ({backend})", f"exit {launcher.returncode}, status {status.get('state')} at step "
+            f"{status.get('step')}, latest {latest}, said: {kept}, {seconds:.0f} s", launcher.returncode != 0
+            and status.get("state") == "failed" and latest == NEWEST_BEFORE_LOST and kept)
+    p.check("the same on NCCL under torchrun (two GPUs)", backend, True if backend == "nccl" else None,
+            why="" if backend == "nccl" else f"{gpus} GPU(s) here: NCCL refuses two ranks on one GPU; ran on gloo")
+    p.summary = (f"{backend} under torchrun: process 1 lost at step {LOST_AT}; the session ended {status.get('state')} at step "
+                 f"{status.get('step')} with {latest} kept, {seconds:.0f} s from launch"
+                 + ("" if backend == "nccl" else f" (NCCL not run: {gpus} GPU(s))"))
+
+
 def _stand_in_task(p: Part, env: dict) -> None:
     """The stand-in task is found through its entry point: installed from tests/stand_ins when it is not (no network)."""
     from importlib.metadata import entry_points
@@ -518,12 +588,13 @@ def _stand_in_task(p: Part, env: dict) -> None:
 
 
 def _training_processes(launcher: int) -> list[int]:
-    """The launcher's training processes (``python -m fintts train``), not its collective check's."""
+    """The launcher's training processes (``python -m fintts train``, given a ``RANK``), not its collective check's, nor
+    a child between its fork and its own program (it shows the launcher's command line and environment until then)."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == launcher and \
-                    b"train" in (stat.parent / "cmdline").read_bytes().split(b"\0"):
+                    b"train" in (stat.parent / "cmdline").read_bytes().split(b"\0") and "RANK" in _environment(int(stat.parent.name)):
                 found.append(int(stat.parent.name))
         except (OSError, ValueError, IndexError):
             continue
@@ -628,7 +699,7 @@ def _sdpa() -> str:
 PARTS = {
     "stand_ins": part_stand_ins, "fp16_step": part_fp16_step, "mas": part_mas, "resume": part_resume,
     "background_export": part_background_export, "step_share": part_step_share, "bench": part_bench,
-    "nccl_failure": part_nccl_failure,
+    "nccl_failure": part_nccl_failure, "nccl_torchrun": part_nccl_torchrun,
 }
 
 # Chatterbox's part lives in a file of its own (it imports this module's judgements, so it is registered last)

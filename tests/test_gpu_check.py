@@ -56,6 +56,13 @@ def test_dry_run_runs_every_part_on_the_cpu_and_writes_both_reports(tmp_path):
     ending = next(check for target, check in nccl.items() if target.startswith("a process hung in step 10"))
     assert ending["met"] is True and "status failed at step 9, latest step-00000008" in ending["value"]
     assert nccl["the same on NCCL"]["met"] is None and "ran on gloo" in nccl["the same on NCCL"]["why"]  # no two GPUs: said
+    torchrun = {check["target"].split(" (")[0]: check for check in parts["nccl_torchrun"]["checks"]}
+    assert torchrun["torchrun gives its workers its own TORCH_NCCL_ASYNC_ERROR_HANDLING=1"]["value"] == '["1", "1"]'
+    assert torchrun["both processes run with fintts's NCCL error handling, not torchrun's"]["met"] is True
+    lost = next(check for target, check in torchrun.items() if target.startswith("a process lost in step 5 under torchrun"))
+    assert lost["met"] is True and "status failed at step 4, latest step-00000004" in lost["value"]
+    on_nccl = torchrun["the same on NCCL under torchrun"]
+    assert on_nccl["met"] is None and "ran on gloo" in on_nccl["why"]
     chatterbox = json.loads((out / "parts" / "chatterbox.json").read_text())
     rows = chatterbox["figures"]["rows"]  # a tiny T3 through the three modes
     assert [row["mode"] for row in rows] == ["full, checkpointing", "lora r=16", "full"]

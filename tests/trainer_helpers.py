@@ -247,11 +247,13 @@ def status_of(store):
 
 
 def training_processes(launcher: int) -> list[int]:
-    """A launcher's training processes (``python -m fintts train``), not its collective check's."""
+    """A launcher's training processes (``python -m fintts train``, given a ``RANK``), not its collective check's, nor a
+    child between its fork and its own program (it shows the launcher's command line and environment until then)."""
     found = []
     for pid in children(launcher):
         try:
-            if b"train" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+            if b"train" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") and \
+                    any(pair.startswith(b"RANK=") for pair in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")):
                 found.append(pid)
         except OSError:
             continue

@@ -190,7 +190,8 @@ class TrainConfig:
     hub_timeout: float | None = duration_setting("60s")
     #: with several processes: the least time one may wait in a collective (e.g. a gradient all-reduce) before the
     #: process group aborts it; once steps are measured the bound is 4 × the longest stretch between two votes when
-    #: that is longer (:mod:`fintts.train.session.watchdog`). ``auto``: 5 min, and the session's limit until steps are measured.
+    #: that is longer (:mod:`fintts.train.session.watchdog`). ``auto``: 5 min, and 10 min (at most the session's limit) until
+    #: steps are measured.
     collective_timeout: float | str | None = duration_setting("auto", auto=True)
     #: with several processes: how long another process may outlive a first process that ended its session
     #: cleanly before the launcher ends it.

@@ -5,12 +5,27 @@ from __future__ import annotations
 import json
 import signal
 import time
+from pathlib import Path
 
 import pytest
 import torch
 
+from fintts.train.processes.hub_token import HUB_TOKEN_VARIABLES
 from fintts.train.run import checkpoint
-from trainer_helpers import FAULTY, cli, final_weights, in_process, start_cli, stop, wait_for_step, write_config
+from hub_helpers import REPO, TOKEN, latest_on_hub
+from trainer_helpers import (
+    FAULTY,
+    children,
+    cli,
+    environment_of,
+    final_weights,
+    in_process,
+    start_cli,
+    stop,
+    training_processes,
+    wait_for_step,
+    write_config,
+)
 
 #: Same data, same effective batch, same math: two processes differ from one only in the order
 #: float32 sums are taken (two half-batch means averaged instead of one mean). Measured: after the
@@ -140,3 +155,40 @@ def test_a_process_count_below_one_is_refused_before_training(tmp_path):
     result = train_cli(config, tmp_path / "store", processes=0)
     assert result.returncode == 2 and "num_processes: 0 is not possible" in result.stderr
     assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.slow
+def test_only_the_first_process_holds_the_hugging_face_token_and_it_pushes(hub_env, tmp_path, monkeypatch):
+    hub = hub_env
+    home = tmp_path / "hf-home"
+    home.mkdir()
+    (home / "token").write_text(TOKEN)  # a cached `hf auth login` as well as the variables
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setenv("HUGGING_FACE_HUB_TOKEN", TOKEN)
+    monkeypatch.setenv("KAGGLE_USER_SECRETS_TOKEN", "a-kaggle-jwt")  # what fetches the Kaggle secret HF_TOKEN
+    probes = tmp_path / "probes"
+    probes.mkdir()
+    config = write_config(tmp_path, task=FAULTY, max_steps=4, eval_every=0, checkpoint_every_steps=4, probe_dir=str(probes))
+    store = tmp_path / "kaggle"
+    launcher = start_cli("train", str(config), "--store", str(store), "--hub-repo", REPO, "--num-processes", "2", "--no-progress",
+                         cwd=tmp_path)
+    checks: dict[int, dict[str, str]] = {}  # the collective check's processes, alive a few seconds before training
+    while launcher.poll() is None and len(checks) < 2 and not training_processes(launcher.pid):
+        for pid in set(children(launcher.pid)) - set(checks):
+            try:
+                if b"fintts.train.processes.collective_check" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    checks[pid] = environment_of(pid)
+            except OSError:  # it ended meanwhile
+                continue
+        time.sleep(0.02)
+    out, _ = launcher.communicate(timeout=180)
+    assert launcher.returncode == 0, out
+    first, second = (json.loads((probes / f"rank-{rank}.json").read_text()) for rank in (0, 1))
+    assert (first["env"]["HF_TOKEN"], first["token"]) == (TOKEN, TOKEN)
+    assert latest_on_hub(hub) == "step-00000004", out  # the first process pushed with it
+    for env in (second["env"], *checks.values()):
+        assert not set(HUB_TOKEN_VARIABLES) & set(env), sorted(env)
+        assert env["HF_TOKEN_PATH"] != str(home / "token") and not Path(env["HF_TOKEN_PATH"]).exists()
+        assert env["HF_HOME"] == str(home)  # the downloads' cache is still shared
+    assert second["token"] is None  # huggingface_hub finds no token: not in the variables, not in the cached login
+    assert len(checks) == 2, out

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from fintts.train.run import checkpoint
+from fintts.train.session.watchdog import FIRST_COLLECTIVE
 from hub_helpers import REPO, latest_on_hub
 from trainer_helpers import (
     BIG_COMMIT,
@@ -20,6 +21,7 @@ from trainer_helpers import (
     TEARDOWN,
     _env,
     children,
+    in_process,
     running,
     start_cli,
     status_of,
@@ -113,3 +115,30 @@ def test_a_killed_launcher_leaves_no_training_process_behind(tmp_path):
         os.kill(pid, signal.SIGKILL)
     assert not left, f"training processes {left} outlived their launcher by 10 s"
     assert checkpoint.latest_complete(store, log=lambda _: None) is not None  # the next session resumes from it
+
+
+@pytest.mark.slow
+def test_a_process_lost_in_its_first_step_ends_the_session_at_once_not_at_its_budget(tmp_path):
+    # process 1 ends in the first step of a resumed session, its connections held open as NCCL's are: the first process
+    # would wait in its collective for the whole budget (an hour here); the launcher tells it, and it ends the session
+    store = tmp_path / "store"
+    first, second, probes = tmp_path / "first", tmp_path / "second", tmp_path / "probes"
+    for folder in (first, second, probes):
+        folder.mkdir()
+    settings = dict(task=FAULTY, max_steps=4, eval_every=0, checkpoint_every_steps=4)
+    assert in_process("train", str(write_config(first, **settings)), "--store", str(store), "--num-processes", "1",
+                      "--no-progress", cwd=tmp_path).returncode == 0
+    config = write_config(second, **settings, fault="vanish", fault_at=1, fault_rank=1, probe_dir=str(probes))
+    result = train_cli(config, store, "--budget", "1h", "--max-steps", "1000", timeout=150)
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out
+    assert "stopping: process 1 ended (exit code 1)" in result.stdout, out
+    status = status_of(store)
+    assert (status["state"], status["step"]) == ("failed", 4), status
+    assert status["reason"].startswith("PeerExited: process 1 ended (exit code 1)"), status["reason"]
+    assert checkpoint.read_latest(store) == "step-00000004"
+    assert "step-00000004 is safe in" in result.stdout, out  # the newest checkpoint, said
+    assert "process 1: exit code 1" in result.stderr, out
+    # before any step was measured, each process's collectives waited minutes, not the session's hour
+    seen = [json.loads((probes / f"rank-{rank}.json").read_text())["collective_timeout"] for rank in (0, 1)]
+    assert seen == [FIRST_COLLECTIVE, FIRST_COLLECTIVE]

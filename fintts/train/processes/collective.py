@@ -30,17 +30,20 @@ import time
 import torch
 import torch.distributed as dist
 
-#: How NCCL meets a collective that times out, set for every launched process (a person's own values win). torch's
+#: How NCCL meets a collective that times out, set in every launched process whatever its environment says. torch's
 #: default, ``TORCH_NCCL_ASYNC_ERROR_HANDLING=3`` ("tearing down process without aborting NCCL communicator. By default,
 #: it is set to 3": docs.pytorch.org torch_nccl_environment_variables; ``ErrorHandlingMode::SkipCleanUp`` in
 #: site-packages torch/include/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp), ends the process from NCCL's watchdog
 #: thread, so the session's failure path (the ``failed`` status, the newest checkpoint pushed, the lease given back)
-#: never runs. ``TORCH_NCCL_BLOCKING_WAIT=1`` makes the waiting collective itself fail in our thread once the process
-#: group's timeout has passed ("Control whether or not wait() is blocking", ProcessGroupNCCL.hpp; "When
-#: TORCH_NCCL_BLOCKING_WAIT is set, the process will block and wait for this timeout", torch/distributed/
-#: distributed_c10d.py ``_set_pg_timeout``): an exception, which :meth:`Trainer.run` handles like any other. Where an
-#: error reaches NCCL's watchdog first, ``2`` (``CleanUpOnly``: "only abort NCCL communicator") ends the collectives and
-#: keeps the process, whose next collective then raises. Gloo ignores both (its timeout is an exception already).
+#: never runs; so does torchrun's ``1`` (``TearDown``), which its elastic agent gives every worker (see
+#: :func:`fintts.train.session.launcher.launch`). ``TORCH_NCCL_BLOCKING_WAIT=1`` makes the waiting collective itself
+#: fail in our thread once the process group's timeout has passed ("Control whether or not wait() is blocking",
+#: ProcessGroupNCCL.hpp; "When TORCH_NCCL_BLOCKING_WAIT is set, the process will block and wait for this timeout",
+#: torch/distributed/distributed_c10d.py ``_set_pg_timeout``): an exception, which :meth:`Trainer.run` handles like any
+#: other. Where an error reaches NCCL's watchdog first, ``2`` (``CleanUpOnly``: "only abort NCCL communicator") ends the
+#: collectives and keeps the process, whose next collective then raises. Gloo ignores both (its timeout is an exception
+#: already). The ``TORCH_NCCL_`` names win over their old ``NCCL_`` ones (c10d's ``getCvarInt`` reads the list from its
+#: end: torch/include/torch/csrc/distributed/c10d/Utils.hpp).
 NCCL_ERROR_HANDLING = {"TORCH_NCCL_BLOCKING_WAIT": "1", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "2"}
 _KEY = "fintts/failure/{rank}"
 _ANNOUNCEMENT = "fintts/announce/{name}"

@@ -11,7 +11,8 @@ error names the known ways out (:data:`ESCAPE_HATCHES`).
 The processes meet through a file in a temporary folder rather than a TCP port: the
 transports between devices are what is checked, and no port can be taken by another program.
 Setting ``FINTTS_COLLECTIVE_CHECK_HANG_RANK`` to a rank makes that process sleep instead of
-joining, as a hung peer does (how the deadline is tested).
+joining, as a hung peer does (how the deadline is tested). The processes never talk to the Hub:
+they get no way to the Hugging Face token (:mod:`fintts.train.processes.hub_token`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from fintts.process_exit import exit_process
+from fintts.train.processes.hub_token import without_hub_token
 
 #: Seconds the whole check may take: process start, torch's import, the group, the collectives.
 DEADLINE = 60.0
@@ -63,8 +65,8 @@ def check_collectives(processes: int, *, cuda: bool, deadline: float = DEADLINE)
                 children.append(subprocess.Popen(
                     [sys.executable, "-m", "fintts.train.processes.collective_check", str(rank), str(processes), backend,
                      str(rendezvous), str(deadline)],
-                    env={**os.environ, "OMP_NUM_THREADS": "1"}, stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, start_new_session=True,
+                    env={**without_hub_token(os.environ, Path(tmp) / "no-token"), "OMP_NUM_THREADS": "1"},
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 ))
         while any(child.poll() is None for child in children) and time.time() - started < deadline:
             time.sleep(0.05)

@@ -65,6 +65,7 @@ class SessionFacts:
         clock, clock_origin = session_clock(cfg, own_process=own_process)
         bound = CollectiveBound(cfg.collective_timeout, clock.limit)
         accelerator = Accelerator(kwargs_handlers=process_group_settings(bound))
+        bound.joined()
         device = torch.device("cpu") if accelerator.device.type == "cpu" else accelerator.device
         world = accelerator.num_processes
         precision = resolve_precision(cfg.precision, device)

@@ -6,8 +6,11 @@ train`` per device with the environment ``accelerate launch`` would give it, so 
 one process group. Not ``accelerate launch`` itself: torch's elastic agent kills the workers 30 s
 after a signal, too soon for the final checkpoint and its upload. So this process relays the first
 process's output, passes signals on, gives every process its session start and NCCL's error
-handling, and ends whatever outlives the session. The rules and their grace periods are in
-docs/sessions-and-stores.md ("Several GPUs" and its table of timeouts).
+handling, the Hugging Face token to the first process only (:mod:`~fintts.train.processes.hub_token`),
+tells the first process at once when another ends with an error (it would wait for it in its next
+collective: :data:`~fintts.train.session.watchdog.PEER_EXITS_VARIABLE`), and ends whatever outlives
+the session. The rules and their grace periods are in docs/sessions-and-stores.md ("Several GPUs"
+and its table of timeouts).
 """
 
 from __future__ import annotations
@@ -37,10 +40,13 @@ from fintts.train.config import ConfigError, RunConfig, as_run_config
 from fintts.train.machine.platform import ORIGIN_VARIABLE, START_VARIABLE
 from fintts.train.processes.collective import NCCL_ERROR_HANDLING
 from fintts.train.processes.collective_check import check_collectives
+from fintts.train.processes.hub_token import without_hub_token
 from fintts.train.report.summary import SessionSummary
 from fintts.train.run.layout import LOGS_DIR
 from fintts.train.session.clock import SessionClock, session_clock
 from fintts.train.session.loop import Trainer
+from fintts.train.session.watchdog import PEER_EXITS_VARIABLE
+from fintts.train.stores import store_for
 
 #: Seconds the other processes get to end by themselves after one failed (they save nothing;
 #: the main one writes the run's "failed" status and hands back the Hub lease).
@@ -110,10 +116,14 @@ def launch(
         if parent is not None and not end_with_parent(int(parent)):
             raise LaunchFailed("the process that launched this one has ended (a kernel restarted, say); it does not train "
                                "without it", 1)
-        for name, value in NCCL_ERROR_HANDLING.items():  # started by torchrun or accelerate: read when the group is made
-            os.environ.setdefault(name, value)
+        # read when the group is made. Set, not defaulted: torchrun gives every worker TORCH_NCCL_ASYNC_ERROR_HANDLING=1
+        # (torch 2.13, torch/distributed/elastic/agent/server/local_elastic_agent.py, _start_workers: os.getenv(..., "1")),
+        # under which NCCL's watchdog kills the process and the session's failure path never runs
+        os.environ.update(NCCL_ERROR_HANDLING)
+        # a process that never pushes opens the run's store as a reader: it has no token (see _Processes._start)
+        store = store_for(config.train, read_only=os.environ.get("RANK", "0") != "0")
         try:
-            summary = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress).run()
+            summary = Trainer(config, store=store, allow_config_change=allow_config_change, force=force, progress=progress).run()
         except BaseException:
             if summary_json:  # the session has failed and its end (status, newest checkpoint, lease) is done
                 _ended_marker(summary_json).touch()
@@ -164,10 +174,11 @@ class _Processes:
             config_file = Path(tmp) / "config.yaml"
             config_file.write_text(yaml.safe_dump(self.config.to_dict(), sort_keys=False, allow_unicode=True))
             summary_file = Path(tmp) / "summary.json"
+            peer_exits = Path(tmp) / "peer-exits"  # written when another process ended with an error (_tell_first)
             try:
                 with _forwarding_signals(self._signal_all):
-                    self._start(config_file, summary_file)
-                    codes = self._supervise(summary_file)
+                    self._start(config_file, summary_file, peer_exits, Path(tmp) / "no-token")
+                    codes = self._supervise(summary_file, peer_exits)
             finally:
                 for log in self.log_files:
                     log.close()
@@ -179,12 +190,16 @@ class _Processes:
                     return summary
             raise self._failure(codes)
 
-    def _start(self, config_file: Path, summary_file: Path) -> None:
+    def _start(self, config_file: Path, summary_file: Path, peer_exits: Path, no_token: Path) -> None:
+        """Start the processes: the first one with this process's environment, ``--summary-json`` and where it hears of
+        the others' ends (``peer_exits``), the others without the Hugging Face token (their token file would be
+        ``no_token``)."""
         port = _free_port()
         threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // self.count))
         for rank in range(self.count):
             env = {
-                **NCCL_ERROR_HANDLING, **os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(self.count),
+                **(os.environ if rank == 0 else without_hub_token(os.environ, no_token)), **NCCL_ERROR_HANDLING,
+                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(self.count),
                 "RANK": str(rank), "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(self.count),
                 "OMP_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1",
                 START_VARIABLE: repr(self.clock.start), ORIGIN_VARIABLE: self.origin, PARENT_VARIABLE: str(os.getpid()),
@@ -194,13 +209,14 @@ class _Processes:
             command = [sys.executable, "-m", "fintts", "train", str(config_file), *self.flags]
             if rank == 0:
                 command += ["--summary-json", str(summary_file)]
+                env[PEER_EXITS_VARIABLE] = str(peer_exits)
             self.log_files.append(open(self.logs / f"process-{rank}.log", "wb"))
             self.processes.append(subprocess.Popen(
                 command, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
                 stdout=subprocess.PIPE if rank == 0 else self.log_files[-1],
             ))
 
-    def _supervise(self, summary_file: Path) -> list[int]:
+    def _supervise(self, summary_file: Path, peer_exits: Path) -> list[int]:
         """Relay the first process's output and end what outlives its part (see the module); signals are passed on
         meanwhile (:func:`_forwarding_signals`)."""
         relayed = self.processes[0].stdout
@@ -220,6 +236,7 @@ class _Processes:
                 finished_at = now
             if failed_at is None and any(code not in (None, 0) for code in codes):
                 failed_at = now
+            self._tell_first(codes, peer_exits)
             if finished_at is not None and now - finished_at > self.exit_grace:
                 self._end_stragglers(range(self.count), f"{self.exit_grace:g} s after the first process ended the session")
             if failed_at is not None and now - failed_at > PEER_GRACE:
@@ -229,6 +246,18 @@ class _Processes:
                 self._end_stragglers(range(self.count), f"{self.exit_grace:g} s after the session's end")
             elif end is None and failed_at is not None and now - failed_at > MAIN_GRACE:
                 self._end_stragglers(range(self.count), f"{MAIN_GRACE:g} s after a process failed")
+
+    def _tell_first(self, codes: list[int | None], peer_exits: Path) -> None:
+        """Once another process has ended with an error (not one ended here), tell the first one in ``peer_exits``:
+        under NCCL its next collective would wait for it until the process group's timeout. Its watchdog
+        (:class:`~fintts.train.session.watchdog.SessionWatchdog`) ends the session as failed."""
+        if peer_exits.exists():
+            return
+        lost = next((rank for rank, code in enumerate(codes) if rank and code not in (None, 0) and rank not in self.ended_late), None)
+        if lost is not None:
+            news = peer_exits.with_name(peer_exits.name + ".tmp")
+            news.write_text(f"process {lost} ended ({_describe_exit(codes[lost])}), its log: {self.logs}/process-{lost}.log")
+            news.replace(peer_exits)  # whole at once: the watchdog reads it as soon as it exists
 
     def _end_stragglers(self, ranks: Iterator[int] | range, why: str) -> None:
         for rank in ranks:

@@ -22,14 +22,19 @@ run) for ``fault_steps`` micro-batches (0: for ever):
 - ``hang``: the process sleeps for ever in its ``fault_at``-th micro-batch (a hung device or data
   loader: its peers wait for it in their next collective);
 - ``crash``: the process ends at once in its ``fault_at``-th micro-batch, exit code 1, outside any
-  vote and without a word (as the kernel's OOM killer or a segfault ends it).
+  vote and without a word (as the kernel's OOM killer or a segfault ends it);
+- ``vanish``: as ``crash``, but the process's connections outlive it (a child it forks holds them until
+  fintts's launcher has ended, at most :data:`VANISHED_FOR` seconds; without that launcher, torchrun's
+  say, not at all): its peers' next collective does not fail, as a NCCL collective need not when a peer
+  dies (only the launcher sees the process end), where gloo's fails at once with "Connection closed by peer".
 
 ``fault_rank`` picks the process the fault happens in (-1: every process).
 
 ``oom_above`` (any ``fault``): every micro-batch of more than that many items raises
 ``torch.OutOfMemoryError``, as a device with room for ``oom_above`` items would (0: never).
 ``noise_dir``: each process writes the first random draw of its first step (what dropout and
-a VITS posterior would get) to ``noise_dir/rank-<rank>.json``.
+a VITS posterior would get) to ``noise_dir/rank-<rank>.json``. ``probe_dir``: each process writes
+what it holds at its first step to ``probe_dir/rank-<rank>.json`` (:func:`_probe`).
 """
 
 from __future__ import annotations
@@ -48,9 +53,37 @@ from fintts.train.config import free_setting
 from fintts.train.task import Evaluation
 from fintts_stand_ins.toy import ToyConfig, ToyTask
 
+#: Seconds at most that a ``vanish``-ed process's connections outlive it.
+VANISHED_FOR = 600.0
+
 
 def _hang(*args, **kwargs) -> None:
     time.sleep(600)
+
+
+def _vanish() -> None:
+    """End this process (exit code 1) with its sockets held open by a child until the launcher is gone (see ``vanish``)."""
+    if os.fork() == 0:
+        launcher, until = int(os.environ.get("FINTTS_LAUNCHER_PID", "0")), time.time() + VANISHED_FOR
+        while time.time() < until and launcher and Path(f"/proc/{launcher}").exists():
+            time.sleep(0.1)
+        os._exit(0)
+    os._exit(1)
+
+
+def _probe(folder: str, rank: int) -> None:
+    """What this process holds, as a test reads it: its environment (``env``, its own ``os.environ``, what torch reads
+    when it makes the process group), the Hugging Face token huggingface_hub would find (``token``: the variables, then
+    the file at ``HF_TOKEN_PATH``), and its process group's timeout in seconds (``collective_timeout``)."""
+    from huggingface_hub import get_token
+
+    group = None
+    if torch.distributed.is_initialized():
+        device = torch.device("cuda" if torch.distributed.get_backend() == "nccl" else "cpu")
+        group = torch.distributed.group.WORLD._get_backend(device)
+    facts = {"env": dict(os.environ), "token": get_token(),
+             "collective_timeout": group.options._timeout.total_seconds() if group is not None else None}
+    Path(folder, f"rank-{rank}.json").write_text(json.dumps(facts))
 
 
 def _derive_slowly(seconds: float, folder: Path) -> None:
@@ -84,6 +117,7 @@ class FaultyConfig(ToyConfig):
     noise_dir: str = free_setting("")
     fault_rank: int = free_setting(-1)
     fault_seconds: float = free_setting(0.0)
+    probe_dir: str = free_setting("")
 
 
 class FaultyToy(ToyTask):
@@ -104,12 +138,15 @@ class FaultyToy(ToyTask):
             rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
             Path(self.config.noise_dir, f"rank-{rank}.json").write_text(json.dumps(torch.rand(8).tolist()))
             self._noise_written = True
+        if self.config.probe_dir and not getattr(self, "_probed", False):
+            _probe(self.config.probe_dir, torch.distributed.get_rank() if torch.distributed.is_initialized() else 0)
+            self._probed = True
         if self.config.oom_above and items > self.config.oom_above:
             raise torch.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {items} items' activations (raised by the test task)")
         losses = super().step(models, batch, group)
         if self.config.fault == "linger" and self._here():
             torch.distributed.destroy_process_group = _hang
-        faulty = self.config.fault in ("nan", "nan-grad", "spike", "oom", "cuda", "hang", "crash") and self._here()
+        faulty = self.config.fault in ("nan", "nan-grad", "spike", "oom", "cuda", "hang", "crash", "vanish") and self._here()
         if group != "model" or not faulty or not self._faulting():  # counts the model group's micro-batches only
             return losses
         loss = losses["loss"]
@@ -118,6 +155,8 @@ class FaultyToy(ToyTask):
                 time.sleep(3600)
         if self.config.fault == "crash":
             os._exit(1)
+        if self.config.fault == "vanish":
+            _vanish()
         if self.config.fault == "cuda":
             raise RuntimeError("CUDA error: an illegal memory access was encountered (raised by the test task)")
         if self.config.fault == "oom":
