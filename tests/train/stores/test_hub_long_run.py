@@ -17,7 +17,6 @@ from fintts.train.stores import StoreError, store_for
 from fintts.train.stores.hub import HubClient
 from fintts.train.stores.hub.errors import HubAuthError, HubError, HubRefused, HubRepoError, HubStorageFull, HubUnavailable, classify
 from fintts.train.stores.hub.plan import FREE, PRO, UNKNOWN, plan_of
-from fintts_stand_ins import HubServer
 from hub_helpers import FAST, REPO, TOKEN, latest_on_hub, make_store, save
 from trainer_helpers import write_config
 
@@ -150,18 +149,6 @@ def test_a_refusal_is_not_retried(hub, case, kind):
     with pytest.raises(kind) as raised:
         client.retrying("push", call, attempts=5, backoff=FAST, on_retry=lambda _: None)
     assert len(calls) == 1 and not raised.value.transient and TOKEN not in str(raised.value)
-
-
-@pytest.fixture
-def xet_hub(tmp_path, monkeypatch):
-    """A Xet-backed Hub stand-in, the real hf_xet used for large files and told to retry briefly."""
-    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", False)
-    monkeypatch.setenv("HF_XET_CLIENT_RETRY_MAX_ATTEMPTS", "1")
-    monkeypatch.setenv("HF_XET_CLIENT_RETRY_BASE_DELAY", "0.05")
-    monkeypatch.setenv("HF_XET_TELEMETRY_ENABLED", "false")
-    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    with HubServer(tmp_path / "hub", token=TOKEN, xet=True) as server:
-        yield server
 
 
 @pytest.mark.parametrize("status, says", [(404, "does not know"), (400, "refused the request")])
