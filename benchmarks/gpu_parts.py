@@ -456,8 +456,6 @@ def part_nccl_failure(p: Part) -> None:
     session itself: ``failed`` status, its newest checkpoint kept and said, instead of NCCL's watchdog killing it. On
     NCCL where two GPUs exist (NCCL refuses two ranks on one GPU); elsewhere on gloo, the same path under the same
     settings, and it says so."""
-    import subprocess
-
     from fintts.train.processes.collective import NCCL_ERROR_HANDLING
 
     gpus = torch.cuda.device_count() if p.cuda else 0
@@ -476,17 +474,9 @@ def part_nccl_failure(p: Part) -> None:
     command = [sys.executable, "-m", "fintts", "train", str(config), "--store", str(store), "--num-processes", "2", "--no-progress"]
     p.commands.append(f"{'CUDA_VISIBLE_DEVICES= ' if backend == 'gloo' else ''}fintts train OUT/hung.yaml --store /tmp/hung "
                       "--num-processes 2   # hung.yaml: task faulty-toy, fault hang, fault_at 10, fault_rank 1")
-    started = time.time()
-    launcher = subprocess.Popen(command, cwd=p.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    seen: list[dict] = []
-    while len(seen) < 2 and launcher.poll() is None and time.time() - started < 90:
-        seen = [_environment(pid) for pid in _training_processes(launcher.pid)]
-        time.sleep(0.1)
-    out, _ = launcher.communicate(timeout=240)
-    seconds = time.time() - started
-    (p.work / "hung.log").write_text(out)
+    seen, out, exit_code, seconds = _launch_two(p, command, env, "hung.log")
     reached = [{name: env.get(name) for name in NCCL_ERROR_HANDLING} for env in seen]
-    p.figures |= {"settings_seen": reached, "exit_code": launcher.returncode, "seconds": round(seconds, 1)}
+    p.figures |= {"settings_seen": reached, "exit_code": exit_code, "seconds": round(seconds, 1)}
     status = json.loads((store / "status.json").read_text()) if (store / "status.json").is_file() else {}
     latest = (store / "latest").read_text().strip() if (store / "latest").is_file() else None
     p.figures |= {"state": status.get("state"), "step": status.get("step"), "latest": latest}
@@ -495,8 +485,8 @@ def part_nccl_failure(p: Part) -> None:
             len(reached) == 2 and all(found == NCCL_ERROR_HANDLING for found in reached))
     kept = f"{NEWEST} is safe in" in out
     p.check(f"a process hung in step {HANG_AT}: the session ends `failed` by its own failure path, its newest checkpoint "
-            f"kept and said ({backend})", f"exit {launcher.returncode}, status {status.get('state')} at step {status.get('step')}, "
-            f"latest {latest}, said: {kept}, {seconds:.0f} s", launcher.returncode == 1 and status.get("state") == "failed"
+            f"kept and said ({backend})", f"exit {exit_code}, status {status.get('state')} at step {status.get('step')}, "
+            f"latest {latest}, said: {kept}, {seconds:.0f} s", exit_code == 1 and status.get("state") == "failed"
             and latest == NEWEST and kept)
     p.check("the same on NCCL (two GPUs)", backend, True if backend == "nccl" else None,
             why="" if backend == "nccl" else f"{gpus} GPU(s) here: NCCL refuses two ranks on one GPU; ran on gloo")
@@ -516,8 +506,6 @@ def part_nccl_torchrun(p: Part) -> None:
     ends ``failed`` by its own failure path with its newest checkpoint said, before torchrun's agent, which ends the
     workers 30 s after one failed (``_shutdown``'s timeout), kills it. On NCCL where two GPUs exist; elsewhere gloo
     (which notices the lost peer at once) runs the same path under the same settings, and it says so."""
-    import subprocess
-
     from fintts.train.processes.collective import NCCL_ERROR_HANDLING
 
     gpus = torch.cuda.device_count() if p.cuda else 0
@@ -541,21 +529,13 @@ def part_nccl_torchrun(p: Part) -> None:
     p.commands.append(f"{'CUDA_VISIBLE_DEVICES= ACCELERATE_USE_CPU=true ' if backend == 'gloo' else ''}torchrun --standalone "
                       "--nproc-per-node 2 -m fintts train OUT/lost.yaml --store /tmp/lost   # lost.yaml: task faulty-toy, "
                       f"fault vanish, fault_at {LOST_AT}, fault_rank 1, collective_timeout 20s")
-    started = time.time()
-    launcher = subprocess.Popen(command, cwd=p.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    given: list[dict] = []
-    while len(given) < 2 and launcher.poll() is None and time.time() - started < 90:
-        given = [_environment(pid) for pid in _training_processes(launcher.pid)]
-        time.sleep(0.1)
-    out, _ = launcher.communicate(timeout=240)
-    seconds = time.time() - started
-    (p.work / "lost.log").write_text(out)
+    given, out, exit_code, seconds = _launch_two(p, command, env, "lost.log")
     by_torchrun = [started_with.get("TORCH_NCCL_ASYNC_ERROR_HANDLING") for started_with in given]
     seen = [json.loads(path.read_text())["env"] for path in sorted(probes.glob("rank-*.json"))]
     running_with = [{name: holds.get(name) for name in NCCL_ERROR_HANDLING} for holds in seen]
     status = json.loads((store / "status.json").read_text()) if (store / "status.json").is_file() else {}
     latest = (store / "latest").read_text().strip() if (store / "latest").is_file() else None
-    p.figures |= {"given_by_torchrun": by_torchrun, "running_with": running_with, "exit_code": launcher.returncode,
+    p.figures |= {"given_by_torchrun": by_torchrun, "running_with": running_with, "exit_code": exit_code,
                   "seconds": round(seconds, 1), "state": status.get("state"), "step": status.get("step"), "latest": latest}
     p.save()
     p.check("torchrun gives its workers its own TORCH_NCCL_ASYNC_ERROR_HANDLING=1", json.dumps(by_torchrun),
@@ -564,14 +544,33 @@ def part_nccl_torchrun(p: Part) -> None:
             len(running_with) == 2 and all(found == NCCL_ERROR_HANDLING for found in running_with))
     kept = f"{NEWEST_BEFORE_LOST} is safe in" in out
     p.check(f"a process lost in step {LOST_AT} under torchrun: the session ends `failed` by its own failure path, its newest "
-            f"checkpoint kept and said ({backend})", f"exit {launcher.returncode}, status {status.get('state')} at step "
-            f"{status.get('step')}, latest {latest}, said: {kept}, {seconds:.0f} s", launcher.returncode != 0
+            f"checkpoint kept and said ({backend})", f"exit {exit_code}, status {status.get('state')} at step "
+            f"{status.get('step')}, latest {latest}, said: {kept}, {seconds:.0f} s", exit_code != 0
             and status.get("state") == "failed" and latest == NEWEST_BEFORE_LOST and kept)
     p.check("the same on NCCL under torchrun (two GPUs)", backend, True if backend == "nccl" else None,
             why="" if backend == "nccl" else f"{gpus} GPU(s) here: NCCL refuses two ranks on one GPU; ran on gloo")
     p.summary = (f"{backend} under torchrun: process 1 lost at step {LOST_AT}; the session ended {status.get('state')} at step "
                  f"{status.get('step')} with {latest} kept, {seconds:.0f} s from launch"
                  + ("" if backend == "nccl" else f" (NCCL not run: {gpus} GPU(s))"))
+
+
+def _launch_two(p: Part, command: list[str], env: dict, log: str) -> tuple[list[dict], str, int, float]:
+    """Run a two-process ``command``: the environments its two training processes started with, its output, its exit
+    code and its seconds.
+
+    The environments are read while the processes live (``/proc``), as the launcher gave them; the output goes to ``log``.
+    """
+    import subprocess
+
+    started = time.time()
+    launcher = subprocess.Popen(command, cwd=p.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen: list[dict] = []
+    while len(seen) < 2 and launcher.poll() is None and time.time() - started < 90:
+        seen = [_environment(pid) for pid in _training_processes(launcher.pid)]
+        time.sleep(0.1)
+    out, _ = launcher.communicate(timeout=240)
+    (p.work / log).write_text(out)
+    return seen, out, launcher.returncode, time.time() - started
 
 
 def _stand_in_task(p: Part, env: dict) -> None:
