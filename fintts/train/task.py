@@ -146,6 +146,11 @@ class DataFingerprint:
     labels: list[str] = dataclasses.field(default_factory=list)
 
 
+def fetch_here(name: str, fetch: Callable[[], Any]) -> Any:
+    """:attr:`TaskContext.fetch_first` of a process on its own (one process, ``fintts plan``): ``fetch()``, here."""
+    return fetch()
+
+
 @dataclasses.dataclass(frozen=True)
 class TaskContext:
     """What the trainer tells a task about where it runs."""
@@ -165,6 +170,13 @@ class TaskContext:
     warn: Callable[[str], None] = print
     #: the session resumes from a checkpoint, whose weights replace the ones built: nothing to fetch for them.
     resuming: bool = False
+    #: ``fetch_first(name, fetch)``: how the task gets what it reads from the Hub (its data, the weights it starts
+    #: from). ``fetch`` runs in the main process alone, the only one that holds the Hugging Face token (a private
+    #: input needs it): it puts the files in the cache the processes share and returns what finds them there (JSON:
+    #: the commit it resolved). Every process gets that value (the others wait for it off the device, within the
+    #: session's time) and reads the files from the cache, the network untouched. ``name`` says what is fetched, once
+    #: per phase. Alone: ``fetch()``.
+    fetch_first: Callable[[str, Callable[[], Any]], Any] = fetch_here
 
 
 class Task(abc.ABC):

@@ -16,16 +16,19 @@ reads what its peers posted when it fails in turn, so the status says
 ``process 1: ValueError: ...`` instead of the symptom.
 
 No device collective waits on the Hub. While the main process takes the lease, downloads
-the checkpoint, or waits for the final push, the others wait here, on that same
-key-value store, for what it announces (:func:`announce`) — polling, with a deadline from the
-session's clock, and giving up at once when the main process posted a failure or its
-store is gone. A device collective (NCCL) would instead wait until the process group's
-watchdog aborts it, whatever the session's schedule.
+the checkpoint or the task's inputs (:func:`main_first`), or waits for the final push, the
+others wait here, on that same key-value store, for what it announces (:func:`announce`) —
+polling, with a deadline from the session's clock, and giving up at once when the main
+process posted a failure or its store is gone. A device collective (NCCL) would instead
+wait until the process group's watchdog aborts it, whatever the session's schedule.
 """
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -162,3 +165,23 @@ def await_main(name: str, deadline: float | None) -> str:
         if deadline is not None and time.time() > deadline:
             raise MainProcessGone(f"the main process did not finish {name!r} before the session's end")
         time.sleep(POLL)
+
+
+def main_first(name: str, fetch: Callable[[], Any], deadline: float | None) -> Any:
+    """``fetch()`` in the main process alone; the others wait for it off the device and get what it returned.
+
+    For what only the main process can do, and the others then go on from: it alone holds the
+    Hugging Face token (:mod:`~fintts.train.processes.hub_token`), so it fetches a private input
+    into the cache the processes share, and its value (JSON: the commit it resolved, say) tells
+    the others where to read it. They wait with :func:`await_main` (``deadline``: ``time.time()``;
+    ``None``: none): a fetch that raises fails the main process's session, whose failure they read
+    there (:class:`MainProcessGone`). ``name`` is announced once: a later fetch needs another.
+    Alone, ``fetch()``.
+    """
+    if _store() is None:
+        return fetch()
+    if dist.get_rank() == 0:
+        value = fetch()
+        announce(name, json.dumps(value))
+        return value
+    return json.loads(await_main(name, deadline))

@@ -13,8 +13,10 @@ exchange when ``HF_OIDC_RESOURCE`` is set (with ``HF_OIDC_ID_TOKEN``), then ``HF
 ``KaggleWebClient.__init__``). So those variables are left out and ``HF_TOKEN_PATH`` names a file
 that does not exist; ``HF_HOME`` stays, so the downloads' cache is still shared.
 
-What a process without the token cannot do: read a *private* Hub dataset (``data: hf://datasets/…``)
-or a private ``init`` voice, which every training process reads for itself.
+What the task reads from the Hub (a ``data: hf://datasets/…`` corpus, an ``init`` voice, released
+weights) may still be private: the main process fetches it into the shared cache and the others read
+it from there at the commit it resolved, never asking the Hub (the task's ``context.fetch_first``:
+:func:`fintts.train.processes.collective.main_first`).
 """
 
 from __future__ import annotations

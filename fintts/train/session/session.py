@@ -12,8 +12,10 @@ nothing in it is ever ``None``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
+from fintts.train.processes.collective import main_first
 from fintts.train.run.layout import CACHE_DIR
 from fintts.train.run.state import TrainerState
 from fintts.train.session.background_export import BackgroundExport
@@ -72,9 +74,17 @@ def build(state: TrainerState, facts: SessionFacts, learnt: Learnt, *, progress:
     built = build_phase(
         facts.config.phase(state.phase, state.resolved), start, accelerator=facts.accelerator, device=facts.device,
         precision=facts.precision, cache=facts.store.root / CACHE_DIR, main=facts.main, log=facts.log, progress=progress,
-        spent=facts.spent, warn=facts.warn, resuming=resuming,
+        spent=facts.spent, warn=facts.warn, resuming=resuming, fetch_first=fetching_first(state.phase, facts.clock.end),
     )
     state.resolved = {**state.resolved, **built.resolved}
     learnt.data = describe_data(built, facts.log)
     learnt.last_eval = None
     return built
+
+
+def fetching_first(phase: int, deadline: float | None) -> Callable[[str, Callable[[], Any]], Any]:
+    """The task's ``fetch_first`` (:class:`~fintts.train.task.TaskContext`) in ``phase``: ``fetch`` in the main process,
+    which alone holds the Hugging Face token, while the others wait off the device until ``deadline`` (the session's
+    end): the first collective, whose timeout is minutes (:data:`~fintts.train.session.watchdog.FIRST_COLLECTIVE`), is
+    met only once the download is done. Each phase's names are its own: a later phase's build fetches again."""
+    return lambda name, fetch: main_first(f"fetch/{phase}/{name}", fetch, deadline)

@@ -21,7 +21,7 @@ from fintts.train.config import ConfigError, RunConfig, TrainConfig, total_steps
 from fintts.train.report import status
 from fintts.train.step.sampler import EpochPlan, padding_fraction
 from fintts.train.step.stepping import AUTOCAST_DTYPES, lr_factor
-from fintts.train.task import DataFingerprint, OptimizerGroup, Task, TaskContext, TrainData, Weights
+from fintts.train.task import DataFingerprint, OptimizerGroup, Task, TaskContext, TrainData, Weights, fetch_here
 
 
 @dataclasses.dataclass
@@ -72,16 +72,18 @@ def build_phase(
     spent: Callable[[str, float], None],
     warn: Callable[[str], None] = print,
     resuming: bool = False,
+    fetch_first: Callable[[str, Callable[[], Any]], Any] = fetch_here,
 ) -> BuiltPhase:
     """Build a phase from the config it trains with; ``start``: the previous phase's final weights.
-    ``resuming``: a checkpoint's weights replace the ones built (see :class:`~fintts.train.task.TaskContext`).
+    ``resuming``: a checkpoint's weights replace the ones built; ``fetch_first``: how the task fetches its inputs from
+    the Hub (both: see :class:`~fintts.train.task.TaskContext`).
 
     ``spent(part, since)`` is told when the models and the data were started on (the session's time accounting).
     """
     cfg, world = config.train, accelerator.num_processes
     task = config.task_class(
         config.task, TaskContext(cfg.seed, device, AUTOCAST_DTYPES[precision], cache, main, log, progress and main,
-                                 warn=warn, resuming=resuming)
+                                 warn=warn, resuming=resuming, fetch_first=fetch_first)
     )
     started = time.time()
     raw_models = {name: m.to(device) for name, m in task.build_models(start).items()}

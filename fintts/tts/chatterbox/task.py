@@ -41,6 +41,7 @@ from fintts.tts.chatterbox.settings import RANDOM, ChatterboxTaskConfig
 from fintts.tts.chatterbox.t3 import IGNORE, T3, T3Settings, speech_loss
 from fintts.tts.chatterbox.text import VOCAB_FILE, ChatterboxText
 from fintts.tts.corpus import Item
+from fintts.tts.hub_inputs import snapshot
 from fintts.tts.vits.selection import select_corpus
 
 
@@ -135,19 +136,20 @@ class ChatterboxTask(Task):
         return {"model": t3}
 
     def _release_folder(self) -> Path:
-        """The folder holding the release's files: ``weights`` itself, or its Hub repo's snapshot (downloaded once)."""
+        """The folder holding the release's files: ``weights`` itself, or its Hub repo's snapshot (downloaded once, by
+        the process of the session that holds the token: :mod:`fintts.tts.hub_inputs`)."""
         cfg = self.config
         needed = [cfg.t3_file, VOCAB_FILE, *FROZEN_FILES]
         folder = Path(cfg.weights).expanduser()
         if not folder.is_dir():
-            from huggingface_hub import snapshot_download  # only a run that names a Hub repo downloads
-            from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError  # as snapshot_download
+            from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError  # as snapshot_download raises
 
             # allow_patterns as upstream's from_pretrained (src/chatterbox/mtl_tts.py), our T3 file in place of its default.
             # Offline with nothing cached, snapshot_download raises LocalEntryNotFoundError ("An error happened while trying
             # to locate the files on the Hub...", huggingface_hub/_snapshot_download.py); an unknown repo HfHubHTTPError.
             try:
-                folder = Path(snapshot_download(cfg.weights, allow_patterns=[*needed, "conds.pt", "Cangjie5_TC.json"]))
+                folder = snapshot(cfg.weights, allow_patterns=[*needed, "conds.pt", "Cangjie5_TC.json"],
+                                  fetch_first=self.context.fetch_first)
             except (HfHubHTTPError, LocalEntryNotFoundError, ValueError, OSError) as err:
                 raise ConfigError(f"weights: {cfg.weights} is no folder here and could not be had from the Hub "
                                   f"({str(err).strip().splitlines()[0][:200]}); give a folder with {', '.join(needed)}, "
@@ -167,7 +169,7 @@ class ChatterboxTask(Task):
     # ------------------------------------------------------------------ data
     def _prepare_corpus(self) -> None:
         selection = select_corpus(self.config, log=self.context.log, progress=self.context.progress,
-                                  cache_dir=self.context.cache_dir / "datasets")
+                                  cache_dir=self.context.cache_dir / "datasets", fetch_first=self.context.fetch_first)
         self.speakers, self.items, self.heldout = selection.speakers, selection.items, selection.heldout
         self.hours, self.speaker = selection.hours, selection.speaker
 

@@ -17,11 +17,12 @@ import os
 import re
 from pathlib import Path
 
-from huggingface_hub import HfApi, constants, hf_hub_download
+from huggingface_hub import constants
 from huggingface_hub.errors import HfHubHTTPError
 
 from fintts.tts.audio import AUDIO_EXTENSIONS
 from fintts.tts.corpus.model import HUB_PREFIX, CorpusError, Item, Problem, ReadOptions, speaker_name_problem
+from fintts.tts.hub_inputs import repo_files
 
 DEFAULT_SPLIT = "train"
 AUDIO_COLUMN = "audio"
@@ -65,19 +66,26 @@ def _unpack(target: Path, data: bytes) -> None:
 
 
 def download(source: str, options: ReadOptions) -> tuple[Path, list[Path], str, str]:
-    """The split's parquet files, downloaded: ``(audio folder, files, repo@commit, split)``."""
+    """The split's parquet files, downloaded: ``(audio folder, files, repo@commit, split)``.
+
+    In a session of several processes the one holding the token downloads them, and the others
+    read them from the cache at its commit (``options.fetch_first``: :mod:`fintts.tts.hub_inputs`).
+    """
     repo, revision = parse(source)
     split = options.split or DEFAULT_SPLIT
     hub_cache = options.cache_dir / "hub" if options.cache_dir else None
-    try:
-        commit = HfApi().dataset_info(repo, revision=revision).sha
-        every = HfApi().list_repo_files(repo, repo_type="dataset", revision=commit)
+
+    def choose(every: list[str]) -> list[str]:
         files = split_files(every, split)
         if not files:
             have = ", ".join(f for f in every if f.endswith(".parquet")) or "none"
             raise CorpusError(f"{source}: no parquet files of split {split!r} (looked for */{split}/*.parquet and "
                               f"{split}-*.parquet; its parquet files: {have}); pass split: one the dataset has")
-        local = [Path(hf_hub_download(repo, f, repo_type="dataset", revision=commit, cache_dir=hub_cache)) for f in files]
+        return files
+
+    try:
+        commit, local = repo_files(repo, repo_type="dataset", revision=revision, choose=choose, cache_dir=hub_cache,
+                                   fetch_first=options.fetch_first)
     except HfHubHTTPError as error:
         raise CorpusError(f"{source}: cannot download it from the Hub ({error}); check the name, your token "
                           "(HF_TOKEN) for a private dataset, and the network") from error

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fintts.errors import UsageError
 
@@ -83,6 +85,9 @@ class ReadOptions:
     ``text_column``/``speaker_column``/``audio_column``: the columns of an ``audiofolder``
     CSV or a Hub dataset, when they are not the usual names. ``cache_dir``: where a Hub
     dataset is downloaded and its audio unpacked (default: the Hugging Face cache).
+    ``fetch_first``: in a session of several processes, how a Hub dataset is downloaded by the
+    one holding the token and read from the cache by the others (a task's ``context.fetch_first``,
+    see :mod:`fintts.tts.hub_inputs`); ``None``: here.
     """
 
     split: str = ""
@@ -90,6 +95,7 @@ class ReadOptions:
     speaker_column: str = ""
     audio_column: str = ""
     cache_dir: Path | None = None
+    fetch_first: Callable[[str, Callable[[], Any]], Any] | None = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         problems = option_problems({name: getattr(self, name) for name in NAMED_FIELDS})

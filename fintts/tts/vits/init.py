@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from huggingface_hub import HfApi
+from huggingface_hub.errors import RevisionResolutionError
 from torch import nn
 from torch.nn.utils import parametrize
 from transformers import VitsConfig, VitsModel, VitsTokenizer
 from transformers.models.vits.modeling_vits import VitsAttention, VitsConvFlow, VitsResidualCouplingLayer
 
 from fintts.errors import ConfigError
+from fintts.tts.hub_inputs import FetchFirst, pinned
 from fintts.tts.vits.base_voice import no_progress_bars, unavailable, why_not_downloadable
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,7 @@ def build_generator(
     speaker_embedding_size: int = DEFAULT_SPEAKER_EMBEDDING_SIZE,
     cache_dir: str | Path | None = None,
     local_files_only: bool = False,
+    fetch_first: FetchFirst | None = None,
 ) -> tuple[VitsModel, VitsTokenizer | None]:
     """The generator (and its tokenizer, when there is one) to train from.
 
@@ -56,6 +60,8 @@ def build_generator(
         num_speakers: speakers to train. A single-speaker checkpoint is extended with
             ``speaker_embedding_size``-wide speaker conditioning (see :func:`add_speakers`).
         local_files_only: never touch the network (a Kaggle session without internet).
+        fetch_first: which process of a session reads a Hub id from the Hub (the others read its
+            commit from the cache: :mod:`fintts.tts.hub_inputs`); ``None``: this one.
 
     Returns:
         ``(model, tokenizer)``; the tokenizer is ``None`` for ``scratch`` and for a folder
@@ -78,17 +84,11 @@ def build_generator(
             raise ConfigError(f"init: {folder} is not a voice folder of save_pretrained's layout "
                               f"({str(err).strip().splitlines()[0]})") from None
     else:
-        try:  # the cache first: a voice downloaded once never waits on the network again
-            model, tokenizer = _load(str(init), overrides, cache_dir, local_files_only=True, tokenizer=True)
-        except OSError:
-            why = "the session reads only local files" if local_files_only else why_not_downloadable(str(init))
-            if why:
-                raise unavailable(str(init), why) from None
-            log.info(f"init: downloading {init} once (the Hugging Face cache keeps it for the next runs)")
-            try:
-                model, tokenizer = _load(str(init), overrides, cache_dir, local_files_only=False, tokenizer=True)
-            except OSError as err:
-                raise unavailable(str(init), f"{type(err).__name__}: {str(err).strip().splitlines()[0]}") from None
+        _, (model, tokenizer) = pinned(
+            f"model {init}", lambda: _fetch(str(init), overrides, cache_dir, local_files_only=local_files_only),
+            lambda commit: _load(str(init), overrides, cache_dir, local_files_only=True, tokenizer=True, revision=commit),
+            fetch_first,
+        )
 
     if num_speakers != model.config.num_speakers:
         if model.config.num_speakers != 1:
@@ -100,16 +100,43 @@ def build_generator(
     return model, tokenizer
 
 
+def _fetch(init: str, overrides: dict[str, Any], cache_dir: str | Path | None, *,
+           local_files_only: bool) -> tuple[str, tuple[VitsModel, VitsTokenizer | None]]:
+    """The voice a Hub id names, read from the cache or else downloaded, and the commit it was read at.
+
+    The commit is resolved first and every file read at it (``HfApi.resolve_revision``: "every
+    subsequent call targets the exact same commit", huggingface_hub 2.4 hf_api.py), so a session's
+    other processes read the same one from the cache (:mod:`fintts.tts.hub_inputs`). From the cache,
+    the branch is the commit the cache's ``refs/`` records, no request made, as ``from_pretrained``
+    with ``local_files_only`` reads it (transformers 5.24, utils/hub.py ``resolve_revision``).
+    """
+    api = HfApi()
+    try:  # the cache first: a voice downloaded once never waits on the network again
+        commit = api.resolve_revision(init, cache_dir=cache_dir, local_files_only=True).resolved
+        return commit, _load(init, overrides, cache_dir, local_files_only=True, tokenizer=True, revision=commit)
+    except (OSError, RevisionResolutionError):  # nothing cached (RevisionResolutionError), or not all of it
+        why = "the session reads only local files" if local_files_only else why_not_downloadable(init)
+        if why:
+            raise unavailable(init, why) from None
+    log.info(f"init: downloading {init} once (the Hugging Face cache keeps it for the next runs)")
+    try:
+        commit = api.resolve_revision(init, cache_dir=cache_dir).resolved
+        return commit, _load(init, overrides, cache_dir, local_files_only=False, tokenizer=True, revision=commit)
+    except (OSError, RevisionResolutionError) as err:  # the Hub's HTTP errors are OSErrors (HfHubHTTPError)
+        raise unavailable(init, f"{type(err).__name__}: {str(err).strip().splitlines()[0]}") from None
+
+
 def _load(source: str, overrides: dict[str, Any], cache_dir: str | Path | None, *, local_files_only: bool,
-          tokenizer: bool) -> tuple[VitsModel, VitsTokenizer | None]:
-    """The model (and its tokenizer) from a folder or a Hub id, without transformers' progress bars."""
+          tokenizer: bool, revision: str | None = None) -> tuple[VitsModel, VitsTokenizer | None]:
+    """The model (and its tokenizer) from a folder or a Hub id (at ``revision``), without transformers' progress bars."""
     with no_progress_bars():
-        config = VitsConfig.from_pretrained(source, cache_dir=cache_dir, local_files_only=local_files_only)
+        config = VitsConfig.from_pretrained(source, cache_dir=cache_dir, local_files_only=local_files_only, revision=revision)
         _apply_overrides(config, overrides)
         model = VitsModel.from_pretrained(
-            source, config=config, cache_dir=cache_dir, local_files_only=local_files_only, dtype=torch.float32
+            source, config=config, cache_dir=cache_dir, local_files_only=local_files_only, dtype=torch.float32, revision=revision
         )
-        return model, VitsTokenizer.from_pretrained(source, cache_dir=cache_dir, local_files_only=local_files_only) if tokenizer else None
+        return model, VitsTokenizer.from_pretrained(source, cache_dir=cache_dir, local_files_only=local_files_only,
+                                                    revision=revision) if tokenizer else None
 
 
 def vits_initialisation(model: VitsModel) -> VitsModel:

@@ -11,6 +11,7 @@ from fintts.tts.audio import header_seconds
 from fintts.tts.corpus import Item, ReadOptions, check_corpus, read_table
 from fintts.tts.corpus.ljspeech import heldout_tables
 from fintts.tts.demo import data_root
+from fintts.tts.hub_inputs import FetchFirst
 from fintts.tts.speakers import BEST, analyse_speakers
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.settings import VitsTaskConfig
@@ -49,16 +50,18 @@ class CorpusSelection:
     heldout_minutes: float = 0.0
 
 
-def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True, cache_dir: Path | None = None) -> CorpusSelection:
+def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True, cache_dir: Path | None = None,
+                  fetch_first: FetchFirst | None = None) -> CorpusSelection:
     """Check the corpus once, keep the good clips of the chosen speakers, set the held-out ones aside.
 
     Held-out clips come from ``heldout.csv`` files when the corpus has them (the demo does);
     otherwise, per speaker, the :func:`heldout_count` clips whose ids hash lowest (so a phase
     on one speaker validates on the clips the all-speaker phase held out for it). A Hub dataset is
-    downloaded into ``cache_dir`` (default: the Hugging Face cache).
+    downloaded into ``cache_dir`` (default: the Hugging Face cache), by the process ``fetch_first``
+    says (a task's ``context.fetch_first``; ``None``: this one).
     """
     options = ReadOptions(split=cfg.split, text_column=cfg.text_column, speaker_column=cfg.speaker_column,
-                          audio_column=cfg.audio_column, cache_dir=cache_dir)
+                          audio_column=cfg.audio_column, cache_dir=cache_dir, fetch_first=fetch_first)
     report = check_corpus(
         data_root(cfg.data), format=cfg.format or None, options=options, text=FinnishText.default(), sample_rate=16_000,
         min_seconds=cfg.min_seconds, max_seconds=cfg.max_seconds, progress=progress,

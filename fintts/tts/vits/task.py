@@ -191,7 +191,8 @@ class VitsTask(Task):
         if cfg.init == "scratch":
             overrides.setdefault("vocab_size", scratch_text.vocab_size)
         init, weights = resolve_init(cfg.init)
-        vits, tokenizer = build_generator(init, config_overrides=overrides, num_speakers=max(1, len(self.speakers)))
+        vits, tokenizer = build_generator(init, config_overrides=overrides, num_speakers=max(1, len(self.speakers)),
+                                          fetch_first=self.context.fetch_first)
         self.text = FinnishText.from_tokenizer(tokenizer) if tokenizer is not None else scratch_text
         missing = sorted(set(cfg.punctuation_tokens) - set(self.text.vocab))
         if missing:
@@ -260,7 +261,7 @@ class VitsTask(Task):
     # ------------------------------------------------------------------ data
     def _prepare_corpus(self) -> None:
         selection = select_corpus(self.config, log=self.context.log, progress=self.context.progress,
-                                  cache_dir=self.context.cache_dir / "datasets")
+                                  cache_dir=self.context.cache_dir / "datasets", fetch_first=self.context.fetch_first)
         self.speakers, self.items, self.heldout = selection.speakers, selection.items, selection.heldout
         self.hours, self.speaker = selection.hours, selection.speaker
         self.heldout_minutes = selection.heldout_minutes
@@ -268,7 +269,7 @@ class VitsTask(Task):
     def count_items(self) -> int:
         """The corpus's good clips less the held-out ones: checking the corpus, no features."""
         return len(select_corpus(self.config, log=self.context.log, progress=self.context.progress,
-                                 cache_dir=self.context.cache_dir / "datasets").items)
+                                 cache_dir=self.context.cache_dir / "datasets", fetch_first=self.context.fetch_first).items)
 
     def train_data(self) -> TrainData:
         cache = FeatureCache(self.context.cache_dir / "features", self.spectrogram_config)
