@@ -13,8 +13,8 @@ first imported (``KaggleApi.args``), so it cannot be pointed at a stand-in from 
 
 A chain whose sessions really train cannot be played at one speed: their seconds are real, and a clock fast enough to
 play 13 hours of a stuck session in seconds would count each real session past Kaggle's limit too. With ``@FILE`` for
-SPEED the command runs on :func:`warped` instead: on the system's time while the test leaves ``FILE`` absent, each wait
-moving the clock as many times as far as ``FILE`` says once the test writes a number there (and back when it removes it).
+SPEED the command runs on :func:`warped` instead: on the system's time while ``FILE`` is absent; once the test writes a
+number N there, each wait takes as long as it says and moves the clock N times as far (until the test removes it).
 """
 
 from __future__ import annotations
