@@ -38,13 +38,13 @@ def push_from_output(api: Any, ref: str, folder: str, repo: str, *, not_older_th
     is known to have reached; an output whose newest is older has nothing to give. Returns the name of the checkpoint
     pushed; :class:`~fintts.errors.StoreError` (Kaggle's or the Hub's) saying why nothing was.
     """
-    if not folder.startswith(KAGGLE_OUTPUT):
-        raise KaggleError(f"{folder} is not under {KAGGLE_OUTPUT}, which is all a version's output holds")
-    relative = folder[len(KAGGLE_OUTPUT):].strip("/")
+    places = places_in_output(folder)
     with tempfile.TemporaryDirectory(prefix="fintts-output-") as tmp:
-        pattern = f"^{re.escape(relative)}/" if relative else None  # the run's folder only, not the whole output
+        # the run's folder only, not the whole output
+        pattern = "^(?:" + "|".join(re.escape(place) for place in places) + ")/" if "" not in places else None
         fetch = functools.partial(api.kernels_output, ref, tmp, file_pattern=pattern, force=True, quiet=True)
         calling(f"download the output of {ref}", fetch, attempts=ATTEMPTS, backoff=BACKOFF)
+        relative = next((place for place in places if (Path(tmp) / place / CHECKPOINTS).is_dir()), places[0])
         store = Path(tmp) / relative
         newest = ckpt.latest_complete(store, lambda _: None) if (store / CHECKPOINTS).is_dir() else None
         if newest is None:
@@ -55,6 +55,23 @@ def push_from_output(api: Any, ref: str, folder: str, repo: str, *, not_older_th
                               f"{not_older_than}")
         push(store, repo)
         return newest.name
+
+
+def places_in_output(folder: str) -> list[str]:
+    """Where run folder ``folder`` (the session's path) may be in a version's output, relative to it, likeliest first.
+
+    Under ``/kaggle/working`` (a Kaggle session's working folder, and ``STORE`` is relative to it) the output holds it at
+    its path below that folder. Kaggle's other folders (``/kaggle/tmp``, ``/kaggle/input``) are never in the output.
+    A folder elsewhere is a session whose working folder was not ``/kaggle/working`` (a notebook run outside Kaggle's
+    layout, as the tests' sessions are): the output is that working folder, of which the path says nothing, so the
+    run folder is looked for at each tail of its path, the longest first (``runs/<repo name>`` for the default).
+    """
+    if folder.startswith(KAGGLE_OUTPUT):
+        return [folder[len(KAGGLE_OUTPUT):].strip("/")]
+    parts = PurePosixPath(folder).parts
+    if not PurePosixPath(folder).is_absolute() or parts[1:2] == ("kaggle",):
+        raise KaggleError(f"{folder} is not under {KAGGLE_OUTPUT}, which is all a version's output holds")
+    return ["/".join(parts[start:]) for start in range(1, len(parts))]
 
 
 def push_from_output_of(api: Any, kernel: str, version: int, run: HubRun | None, repo: str, *, say: Any,

@@ -315,8 +315,9 @@ def run_sessions(
     # (a running session's newest checkpoint is its own to push: it is followed)
     blocked = None if following else _blocked(before, settings.hub_repo, kernel, current)
     if blocked:
-        before = from_output(before, 0, f"{settings.hub_repo}: ") or before
-        blocked = _blocked(before, settings.hub_repo, kernel, current)
+        rescued = from_output(before, 0, f"{settings.hub_repo}: ")
+        before = rescued or before
+        blocked = _blocked(before, settings.hub_repo, kernel, current, rescued=rescued is not None)
     if blocked:
         say(f"{settings.hub_repo}: {blocked}")
         return 1
@@ -352,8 +353,11 @@ def run_sessions(
         sessions.append(session)
         problem = _problem(name, message, before, after, repo=settings.hub_repo, kernel=kernel, version=session.version)
         if problem is not None and _lost_unless_pushed(problem):  # the newest checkpoint may be in the version's output
-            after = from_output(after, session.version, f"session {len(sessions)}: ") or after
-            problem = _problem(name, message, before, after, repo=settings.hub_repo, kernel=kernel, version=session.version)
+            rescued = from_output(after, session.version, f"session {len(sessions)}: ")
+            if rescued is not None:
+                after = rescued
+                problem = _problem(name, message, before, after, repo=settings.hub_repo, kernel=kernel, version=session.version,
+                                   rescued=True)
         _record(session, before, after)
         if problem is None:
             failures = []
@@ -391,12 +395,15 @@ def _record(session: Session, before: HubRun | None, after: HubRun | None) -> No
     session.best = best_of(status_of(after) or None)
 
 
-def _blocked(run: HubRun | None, repo: str, kernel: str, current: tuple[str, str] | None) -> str | None:
-    """Why no session may be pushed before the last one's newest checkpoint reaches the Hub (``None``: one may)."""
+def _blocked(run: HubRun | None, repo: str, kernel: str, current: tuple[str, str] | None, *, rescued: bool = False) -> str | None:
+    """Why no session may be pushed before the last one's newest checkpoint reaches the Hub (``None``: one may).
+
+    ``rescued``: as for :func:`_problem`.
+    """
     lost = unpushed_problem(run, repo, kernel) if run is not None else None
     if lost:
         return lost
-    if current is not None and current[0] in ENDED and status_of(run).get("state") == "running":
+    if current is not None and current[0] in ENDED and status_of(run).get("state") == "running" and not rescued:
         return ended_running_problem(run, repo, kernel, current[0])
     return None
 
@@ -442,11 +449,15 @@ def ended_running_problem(run: HubRun | None, repo: str, kernel: str, kernel_sta
 
 
 def _problem(kernel_state_name: str, message: str, before: HubRun | None, after: HubRun | None, *, repo: str = "",
-             kernel: str = "", version: int = 0) -> str | None:
+             kernel: str = "", version: int = 0, rescued: bool = False) -> str | None:
     """Why a session counts as failed, or ``None`` when it left the run further on.
 
     A session counts by what the Hub holds, not by the step its status reached: a newest
     checkpoint that is only on the session's disk is a failure whatever the state says.
+    ``rescued``: that checkpoint was just pushed from the version's output (:mod:`.output`), with the
+    status beside it there. A status still ``running`` is then the output's own — a session killed
+    before its end wrote none — and no longer says the Hub lacks anything: the run goes on from it, as
+    it would had the session's final push landed.
     """
     then, now = status_of(before), status_of(after)
     if now.get("state") == "finished" and after.missing():
@@ -454,7 +465,7 @@ def _problem(kernel_state_name: str, message: str, before: HubRun | None, after:
     lost = unpushed_problem(after, repo, kernel) if after is not None else None
     if lost:
         return (f"the run failed ({now.get('reason')}) and " if now.get("state") == "failed" else "") + lost
-    if now.get("state") == "running":
+    if now.get("state") == "running" and not rescued:
         return ended_running_problem(after, repo, kernel, kernel_state_name, version)
     if now.get("state") == "failed":
         return f"the run failed: {now.get('reason')}"

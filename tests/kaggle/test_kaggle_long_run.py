@@ -116,6 +116,40 @@ def test_a_checkpoint_whose_final_push_did_not_land_is_pushed_from_the_versions_
     assert "checkpoints/step-00000200/MANIFEST.json" in hub_env.files(REPO) and latest_on_hub(hub_env, REPO) == "step-00000300"
 
 
+@pytest.mark.parametrize("where", ["kaggle", "elsewhere"])
+def test_a_session_killed_before_its_final_push_is_pushed_from_the_versions_output_and_the_chain_goes_on(kaggle_env, hub_env,
+                                                                                                         tmp_path, where):
+    # session 2 pushed step 150 mid-session (status running), saved step 200 at its end and was killed before pushing it:
+    # neither its final push nor its release reached the Hub, and Kaggle keeps its working folder, the run folder in it
+    kaggle, env, sessions = kaggle_env
+    working = tmp_path / "kaggle-working-2"
+    run_folder = working / "runs" / "my-voice-run"
+    # on Kaggle the session's paths are /kaggle/working's; a session whose working folder was another has that one's
+    named = "/kaggle/working/runs/my-voice-run" if where == "kaggle" else str(run_folder)
+
+    def session_2_saves(push, version):
+        if version == 2:
+            for step in (150, 200):
+                save(run_folder, step)
+            export_model(run_folder, 200)
+            (run_folder / "status.json").write_text(json.dumps(as_named(status("running", 200, 2))))
+            kaggle.keep_output(KERNEL, 2, working)
+
+    def as_named(status_: dict) -> dict:
+        return {**status_, "latest_checkpoint": status_["latest_checkpoint"].replace("/kaggle/working/runs/my-voice-run", named)}
+
+    sessions.start = session_2_saves
+    sessions.script += [(status("paused", 100, 1), True, "paused\n"), (as_named(status("running", 150, 2)), True, "killed\n"),
+                        (status("finished", 300, 3, reason="max_steps"), True, "")]
+    result = kaggle_run(env, tmp_path)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert (f"session 2: the newest checkpoint was not on the Hub: pushed step-00000200 (step 200) from the output of "
+            f"{KERNEL}/2 on Kaggle") in out
+    assert "failed" not in out and "the run is finished" in out and len(kaggle.pushes) == 3
+    assert "checkpoints/step-00000200/MANIFEST.json" in hub_env.files(REPO) and latest_on_hub(hub_env, REPO) == "step-00000300"
+
+
 def test_a_checkpoint_the_versions_output_lacks_stops_the_chain_saying_how_to_push_it(kaggle_env, tmp_path):
     # as above, but Kaggle kept no output of the version (it did not complete, or it was not kept)
     kaggle, env, sessions = kaggle_env

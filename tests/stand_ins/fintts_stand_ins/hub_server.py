@@ -64,7 +64,8 @@ What it models, because the store depends on it:
   such a page with ``response.json()`` before the status and raises ``JSONDecodeError``.
 
 Fault switches for tests: :meth:`fail` (status N for the next k requests, optionally with
-``Retry-After``, or as a gateway's HTML page), :meth:`stall` (hold requests, optionally after part of the body),
+``Retry-After``, or as a gateway's HTML page; only those whose body holds a pattern, e.g. one
+commit's summary), :meth:`stall` (hold requests, optionally after part of the body),
 :meth:`hold_rewrites` (a history rewrite that takes long),
 :meth:`stop`/:meth:`start` (refuse connections on the same port) and ``token=`` (401
 without the right bearer token). :attr:`requests` is the request log, with the
@@ -166,12 +167,14 @@ class _Fault:
     seconds: float | None = 0.0
     after_bytes: int = 0
     gateway: bool = False
+    body: re.Pattern[bytes] | None = None  # a failure only: the request's body must hold this (in its first 4 KiB)
 
-    def matches(self, method: str, path: str) -> bool:
+    def matches(self, method: str, path: str, body: bytes = b"") -> bool:
         return (
             self.remaining > 0
             and (self.method is None or self.method == method)
             and (self.pattern is None or self.pattern.search(path) is not None)
+            and (self.body is None or self.body.search(body) is not None)
         )
 
 
@@ -410,16 +413,19 @@ class HubServer:
 
     def fail(
         self, status: int, *, times: int = 1, path: str | None = None, method: str | None = None, retry_after: int | None = None,
-        ratelimit: int | None = None, gateway: bool = False,
+        ratelimit: int | None = None, gateway: bool = False, body: str | None = None,
     ) -> None:
         """Answer the next ``times`` requests matching ``path`` (a regex) and ``method`` with ``status``; ``retry_after``
         and ``ratelimit`` (seconds until the quota resets, as the ``RateLimit`` header's ``t=``) add those headers;
-        ``gateway``: as a load balancer's HTML error page, not the Hub's JSON (see the module)."""
+        ``gateway``: as a load balancer's HTML error page, not the Hub's JSON (see the module). ``body``: only requests
+        whose body holds this regex in its first 4 KiB, where a commit's NDJSON payload begins with its header (its
+        ``summary``: huggingface_hub 2.4 ``_commit_api._prepare_commit_payload``), so that one commit is picked out of
+        several in flight (a final push's, ``(end of session)``, not a periodic push's), as no path or order does."""
         pattern = re.compile(path) if path else None
+        wanted = re.compile(body.encode()) if body else None
         with self._lock:
-            self._faults.append(
-                _Fault("fail", pattern, method, times, status=status, retry_after=retry_after, ratelimit=ratelimit, gateway=gateway)
-            )
+            self._faults.append(_Fault("fail", pattern, method, times, status=status, retry_after=retry_after,
+                                       ratelimit=ratelimit, gateway=gateway, body=wanted))
 
     def set_plan(self, *, pro: bool | None = False, orgs: dict[str, str | None] | None = None) -> None:
         """What ``whoami`` says of the account: ``pro`` as ``isPro`` (``None``: left out), and ``orgs`` (name → ``plan``,
@@ -583,15 +589,15 @@ class HubServer:
 
     # -- request handling -------------------------------------------------------------
 
-    def _take_faults(self, method: str, path: str) -> tuple[_Fault | None, _Fault | None]:
+    def _take_fault(self, kind: str, method: str, path: str, body: bytes = b"") -> _Fault | None:
+        """The first ``kind`` fault (``stall``: before the body is read; ``fail``: after, ``body`` its first bytes) this
+        request meets, counted off."""
         with self._lock:
-            stall = next((f for f in self._faults if f.kind == "stall" and f.matches(method, path)), None)
-            fail = next((f for f in self._faults if f.kind == "fail" and f.matches(method, path)), None)
-            for fault in (stall, fail):
-                if fault is not None:
-                    fault.remaining -= 1
+            fault = next((f for f in self._faults if f.kind == kind and f.matches(method, path, body)), None)
+            if fault is not None:
+                fault.remaining -= 1
             self._faults = [f for f in self._faults if f.remaining > 0]
-        return stall, fail
+        return fault
 
     def _hold(self, fault: _Fault) -> None:
         self._stalled.set()
@@ -973,9 +979,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         headers = {k: v for k, v in self.headers.items() if k.lower() != "authorization"}
         entry = LoggedRequest(method, self.path, hub._check_auth(self.headers.get("Authorization")), headers)
         try:
-            stall, fail = hub._take_faults(method, urlsplit(self.path).path)
+            stall = hub._take_fault("stall", method, urlsplit(self.path).path)
             body = _Body(self, int(self.headers.get("Content-Length") or 0), stall, hub)
             entry.body = body.excerpt
+            fail = hub._take_fault("fail", method, urlsplit(self.path).path, body.excerpt)
             if self.path.startswith("/cas/"):  # the Xet CAS: authorised by its own token, and failing (see fail_xet)
                 status_now = hub._xet_outage[1]
                 if status_now == 0:

@@ -10,12 +10,19 @@ runs that very command, parsed by fintts's own parser, with :func:`played` as it
 takes ``s / SPEED`` and moves the clock ``s`` ahead, so ``--poll 1800`` at a speed of 36000 is half an hour of Kaggle's
 time every 50 ms. The process is a new one, as a person's is: the ``kaggle`` client reads its environment when it is
 first imported (``KaggleApi.args``), so it cannot be pointed at a stand-in from inside a test process.
+
+A chain whose sessions really train cannot be played at one speed: their seconds are real, and a clock fast enough to
+play 13 hours of a stuck session in seconds would count each real session past Kaggle's limit too. With ``@FILE`` for
+SPEED the command runs on :func:`warped` instead: on the system's time while ``FILE`` is absent; once the test writes a
+number N there, each wait takes as long as it says and moves the clock N times as far (until the test removes it).
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from fintts.kaggle.clock import Clock
 
@@ -32,8 +39,32 @@ def played(speed: float) -> Clock:
     return Clock(now=lambda: time.time() + ahead[0], sleep=sleep)
 
 
+def warped(factor: Callable[[], float]) -> Clock:
+    """A clock whose waits take as long as they say and move it ``factor()`` times as far (read as each wait ends)."""
+    ahead = [0.0]
+
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds)
+        ahead[0] += seconds * (factor() - 1.0)
+
+    return Clock(now=lambda: time.time() + ahead[0], sleep=sleep)
+
+
+def factor_in(path: Path) -> Callable[[], float]:
+    """The number in ``path`` (1 while there is none): how many times as far a wait moves a :func:`warped` clock."""
+
+    def factor() -> float:
+        try:
+            return float(path.read_text())
+        except (FileNotFoundError, ValueError):  # absent, or caught half-written: the system's pace
+            return 1.0
+
+    return factor
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``SPEED kaggle run ...``: the command, as :func:`fintts.cli.main` runs it, on a :func:`played` clock."""
+    """``SPEED kaggle run ...``: the command, as :func:`fintts.cli.main` runs it, on a :func:`played` clock (``@FILE``: a
+    :func:`warped` one)."""
     from fintts import cli, cli_args
     from fintts.errors import StoreError
     from fintts.kaggle.cli import cmd_kaggle_run
@@ -42,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     args = cli_args.parse(cli.build_parser(), command)
     if args.func is not cmd_kaggle_run:
         raise SystemExit(f"played_time runs `fintts kaggle run` only, not {' '.join(command[:2])}")
+    clock = warped(factor_in(Path(speed[1:]))) if speed.startswith("@") else played(float(speed))
     try:
-        return cmd_kaggle_run(args, clock=played(float(speed)))
+        return cmd_kaggle_run(args, clock=clock)
     except StoreError as err:  # as fintts.cli.main ends on it
         print(f"error: {err}", file=sys.stderr)
         return cli_args.EXIT_STORE
