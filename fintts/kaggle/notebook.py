@@ -34,6 +34,7 @@ from typing import Any
 
 from fintts.kaggle.inputs import INPUT, relocate
 from fintts.train.report.summary import SessionSummary
+from fintts.train.run.checkpoint import is_checkpoint_name
 from fintts.train.run.layout import LOSS_PLOT, SAMPLES_DIR
 
 HUB = "hf://"
@@ -120,6 +121,20 @@ def next_steps(summary: SessionSummary) -> str:
     return again
 
 
+def newest_samples(latest: Path) -> list[Path]:
+    """The samples of the newest checkpoint beside ``latest`` (``latest``'s own first) that has any.
+
+    A checkpoint carries samples only when a validation ran since the one before it, and a session near its end skips
+    a validation that would eat the final push's reserve: the person still hears the voice as it last was.
+    """
+    kept = sorted(folder for folder in latest.parent.iterdir() if folder.is_dir() and is_checkpoint_name(folder.name))
+    for folder in [latest, *reversed([folder for folder in kept if folder != latest])]:
+        found = sorted(folder.glob(f"{SAMPLES_DIR}/**/*.wav"))
+        if found:
+            return found
+    return []
+
+
 def show_session(summary: SessionSummary) -> None:
     """Print the summary, show the loss plot and the newest samples, and say what to do next (in a notebook)."""
     from IPython.display import Audio, Image, display  # there only in a notebook
@@ -128,9 +143,9 @@ def show_session(summary: SessionSummary) -> None:
     folder = Path(summary.latest_checkpoint) if summary.latest_checkpoint else None
     if folder is not None and (folder / LOSS_PLOT).is_file():
         display(Image(filename=str(folder / LOSS_PLOT)))
-    samples = sorted(folder.glob(f"{SAMPLES_DIR}/**/*.wav")) if folder is not None else []
+    samples = newest_samples(folder) if folder is not None else []
     for wav in samples:
-        print(wav.relative_to(folder))
+        print(wav.relative_to(folder.parent))
         display(Audio(filename=str(wav)))
     if not samples:
         print("no validation samples yet: they come with the first validation (eval_every steps)")

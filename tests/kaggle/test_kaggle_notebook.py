@@ -241,3 +241,21 @@ def test_a_corpus_without_a_usable_clip_stops_the_notebook_at_the_check(tmp_path
     assert error.ename == "RuntimeError" and f"no usable clip in {corpus}" in error.evalue
     assert "a_0001" in text_output(notebook)  # fintts check's own report of each clip
     assert not executed(notebook, "launch(") and not (tmp_path / "runs").exists()
+
+
+def test_the_summary_plays_the_newest_samples_when_the_last_checkpoint_has_none(tmp_path):
+    """A session that skipped its last validation (it would have eaten the final push's reserve) still plays the voice
+    as the newest validation left it, not "no validation samples yet"."""
+    from fintts.kaggle.notebook import newest_samples
+    from fintts.train.run.layout import SAMPLES_DIR
+
+    checkpoints = tmp_path / "checkpoints"
+    for step, sampled in ((4, True), (8, True), (12, False)):
+        folder = checkpoints / f"step-{step:08d}"
+        (folder / SAMPLES_DIR).mkdir(parents=True)
+        if sampled:
+            sf.write(folder / SAMPLES_DIR / "clip.wav", np.zeros(160, dtype=np.float32), 16000)
+    (checkpoints / ".step-00000016.tmp" / SAMPLES_DIR).mkdir(parents=True)  # a save under way: not a checkpoint
+    sf.write(checkpoints / ".step-00000016.tmp" / SAMPLES_DIR / "clip.wav", np.zeros(160, dtype=np.float32), 16000)
+    assert newest_samples(checkpoints / "step-00000012") == [checkpoints / "step-00000008" / SAMPLES_DIR / "clip.wav"]
+    assert newest_samples(checkpoints / "step-00000004") == [checkpoints / "step-00000004" / SAMPLES_DIR / "clip.wav"]
