@@ -130,7 +130,10 @@ def test_an_error_in_the_second_process_only_ends_the_run_at_once_as_failed(tmp_
     assert status["state"] == "failed"
     assert status["reason"] == "process 1: RuntimeError: toy failure in batch 5 of process 1"
     assert status["sessions"][-1]["reason"] == "error in process 1"
-    assert "process 1: exit code 1" in result.stderr and "toy failure in batch 5" in result.stderr
+    # its exit code, or gloo's abort at exit ("killed by SIGABRT": "terminate called without an active exception", seen
+    # once in ~7 runs), as test_processes_agree's validation error allows: the failure is the status's, read above
+    assert ("process 1: exit code 1" in result.stderr or "process 1: killed by SIGABRT" in result.stderr) and \
+        "toy failure in batch 5" in result.stderr
 
 
 @pytest.mark.slow
