@@ -89,6 +89,17 @@ def test_a_state_that_stays_running_past_kaggles_limit_ends_the_session_as_faile
     assert rows[0][-2] == "13.00"  # session 1 was waited for 12 h and the margin's hour (played), and no look longer
 
 
+def chain_goes_on_from_session_2s_output(kaggle, hub_env, env, cwd) -> None:
+    """The three sessions' chain, whose session 2 left step 200 only in its output: pushed from there, and finished."""
+    result = kaggle_run(env, cwd)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert (f"session 2: the newest checkpoint was not on the Hub: pushed step-00000200 (step 200) from the output of "
+            f"{KERNEL}/2 on Kaggle") in out
+    assert "failed" not in out and "the run is finished" in out and len(kaggle.pushes) == 3
+    assert "checkpoints/step-00000200/MANIFEST.json" in hub_env.files(REPO) and latest_on_hub(hub_env, REPO) == "step-00000300"
+
+
 def test_a_checkpoint_whose_final_push_did_not_land_is_pushed_from_the_versions_output_and_the_chain_goes_on(kaggle_env, hub_env,
                                                                                                             tmp_path):
     # session 2 saves step 200, its final push is refused and only its status lands; Kaggle keeps its /kaggle/working
@@ -107,13 +118,7 @@ def test_a_checkpoint_whose_final_push_did_not_land_is_pushed_from_the_versions_
     sessions.start, sessions.refused = session_2_saves, {2}
     sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("paused", 200, 2), True, "paused\n"),
                         (status("finished", 300, 3, reason="max_steps"), True, "")]
-    result = kaggle_run(env, tmp_path)
-    out = result.stdout
-    assert result.returncode == 0, out + result.stderr
-    assert (f"session 2: the newest checkpoint was not on the Hub: pushed step-00000200 (step 200) from the output of "
-            f"{KERNEL}/2 on Kaggle") in out
-    assert "failed" not in out and "the run is finished" in out and len(kaggle.pushes) == 3
-    assert "checkpoints/step-00000200/MANIFEST.json" in hub_env.files(REPO) and latest_on_hub(hub_env, REPO) == "step-00000300"
+    chain_goes_on_from_session_2s_output(kaggle, hub_env, env, tmp_path)
 
 
 @pytest.mark.parametrize("where", ["kaggle", "elsewhere"])
@@ -141,13 +146,7 @@ def test_a_session_killed_before_its_final_push_is_pushed_from_the_versions_outp
     sessions.start = session_2_saves
     sessions.script += [(status("paused", 100, 1), True, "paused\n"), (as_named(status("running", 150, 2)), True, "killed\n"),
                         (status("finished", 300, 3, reason="max_steps"), True, "")]
-    result = kaggle_run(env, tmp_path)
-    out = result.stdout
-    assert result.returncode == 0, out + result.stderr
-    assert (f"session 2: the newest checkpoint was not on the Hub: pushed step-00000200 (step 200) from the output of "
-            f"{KERNEL}/2 on Kaggle") in out
-    assert "failed" not in out and "the run is finished" in out and len(kaggle.pushes) == 3
-    assert "checkpoints/step-00000200/MANIFEST.json" in hub_env.files(REPO) and latest_on_hub(hub_env, REPO) == "step-00000300"
+    chain_goes_on_from_session_2s_output(kaggle, hub_env, env, tmp_path)
 
 
 def test_a_checkpoint_the_versions_output_lacks_stops_the_chain_saying_how_to_push_it(kaggle_env, tmp_path):
