@@ -92,10 +92,10 @@ def transcribe_corpus(corpus: str | Path, model: str, *, device: str | None = No
         return Transcribed(table, [], len(rows), model)
     audio = {}
     for n in todo:
-        found = find_audio(corpus / "wavs", rows[n][0])
-        if found is None:
+        path = find_audio(corpus / "wavs", rows[n][0])
+        if path is None:
             raise FileNotFoundError(f"{table}: clip {rows[n][0]!r} has no audio in {corpus / 'wavs'}")
-        audio[n] = found
+        audio[n] = path
     recognise, rate, options = _recogniser(model, device)
     drafted, typed = [], 0
     for done, n in enumerate(todo, 1):
