@@ -482,8 +482,10 @@ _ROMAN = {"I": 1, "V": 5, "X": 10}
 _ROMAN_NUMERAL = r"X{0,3}(?:IX|IV|V?I{0,3})"
 #: A word before a Roman numeral that makes it a label's number, read as a cardinal ("osa II": "osa kaksi", as
 #: "osa 2" is read); the label words of Arabic numbers count too (``luku``, ``pykälä``, ``kohta``).
-_ROMAN_LABELS = _LABEL_WORDS | frozenset("osa osassa osan osasta liite liitteessä liitteen vaihe vaiheessa kausi kaudella taso "
-                                         "tasolla sarja sarjassa divisioona luokka luokassa".split())
+_ROMAN_LABELS = _LABEL_WORDS | frozenset("""
+    osa osassa osan osasta liite liitteessä liitteen vaihe vaiheessa kausi kaudella taso tasolla sarja sarjassa divisioona
+    luokka luokassa vaihtoehto tyyppi tyypin ryhmä ryhmässä kuva kuvio taulukko artikla momentti näytös kierros jakso painos
+""".split())
 
 
 def _roman_value(numeral: str) -> int:

@@ -46,6 +46,7 @@ def test_a_date_after_a_verb_is_in_the_essive(text, written, spoken):
     ("Pietari I:n", "pietari ensimmäisen"),
     ("osa II", "osa kaksi"),
     ("Luku IV alkaa", "luku neljä alkaa"),
+    ("Diabetes tyyppi II", "diabetes tyyppi kaksi"),
 ])
 def test_a_roman_numeral_after_a_name_is_a_regnal_ordinal_and_after_a_label_a_number(text, written, spoken):
     assert text.normalize(written) == spoken
