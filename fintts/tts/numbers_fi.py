@@ -220,9 +220,8 @@ EURO = Noun("euro", "euro", "euro", "euroa", "euroon")
 SENTTI = Noun("sentti", "senti", "sentti", "senttiä", "senttiin")
 DOLLARI = Noun("dollari", "dollari", "dollari", "dollaria", "dollariin")
 
-#: Unit written after a number -> its noun.
-UNITS: dict[str, Noun] = {
-    "km/h": Noun("kilometri", "kilometri", "kilometri", "kilometriä", "kilometriin", "tunnissa"),
+#: A unit of length, mass or volume written after a number -> its noun.
+_MEASURES: dict[str, Noun] = {
     "km": Noun(*("kilo" + f for f in _METRI)),
     "cm": Noun(*("sentti" + f for f in _METRI)),
     "mm": Noun(*("milli" + f for f in _METRI)),
@@ -232,6 +231,16 @@ UNITS: dict[str, Noun] = {
     "l": Noun("litra", "litra", "litra", "litraa", "litraan"),
     "dl": Noun("desilitra", "desilitra", "desilitra", "desilitraa", "desilitraan"),
     "ml": Noun("millilitra", "millilitra", "millilitra", "millilitraa", "millilitraan"),
+}
+#: The unit of time under a slash (``80 km/h``, ``3 m/s``, ``10 l/min``) -> what a Finn says after the measure: per
+#: hour is "tunnissa", the inessive ("kahdeksankymmentä kilometriä tunnissa", "yksi litra minuutissa"); only the
+#: measure inflects ("viidenkymmenen kilometrin tunnissa nopeudella").
+_PER_TIME = {"h": "tunnissa", "min": "minuutissa", "s": "sekunnissa", "vrk": "vuorokaudessa"}
+
+#: Unit written after a number -> its noun.
+UNITS: dict[str, Noun] = {
+    **{f"{unit}/{per}": dataclasses.replace(noun, tail=said) for unit, noun in _MEASURES.items() for per, said in _PER_TIME.items()},
+    **_MEASURES,
     "°C": Noun("aste", "astee", "astee", "astetta", "asteeseen"),
     "°": Noun("aste", "astee", "astee", "astetta", "asteeseen"),
     "%": Noun("prosentti", "prosenti", "prosentti", "prosenttia", "prosenttiin"),
@@ -463,3 +472,44 @@ def read_acronym_suffixes(text: str) -> str:
         return "".join(names[:-1]) + _LETTER_STEMS.get(names[-1], names[-1]) + suffix
 
     return re.sub(rf"(?<![\w])(?P<letters>[A-ZÅÄÖ]{{2,6}}){SUFFIX}", acronym, text)
+
+
+# ----------------------------------------------------------------------------- Roman numerals
+
+_ROMAN = {"I": 1, "V": 5, "X": 10}
+#: I, V and X only, up to XXXIX: enough for every regnal number (Kaarle XII, Pius XII, Ludvig XVIII), and an
+#: ``L`` or ``C`` after a word is more often a size or a letter ("Koko L", "C-vitamiini") than fifty or a hundred.
+_ROMAN_NUMERAL = r"X{0,3}(?:IX|IV|V?I{0,3})"
+#: A word before a Roman numeral that makes it a label's number, read as a cardinal ("osa II": "osa kaksi", as
+#: "osa 2" is read); the label words of Arabic numbers count too (``luku``, ``pykälä``, ``kohta``).
+_ROMAN_LABELS = _LABEL_WORDS | frozenset("""
+    osa osassa osan osasta liite liitteessä liitteen vaihe vaiheessa kausi kaudella taso tasolla sarja sarjassa divisioona
+    luokka luokassa vaihtoehto tyyppi tyypin ryhmä ryhmässä kuva kuvio taulukko artikla momentti näytös kierros jakso painos
+""".split())
+
+
+def _roman_value(numeral: str) -> int:
+    values = [_ROMAN[letter] for letter in numeral]
+    return sum(-v if v < after else v for v, after in zip(values, values[1:] + [0]))
+
+
+def read_roman_numerals(text: str) -> str:
+    """A Roman numeral after a capitalised name is a regnal ordinal: ``Kaarle XII`` "Kaarle kahdestoista",
+    ``Kustaa III:n`` "Kustaa kolmannen", ``Aleksanteri II:lle`` "Aleksanteri toiselle".
+
+    Finnish reads a ruler's or a pope's number as an ordinal in the case of the name (the colon suffix
+    tells it, as for an Arabic ordinal, :func:`case_of_suffix`). After a label word (``osa II``,
+    ``luku IV``, capitalised or not) the numeral is the label's number, a cardinal as ``osa 2`` is:
+    "osa kaksi". Anywhere else a lone capital ``I``, ``V`` or ``X`` is left alone: it is no number
+    without a name before it (an initial, a letter in a list), and Finnish has no pronoun "I".
+    """
+    def roman(m: re.Match) -> str:
+        value, suffix = _roman_value(m.group("numeral")), m.group("suffix")
+        reading = ("nominative", True, False) if suffix is None else case_of_suffix(suffix)
+        if reading is None:
+            return m.group()
+        label = m.group("name").lower() in _ROMAN_LABELS
+        return f"{m.group('name')} {number_words(str(value), reading[0], ordinal=not label)}"
+
+    return re.sub(rf"(?<![\w-])(?P<name>[A-ZÅÄÖ][{_LETTERS}]+|(?i:{'|'.join(sorted(_ROMAN_LABELS))}))\s+"
+                  rf"(?P<numeral>(?=[IVX])(?-i:{_ROMAN_NUMERAL})){SUFFIX}?(?![\w-])", roman, text)

@@ -23,14 +23,22 @@ Reading decisions (all in :meth:`FinnishText.normalize`):
   stays a cardinal.
 * Dates ``22.11.2026`` and ``22.11.`` are read in the nominative, month in the
   partitive, year as a cardinal: "kahdeskymmenestoinen marraskuuta kaksituhatta
-  kaksikymmentäkuusi". After a weekday's essive or a verb that tells when (``syntyi
-  1.5.``, ``pidetään 3.4.``, any passive: see ``_ESSIVE_BEFORE``) the day is in the essive,
-  as a Finn says it: "syntyi ensimmäisenä toukokuuta". Other inflections a sentence may
-  call for ("1.5. alkaen": "ensimmäisestä") need syntax we do not have.
+  kaksikymmentäkuusi"; so after "on", where the date is the predicate ("tänään on kuudes
+  joulukuuta"). After a weekday's essive, ``viimeistään`` or a verb (``syntyi 1.5.``,
+  ``itsenäistyi 6.12.1917``, ``pidetään 3.4.``, any passive: see ``_ESSIVE_BEFORE``) the day is
+  in the essive, as a Finn says it: "syntyi ensimmäisenä toukokuuta". Other inflections a
+  sentence may call for ("1.5. alkaen": "ensimmäisestä") need syntax we do not have.
 * Weekday abbreviations before a date, a time or a span of hours (``pe 22.11.``, ``su klo
-  12``, ``la 10–14``) are the weekday's essive ("perjantaina"); ``ma–pe`` is "maanantaista
-  perjantaihin". ``s.`` before a number is "sivu" (``s. 12–15``: "sivut"), before a date or a
-  year "syntynyt"; neither ends a sentence.
+  12``, ``la 10–14``) are the weekday's essive ("perjantaina"), except as the predicate of a
+  day ("tänään on ma 6.12.": "maanantai kuudes joulukuuta"); ``ma–pe`` is "maanantaista
+  perjantaihin". A written-out weekday keeps the case its writer gave it. ``s.`` before a number
+  is "sivu" (``s. 12–15``: "sivut"), before a date or a year "syntynyt"; neither ends a sentence.
+* A Roman numeral after a capitalised name is a regnal ordinal in the name's case (``Kaarle XII``
+  "kaarle kahdestoista", ``Kustaa III:n`` "kustaa kolmannen"); after a label word (``osa II``) a
+  cardinal, "osa kaksi" (:func:`fintts.tts.numbers_fi.read_roman_numerals`).
+* E-mail and web addresses are read out, their marks as words: ``matti.meikalainen@example.fi``
+  "matti piste meikalainen ät example piste fi", ``https://www.yle.fi/uutiset`` "vee vee vee
+  piste yle piste fi kauttaviiva uutiset" (the scheme, a query and a final slash unsaid).
 * A span ``12–15`` (``5–10 henkeä``, ``klo 9–17``, ``10–15 km``) is read from the first
   number to the second: "kahdestatoista viiteentoista"; a descending pair (a score,
   ``2–1``), a pair after a score word (``päättyi 1–3``) and years (``1939–1945``) are read as
@@ -47,8 +55,9 @@ Reading decisions (all in :meth:`FinnishText.normalize`):
 * ``%`` is "prosenttia", ``€`` (and ``e``, ``eur``) "euroa" (``12,50 €`` and ``3,50 e``
   -> "... euroa viisikymmentä senttiä", ``0,50 €`` -> "viisikymmentä senttiä"), ``snt``
   "senttiä", ``$`` "dollaria"; units after a number (km, m, cm, mm, kg, g, l, dl, ml,
-  km/h, °C, min, h, vrk) are spelled out; after exactly ``1`` the singular is used ("yksi
-  euro"). Written in capitals only where SI writes them so: ``5G`` is no gram. A price per
+  °C, min, h, vrk) are spelled out, and one per a unit of time (``km/h``, ``m/s``, ``l/min``:
+  "kilometriä tunnissa", "metriä sekunnissa", "litraa minuutissa"); after exactly ``1`` the singular
+  is used ("yksi euro", "yksi kilometri tunnissa"). Written in capitals only where SI writes them so: ``5G`` is no gram. A price per
   unit is read per that unit: ``2,50 €/kg`` "... euroa viisikymmentä senttiä kilolta".
 * Common abbreviations are expanded (see ``_ABBREVIATIONS``). Acronyms (``EU``) are
   lower-cased and read as a word; with a case ending after a colon they are spelled with
@@ -59,7 +68,7 @@ Reading decisions (all in :meth:`FinnishText.normalize`):
   unless the vocabulary has the character. Hyphens and apostrophes inside words are
   kept when the vocabulary has them (``vaa'an``, ``EU-maa``).
 
-Anything else (Cyrillic, emoji, ``@``) is *unknown*: :meth:`FinnishText.unknown_chars`
+Anything else (Cyrillic, emoji, an ``@`` outside an address) is *unknown*: :meth:`FinnishText.unknown_chars`
 names it, :meth:`FinnishText.normalize` leaves it out, :meth:`FinnishText.encode` leaves
 it out and says so through its ``warn`` callback.
 """
@@ -85,6 +94,7 @@ from fintts.tts.numbers_fi import (
     read_ordinals,
     read_phone_numbers,
     read_ranges,
+    read_roman_numerals,
     read_suffixed_numbers,
 )
 from fintts.tts.voice_format import VoiceError
@@ -142,6 +152,18 @@ _ABBREVIATIONS: tuple[tuple[str, str], ...] = (
     (r"n:o\b", "numero"),
     (r"nro\b\.?", "numero"),
     (r"kpl\b\.?", "kappaletta"),
+    # "viim." is "viimeistään" in the notices text is pasted from ("Ilmoittaudu viim. 5.6."); "viimeksi", the
+    # other reading, is rarely abbreviated so
+    (r"viim\.", "viimeistään"),
+    (r"v\.(?=\s*\d{4}\b)", "vuonna"),  # before a year only ("v. 1917"); "5 v." (years of age) is left as written
+    # a price line: "sis. alv" is "sisältää arvonlisäveron" (the object of "sisältää"), "alv" with a case ending as written
+    (r"sis\.\s*alv(?::n)?\b", "sisältää arvonlisäveron"),
+    (r"sis\.", "sisältää"),
+    (r"alv:n\b", "arvonlisäveron"),
+    (r"alv:t?[aä]\b", "arvonlisäveroa"),
+    (r"alv:ll[aä]\b", "arvonlisäverolla"),
+    (r"alv:st[aä]\b", "arvonlisäverosta"),
+    (r"alv\b", "arvonlisävero"),
 )
 
 #: Symbols standing alone (not after a number) -> words.
@@ -170,18 +192,30 @@ _WEEKDAY = rf"(?<![\w-])(?P<day>{'|'.join(_WEEKDAYS)})\.?"
 #: What follows a weekday abbreviation in a date context: a date, a time, a span of hours.
 _DAY_CONTEXT = r"(?=,?\s+(?:\d{1,2}\.\d{1,2}\.|klo\b|kello\b|\d{1,2}(?:[.:]\d{2})?\s?[–—-]\s?\d))"
 
-#: Words after which a date is read in the essive ("syntyi ensimmäisenä toukokuuta"): a weekday's essive and
-#: verbs that tell when something happened (a few common ones, and any passive: "pidetään", "avattiin").
+#: Words after which a date is read in the essive ("syntyi ensimmäisenä toukokuuta", "Suomi itsenäistyi kuudentena
+#: joulukuuta"): a weekday's essive and verbs, for a date after a verb tells when something happened, an
+#: adverbial of time, and a day as one is in the essive (Iso suomen kielioppi § 980, table 151: "jouluna"). The verbs: a few
+#: common ones by name, and the endings of verb forms that no noun a date follows ends with: any passive
+#: ("pidetään", "avattiin"; and so "viimeistään"), a past in -ui/-yi ("itsenäistyi", "ilmestyi"), a present in -tuu/-tyy ("sattuu"),
+#: a plural past in -ivat/-ivät ("menivät"), the participles in -nut/-nyt/-llut/-neet/-lleet ("ilmestynyt", "tullut") and
+#: -ttu/-tty/-stu ("päivitetty", "julkaistu"). Not "on": after it a date or a weekday is the predicate,
+#: "tänään on kuudes joulukuuta", and a predicate noun is in the nominative (Iso suomen kielioppi § 1230).
 _ESSIVE_BEFORE = re.compile(
-    r"(?:maanantai|tiistai|keskiviikko|torstai|perjantai|lauantai|sunnuntai)na|syntyi|syntyivät|syntynyt|kuoli|kuollut"
-    r"|alkoi|alkaa|alkavat|alkanut|päättyi|päättyy|päättyvät|loppui|loppuu|tapahtui|tapahtuu|saapui|saapuu|lähti|lähtee"
-    r"|palasi|palaa|tuli|tulee|meni|menee|muutti|muuttaa|avautui|avautuu|aukeaa|aukesi|valmistui|valmistuu|täytti|täyttää"
-    r"|vietti|viettää|nähdään|tavataan|[a-zåäö]{2,}(?:[td][aä][aä]n|t?tiin)"
+    r"(?:maanantai|tiistai|keskiviikko|torstai|perjantai|lauantai|sunnuntai)na|syntyi|syntyivät|syntynyt"
+    r"|kuoli|kuollut|alkoi|alkaa|alkavat|alkanut|päättyi|päättyy|päättyvät|loppui|loppuu|tapahtui|tapahtuu|saapui|saapuu"
+    r"|lähti|lähtee|palasi|palaa|tuli|tulee|meni|menee|muutti|muuttaa|avautui|avautuu|aukeaa|aukesi|valmistui|valmistuu"
+    r"|täytti|täyttää|vietti|viettää|nähdään|tavataan"
+    r"|[a-zåäö]{2,}(?:[td][aä][aä]n|t?tiin|[uy]i|t[uy][uy]|[aeiouyäö]iv[aä]t|(?:n|ll|nn|rr|ss)[uy]t|[a-zåäö]{2}neet|lleet|tt[uy]|st[uy])"
 )
+#: Subjects that make a weekday after "on" its predicate ("tänään on ma 6.12.": "tänään on maanantai kuudes
+#: joulukuuta", what day it is), not an adverbial of when ("kokous on ma 6.12.": "maanantaina", when it is held).
+_DAY_SUBJECTS = r"tänään|huomenna|ylihuomenna|eilen|toissapäivänä|nyt|[a-zåäö]*päivä|[a-zåäö]*aatto|päivämäärä"
+_COPULA_AFTER_DAY = re.compile(rf"(?<![\w-])(?:{_DAY_SUBJECTS})\s+(?:on|oli|ovat|olivat|olisi|onkin|olikin)\s+$", re.IGNORECASE)
 
 
 def _weekdays(text: str) -> str:
-    """``ma–pe`` "maanantaista perjantaihin"; ``pe 22.11.``, ``su klo 12``, ``la 10–14``: "perjantaina …" (essive)."""
+    """``ma–pe`` "maanantaista perjantaihin"; ``pe 22.11.``, ``su klo 12``, ``la 10–14``: "perjantaina …" (essive),
+    but "tänään on ma 6.12." is "tänään on maanantai …", the predicate (see ``_DAY_SUBJECTS``)."""
     def name(abbreviation: str) -> str:
         return _WEEKDAYS[abbreviation.lower()]
 
@@ -189,8 +223,47 @@ def _weekdays(text: str) -> str:
         first, last = name(m.group("day")), name(m.group("last"))
         return f"{_WEEKDAY_ELATIVE.get(first, first + 'sta')} {_WEEKDAY_ILLATIVE.get(last, last + 'hin')}"
 
+    def day(m: re.Match) -> str:
+        predicate = _COPULA_AFTER_DAY.search(m.string, 0, m.start())
+        return name(m.group("day")) + ("" if predicate else "na")
+
     text = re.sub(rf"{_WEEKDAY}\s?[–—-]\s?(?P<last>{'|'.join(_WEEKDAYS)})\.?(?![\w-])", days, text, flags=re.IGNORECASE)
-    return re.sub(rf"{_WEEKDAY}{_DAY_CONTEXT}", lambda m: name(m.group("day")) + "na", text, flags=re.IGNORECASE)
+    return re.sub(rf"{_WEEKDAY}{_DAY_CONTEXT}", day, text, flags=re.IGNORECASE)
+
+
+#: The marks of an e-mail or a web address, said as Finns say them: "ät" (Kielitoimiston sanakirja: ät-merkki),
+#: "piste", "kauttaviiva", "viiva", "alaviiva".
+_ADDRESS_MARKS = {"@": " ät ", ".": " piste ", "/": " kauttaviiva ", "-": " viiva ", "_": " alaviiva ", "+": " plus "}
+#: Endings of a web address written without ``www.`` or a scheme ("yle.fi"), in lower case: not "se" or "no", Finnish
+#: words that a missing space after a period would make an address of ("tuli.se oli").
+_DOMAINS = "fi|com|org|net|eu|io|info|ax"
+_PATH = r"(?:/[^\s?#]*[^\s?#.,;:!?)\]\"”'’])?/?"
+_ADDRESS = re.compile(
+    r"(?<![\w@.])(?:"
+    r"[\w+-]+(?:\.[\w+-]+)*@[\w-]+(?:\.[\w-]+)+"  # matti.meikalainen@example.fi
+    rf"|https?://[\w-]+(?:\.[\w-]+)*(?::\d+)?{_PATH}"  # https://www.yle.fi/uutiset
+    rf"|www\.[\w-]+(?:\.[\w-]+)+{_PATH}"
+    rf"|[\w-]+(?:\.[\w-]+)*\.(?-i:{_DOMAINS})(?![\w-]){_PATH}"  # yle.fi
+    r")(?:[?#][^\s]*[^\s.,;:!?)\]\"”'’])?",
+    re.IGNORECASE,
+)
+
+
+def _addresses(text: str) -> str:
+    """``matti.meikalainen@example.fi`` "matti piste meikalainen ät example piste fi", ``https://www.yle.fi/uutiset``
+    "vee vee vee piste yle piste fi kauttaviiva uutiset": an address read out, its marks as words.
+
+    The scheme (``https://``), a port, a query (``?a=1``) and a fragment (``#osa``) are left unsaid, as a
+    person reading an address aloud leaves them; a final slash too. ``www`` is "vee vee vee", as Finns say it
+    (the letters alone would be one long v to a character model).
+    """
+    def address(m: re.Match) -> str:
+        written = re.sub(r"(?i)^https?://", "", re.split(r"[?#]", m.group(), maxsplit=1)[0])
+        written = re.sub(r":\d+(?=/|$)", "", written).rstrip("/")
+        written = re.sub(r"(?i)^www(?=\.)", "vee vee vee", written)
+        return " " + "".join(_ADDRESS_MARKS.get(ch, ch) for ch in written) + " "
+
+    return _ADDRESS.sub(address, text)
 
 
 def _join_digit_groups(text: str) -> str:
@@ -356,12 +429,14 @@ class FinnishText:
     def _spoken(self, text: str) -> str:
         """Full normalisation, keeping characters outside the vocabulary."""
         text = unicodedata.normalize("NFC", text)
+        text = _addresses(text)
         text = read_phone_numbers(text)
         text = _join_digit_groups(text)
         text = re.sub(r"(?<![\w\d])[-−](?=\d)", "miinus ", text)
         text = read_money_and_units(text)
         text = _abbreviations(text)
         text = _weekdays(text)
+        text = read_roman_numerals(text)
         text = read_acronym_suffixes(text)
         text = read_clock_times(text)
         text = _dates(text)

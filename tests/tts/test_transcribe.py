@@ -70,3 +70,48 @@ def test_a_recogniser_that_cannot_be_loaded_or_a_corpus_without_a_table_is_a_use
     assert (corpus / "metadata.csv").read_text(encoding="utf-8").count("|\n") == 3  # untouched
     bare = in_process("transcribe", str(tmp_path), "--model", "x", cwd=tmp_path)
     assert bare.returncode == 2 and "metadata.csv not found" in bare.stderr
+
+
+def _table(corpus: Path) -> dict[str, str]:
+    return dict(line.split("|") for line in (corpus / "metadata.csv").read_text(encoding="utf-8").splitlines())
+
+
+def test_an_interrupted_run_keeps_its_drafts_and_the_next_one_drafts_only_the_rest(recogniser, tmp_path):
+    corpus = _prepared(tmp_path / "corpus", {})
+    good = (corpus / "wavs" / "ilta_0002.wav").read_bytes()
+    (corpus / "wavs" / "ilta_0002.wav").write_bytes(b"RIFF, but no audio")  # the run stops at clip 2 of 3
+
+    stopped = in_process("transcribe", str(corpus), "--model", str(recogniser), cwd=tmp_path)
+    assert stopped.returncode != 0 and "ilta_0002.wav" in stopped.stderr
+    first = _table(corpus)
+    assert re.fullmatch(r"[a-zåäö' ]+", first["ilta_0001"]) and first["ilta_0002"] == first["ilta_0003"] == ""
+
+    (corpus / "wavs" / "ilta_0002.wav").write_bytes(good)
+    again = in_process("transcribe", str(corpus), "--model", str(recogniser), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "2 transcripts drafted" in again.stdout and "1 already written, kept" in again.stdout
+    assert _table(corpus)["ilta_0001"] == first["ilta_0001"] and all(_table(corpus).values())
+
+
+def test_a_line_typed_while_it_runs_is_kept(recogniser, tmp_path, monkeypatch):
+    """The person types lines 2 and 3 while the recogniser is on clip 2: both are kept, clip 3 is not even heard."""
+    from fintts.tts.corpus import transcribe
+
+    corpus = _prepared(tmp_path / "corpus", {})
+    table = corpus / "metadata.csv"
+    read = transcribe.load_audio
+    heard = []
+
+    def meanwhile(path, rate):
+        heard.append(path.stem)
+        if path.stem == "ilta_0002":
+            table.write_text(table.read_text(encoding="utf-8").replace("ilta_0002|\n", "ilta_0002|Kaksi.\n")
+                             .replace("ilta_0003|\n", "ilta_0003|Kolme.\n"), encoding="utf-8")
+        return read(path, rate)
+
+    monkeypatch.setattr(transcribe, "load_audio", meanwhile)  # the audio is read as ever; the person types beside it
+    result = transcribe.transcribe_corpus(corpus, str(recogniser), log=lambda line: None)
+
+    rows = _table(corpus)
+    assert rows["ilta_0002"] == "Kaksi." and rows["ilta_0003"] == "Kolme." and re.fullmatch(r"[a-zåäö' ]+", rows["ilta_0001"])
+    assert result.drafted == ["ilta_0001"] and result.kept == 2 and heard == ["ilta_0001", "ilta_0002"]

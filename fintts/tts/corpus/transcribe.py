@@ -8,6 +8,15 @@ and case endings wrong, and a voice trained on a wrong transcript learns the wro
 command says to read every line before ``fintts check``. A line that already has text is never
 replaced (the person may have corrected it) unless ``redo`` is given.
 
+It runs for hours on a CPU, and the person may correct the table meanwhile, so each draft is saved
+as soon as it is heard: the table is read again from the disk and the one line filled only if it
+still holds what the run found at its start (empty; with ``redo``, the old text), then written
+whole to a temporary file and moved over the table (``os.replace``: never half written). A line
+typed meanwhile is kept, and a run that is interrupted (a session's end, Ctrl-C, an unreadable
+clip) keeps every draft made before; run it again and it drafts only the lines still empty (with
+``redo`` it starts over). An editor that saves a table it read before a draft was written still
+writes that older copy over it: close the table while the run is going, or save only after it.
+
 It is slow on a CPU (Whisper's small model is about real time there); run it where a GPU is, as
 a Kaggle notebook, and copy the table back. Clips are fed to the model at its feature extractor's
 rate, resampled here with :func:`fintts.tts.audio.load_audio` (transformers would need torchaudio
@@ -17,6 +26,7 @@ for it, which this project leaves out).
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -82,20 +92,38 @@ def transcribe_corpus(corpus: str | Path, model: str, *, device: str | None = No
         return Transcribed(table, [], len(rows), model)
     audio = {}
     for n in todo:
-        found = find_audio(corpus / "wavs", rows[n][0])
-        if found is None:
+        path = find_audio(corpus / "wavs", rows[n][0])
+        if path is None:
             raise FileNotFoundError(f"{table}: clip {rows[n][0]!r} has no audio in {corpus / 'wavs'}")
-        audio[n] = found
+        audio[n] = path
     recognise, rate, options = _recogniser(model, device)
-    drafted = []
+    drafted, typed = [], 0
     for done, n in enumerate(todo, 1):
+        clip, found = rows[n]
+        if dict(_rows(table)).get(clip) != found:
+            typed += 1  # typed (or removed) by the person since the run began: nothing to draft
+            continue
         heard = recognise(load_audio(audio[n], rate).numpy(), **options)
-        text = " ".join(str(heard.get("text", "")).split()).replace("|", " ")
-        rows[n] = (rows[n][0], text)
-        drafted.append(rows[n][0])
+        if _save_draft(table, clip, found, " ".join(str(heard.get("text", "")).split()).replace("|", " ")):
+            drafted.append(clip)
+        else:
+            typed += 1
         if done % 50 == 0:
             log(f"{done} of {len(todo)} clips transcribed")
+    return Transcribed(table, drafted, len(rows) - len(todo) + typed, model)
+
+
+def _save_draft(table: Path, clip: str, found: str, draft: str) -> bool:
+    """Write ``draft`` into ``clip``'s line if the table on the disk still has ``found`` there; whether it did.
+
+    The table is read again first: whatever the person wrote since (this line or any other) is what is
+    written back, with this one line filled in.
+    """
+    rows = _rows(table)
+    if (clip, found) not in rows:
+        return False
+    rows[rows.index((clip, found))] = (clip, draft)
     partial = table.with_name(table.name + ".partial")
-    partial.write_text("".join(f"{clip}|{text}\n" for clip, text in rows), encoding="utf-8")
-    partial.replace(table)  # the table is never half written: it may hold transcripts typed by hand
-    return Transcribed(table, drafted, len(rows) - len(todo), model)
+    partial.write_text("".join(f"{name}|{text}\n" for name, text in rows), encoding="utf-8")
+    os.replace(partial, table)  # the table is never half written: it holds transcripts typed by hand
+    return True
