@@ -171,7 +171,7 @@ def prepare_corpus(sources: Sequence[str | Path], out: str | Path, *, settings: 
         log(f"{speech.path.name}: {len(mine)} clips written")
         clips += mine
     (stage / staging.CLIPS_TABLE).write_text("id\trecording\tstart\tend\n" + "".join(
-        f"{c.id}\t{c.source}\t{c.start:.3f}\t{c.end:.3f}\n" for c in clips), encoding="utf-8")
+        f"{c.id}\t{c.source}\t{c.start:.6f}\t{c.end:.6f}\n" for c in clips), encoding="utf-8")
     (stage / METADATA).write_text("".join(f"{c.id}|{c.text}\n" for c in clips), encoding="utf-8")
     kept = staging.swap(out)
     if kept:

@@ -123,7 +123,7 @@ def _aligned(expected: np.ndarray, stretches: Sequence[Stretch]) -> tuple[float,
         ok = first >= 0
         ok[ok] &= rec[first[ok]] == rec[ok]
         lengths.append(np.where(ok, end - start[np.maximum(first, 0)], np.nan) + SLACK)
-        speech = np.convolve(end - start, np.ones(k))[k - 1: k - 1 + m]
+        speech = np.convolve(end - start, np.ones(k))[:m]  # [j]: stretches j-k+1..j
         pauses.append(PAUSE_PER_SECOND * (lengths[-1] - SLACK - speech))
     total = np.concatenate(([0.0], np.cumsum(expected)))
     limit = math.log(TOLERANCE)
