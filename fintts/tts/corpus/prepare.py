@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -144,12 +145,10 @@ def prepare_corpus(sources: Sequence[str | Path], out: str | Path, *, settings: 
         try:
             speech = find_speech(path, settings)
         except AudioError as err:
-            notes.append(f"skipped {err}")
-            log(notes[-1])
+            notes.append(f"skipped {err}")  # named in the summary, beside what was prepared
             continue
         if not speech.spans:
             notes.append(f"skipped {path}: {speech.why}")
-            log(notes[-1])
             continue
         found.append(speech)
         log(f"{path.name}: {speech.samples / speech.rate / 60:.1f} min, {len(speech.spans)} stretches of speech between pauses")
@@ -159,9 +158,24 @@ def prepare_corpus(sources: Sequence[str | Path], out: str | Path, *, settings: 
         plan = _scripted(found, Path(script), settings, notes)
     else:
         plan = _unscripted(found, settings, notes)
-    (out.parent if out.parent != out else out).mkdir(parents=True, exist_ok=True)
-    out.mkdir(exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     stage = staging.start(out)
+    try:
+        clips = _written(found, plan, stage, log)
+    except BaseException:  # an error or Ctrl-C: the old corpus is untouched, and nothing half-written is left
+        shutil.rmtree(stage)
+        raise
+    kept = staging.swap(out)
+    if kept:
+        notes.append(f"the previous {METADATA} is kept as {kept}")
+    return Prepared(out, clips, notes)
+
+
+Cut = tuple[int, int, str]  # first frame, end frame, text
+
+
+def _written(found: list[Speech], plan: list[list[Cut]], stage: Path, log: Callable[[str], None]) -> list[Clip]:
+    """The clips of ``plan`` written into the staging folder, with ``metadata.csv`` and ``clips.tsv``."""
     clips: list[Clip] = []
     for speech, cuts in zip(found, plan):
         stem = clip_stem(speech.path)
@@ -173,13 +187,7 @@ def prepare_corpus(sources: Sequence[str | Path], out: str | Path, *, settings: 
     (stage / staging.CLIPS_TABLE).write_text("id\trecording\tstart\tend\n" + "".join(
         f"{c.id}\t{c.source}\t{c.start:.6f}\t{c.end:.6f}\n" for c in clips), encoding="utf-8")
     (stage / METADATA).write_text("".join(f"{c.id}|{c.text}\n" for c in clips), encoding="utf-8")
-    kept = staging.swap(out)
-    if kept:
-        notes.append(f"the previous {METADATA} is kept as {kept}")
-    return Prepared(out, clips, notes)
-
-
-Cut = tuple[int, int, str]  # first frame, end frame, text
+    return clips
 
 
 def _unscripted(found: list[Speech], settings: SplitSettings, notes: list[str]) -> list[list[Cut]]:

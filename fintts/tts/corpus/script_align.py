@@ -108,7 +108,8 @@ def _aligned(expected: np.ndarray, stretches: Sequence[Stretch]) -> tuple[float,
     :data:`RUN_TOGETHER` when ``p > 1``, and then only one stretch: sentences with no pause between them) and only
     within :data:`TOLERANCE`; a sentence alone costs
     :data:`MISSING`, a stretch alone its seconds' :data:`UNMATCHED_PER_SECOND`. Rows are computed a
-    whole row at a time: skipping stretches is a running minimum.
+    whole row at a time (skipping stretches is a running minimum) and only the last few are kept: memory
+    is two bytes a cell for the way back (1,000 sentences and stretches: 2 MB).
     """
     n, m = len(expected), len(stretches)
     start = np.array([s.start for s in stretches])
@@ -127,37 +128,37 @@ def _aligned(expected: np.ndarray, stretches: Sequence[Stretch]) -> tuple[float,
         pauses.append(PAUSE_PER_SECOND * (lengths[-1] - SLACK - speech))
     total = np.concatenate(([0.0], np.cumsum(expected)))
     limit = math.log(TOLERANCE)
-    cost = np.full((n + 1, m + 1), np.inf)
-    cost[0] = skip
-    best = np.zeros((n + 1, m + 1))  # before the running minimum: what a step ending at (i, j) costs
-    choice = np.zeros((n + 1, m + 1, 2), dtype=np.int32)  # (p, k) of that step; (0, 0): sentence i missing
+    rows = [skip]  # the last MOST_SENTENCES rows of cost: all a step reaches back to
+    #: (p, k) of the step ending at (i, j); (0, 0): sentence i missing; (-1, -1): stretch j matched to nothing
+    choice = np.zeros((n + 1, m + 1, 2), dtype=np.int8)
+    choice[0, 1:] = -1
     for i in range(1, n + 1):
-        row = cost[i - 1] + MISSING
-        how = np.zeros((m + 1, 2), dtype=np.int32)
+        row = rows[-1] + MISSING
+        how = choice[i]
         for p in range(1, min(MOST_SENTENCES, i) + 1):
             estimate = total[i] - total[i - p]
             for k in range(1, min(MOST_STRETCHES if p == 1 else 1, m) + 1):
                 with np.errstate(invalid="ignore", divide="ignore"):
                     off = np.abs(np.log(lengths[k - 1][k - 1:] / (estimate + SLACK)))
                 extra = pauses[k - 1][k - 1:] + (RUN_TOGETHER if p > 1 else 0.0)
-                step = np.where(off <= limit, off + extra, np.inf) + cost[i - p, : m - k + 1]
+                step = np.where(off <= limit, off + extra, np.inf) + rows[-p][: m - k + 1]
                 better = step < row[k:]
                 row[k:][better] = step[better]
                 how[k:][better] = (p, k)
-        best[i], choice[i] = row, how
-        cost[i] = skip + np.minimum.accumulate(row - skip)
+        cost = skip + np.minimum.accumulate(row - skip)
+        how[cost < row - 1e-9] = -1
+        rows = [*rows[-MOST_SENTENCES + 1:], cost]
     steps: list[Step] = []
     i, j = n, m
     while i or j:
-        if j and (i == 0 or best[i, j] > cost[i, j - 1] + (skip[j] - skip[j - 1]) - 1e-9):
+        p, k = (int(x) for x in choice[i, j])
+        if p < 0:
             steps.append(Step((), (j - 1,)))
             j -= 1
-            continue
-        p, k = (int(x) for x in choice[i, j])
-        if p == 0:
+        elif p == 0:
             steps.append(Step((i - 1,), ()))
             i -= 1
         else:
             steps.append(Step(tuple(range(i - p, i)), tuple(range(j - k, j))))
             i, j = i - p, j - k
-    return float(cost[n, m]), steps[::-1]
+    return float(rows[-1][m]), steps[::-1]
