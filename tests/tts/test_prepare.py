@@ -186,6 +186,7 @@ def test_a_breath_inside_a_sentence_is_joined_when_the_script_says_it_is_one_sen
     named = in_process("prepare", str(tmp_path / "rec"), "--out", str(tmp_path / "other"), "--script", str(wrong), cwd=tmp_path)
     assert named.returncode == 0 and "9 of the 10 sentences" in named.stdout, named.stdout
     assert "sentence 4 ('Tämä lause on kirjoitettu" in named.stdout and "not found" in named.stdout, named.stdout
+    assert "(expected in ilta.flac after 0:07." in named.stdout, named.stdout  # after sentence 3, which ends at 7.8 s
     assert f"ilta.flac 0:{spans['ilta'][3][0]:04.1f}" in named.stdout and "matched no sentence" in named.stdout
     table = (tmp_path / "other" / "metadata.csv").read_text(encoding="utf-8").splitlines()
     assert [line.split("|", 1)[1] for line in table] == [s.replace("|", " ") for n, s in enumerate(readings["ilta"]) if n != 3]

@@ -212,10 +212,12 @@ def _scripted(found: list[Speech], script: Path, settings: SplitSettings, notes:
     plan: list[list[Cut]] = [[] for _ in found]
     filled, named = 0, []
 
+    def moment(stretch: int, edge: int) -> str:  # edge 0: where the stretch starts, 1: where it ends
+        r, span = where[stretch]
+        return _when(found[r].seconds(span[edge]))
+
     def place(stretch_ids: Sequence[int]) -> str:
-        r = where[stretch_ids[0]][0]
-        first, last = where[stretch_ids[0]][1][0], where[stretch_ids[-1]][1][1]
-        return f"{found[r].path.name} {_when(found[r].seconds(first))}-{_when(found[r].seconds(last))}"
+        return f"{found[where[stretch_ids[0]][0]].path.name} {moment(stretch_ids[0], 0)}-{moment(stretch_ids[-1], 1)}"
 
     def said(n: int) -> str:
         text = sentences[n]
@@ -236,9 +238,13 @@ def _scripted(found: list[Speech], script: Path, settings: SplitSettings, notes:
             named.append(f"sentences {step.sentences[0] + 1}-{step.sentences[-1] + 1} ({sentences[step.sentences[0]][:30]}…): "
                          f"read without a pause between them in {place(step.stretches)}: left out (a clip holds one sentence)")
         elif step.sentences:
+            before = next((s for s in reversed(steps[:at]) if s.stretches and s.sentences), None)
+            last = before.stretches[-1] if before else None
+            after = (f" (expected in {found[where[last][0]].path.name} after {moment(last, 1)})" if last is not None
+                     else " (expected before all the speech)")
             near = [s for s in steps[max(0, at - 1): at + 2] if s.stretches and not s.sentences]
             there = f"; speech that matched no sentence is near it in {place(near[0].stretches)}" if near else ""
-            named.append(f"{said(step.sentences[0])}: not found as a stretch of speech of its length between pauses{there}")
+            named.append(f"{said(step.sentences[0])}: not found as a stretch of speech of its length between pauses{after}{there}")
         else:
             named.append(f"speech in {place(step.stretches)} matched no sentence of {script.name}: left out")
     if not filled:

@@ -103,7 +103,7 @@ def test_a_run_killed_midway_under_force_leaves_the_old_corpus_whole_and_the_nex
     started = time.time_ns()
     process = start_cli("prepare", str(tmp_path / "rec"), "--out", str(corpus), "--force", cwd=tmp_path)
     try:  # killed as soon as it has written its first clip: mid-write, with most of the clips still to come
-        while process.poll() is None and not any(p.suffix == ".wav" and p.stat().st_mtime_ns > started for p in corpus.rglob("*")):
+        while process.poll() is None and not _written_since(corpus, started):
             time.sleep(0.002)
         process.send_signal(signal.SIGKILL)
     finally:
@@ -115,6 +115,17 @@ def test_a_run_killed_midway_under_force_leaves_the_old_corpus_whole_and_the_nex
     assert result.returncode == 0, result.stderr
     assert not (corpus / ".preparing").exists() and len(_ids(corpus)) > len(before) - 2
     assert [p.read_text(encoding="utf-8") for p in corpus.glob("metadata.csv.*.bak")] == [typed]
+
+
+def _written_since(folder: Path, started: int) -> bool:
+    """Whether a clip has been written anywhere under ``folder`` since ``started`` (ns)."""
+    for path in folder.rglob("*.wav"):
+        try:
+            if path.stat().st_mtime_ns > started:
+                return True
+        except FileNotFoundError:  # moved while looked at
+            continue
+    return False
 
 
 def _peak(recording: Path, out: Path) -> int:
