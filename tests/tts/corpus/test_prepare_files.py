@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import time
 import tracemalloc
 from pathlib import Path
@@ -28,6 +29,9 @@ def _files(folder: Path) -> dict[str, bytes]:
 def test_a_file_that_is_not_audio_and_a_silent_recording_are_named_and_skipped_and_the_others_prepared(tmp_path):
     folder = tmp_path / "recordings"
     said = long_recording(folder / "ilta.wav", 16000, 20.0)
+    heard = long_recording(tmp_path / "aamu.wav", 48000, 10.0, seed=4)  # and a 48 kHz mp3 of it, as a phone records
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-i", str(tmp_path / "aamu.wav"), "-c:a", "libmp3lame", str(folder / "aamu.mp3")],
+                   check=True)
     (folder / "notes.wav").write_text("what I read on Tuesday\n", encoding="utf-8")
     sf.write(folder / "quiet.wav", np.zeros(5 * 16000, dtype=np.float32), 16000)
     sf.write(folder / "hiss.flac", np.random.default_rng(0).normal(0, 0.001, 5 * 16000).astype(np.float32), 16000)
@@ -36,7 +40,8 @@ def test_a_file_that_is_not_audio_and_a_silent_recording_are_named_and_skipped_a
     assert f"skipped {folder / 'notes.wav'}: cannot be read as audio" in result.stdout, result.stdout
     assert f"skipped {folder / 'quiet.wav'}: silent: no speech found (digital silence)" in result.stdout, result.stdout
     assert f"skipped {folder / 'hiss.flac'}: silent: no speech found" in result.stdout, result.stdout
-    assert _ids(tmp_path / "corpus") == [f"ilta_{n:04d}" for n in range(1, len(said) + 1)]
+    assert _ids(tmp_path / "corpus") == [*(f"aamu_{n:04d}" for n in range(1, len(heard) + 1)),
+                                         *(f"ilta_{n:04d}" for n in range(1, len(said) + 1))]
 
     nothing = in_process("prepare", str(folder / "notes.wav"), str(folder / "quiet.wav"), "--out", str(tmp_path / "none"),
                          cwd=tmp_path)
