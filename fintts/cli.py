@@ -470,13 +470,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("prepare", help="cut long recordings at their pauses into a corpus: clips and a transcript table to fill in")
     p.add_argument("recordings", nargs="+", help="audio files (wav, flac, ogg, mp3) or folders of them")
     p.add_argument("--out", required=True, help="corpus folder to write (wavs/, metadata.csv, clips.tsv)")
-    p.add_argument("--script", help="the text you read aloud: its sentences fill the table when they line up with the clips")
+    p.add_argument("--script", help="the text you read aloud: each sentence that lines up in time with a stretch of speech "
+                   "is a clip with its text; the others are named")
     p.add_argument("--min-pause", type=float, default=0.35, help="seconds of silence that end a clip (default 0.35)")
     p.add_argument("--keep-silence", type=float, default=0.2, help="seconds of the pause kept at each end of a clip (default 0.2)")
     p.add_argument("--min-seconds", type=float, default=1.0, help="a shorter stretch joins the neighbour nearer in time (default 1)")
-    p.add_argument("--max-seconds", type=float, default=15.0, help="a longer one is cut at its longest shorter pause (default 15)")
+    p.add_argument("--max-seconds", type=float, default=15.0,
+                   help="a longer one is cut at its longest shorter pause, never inside a word: without one it is left out "
+                   "and named (default 15)")
     p.add_argument("--threshold-db", type=float, help="silence below this level in dBFS (default: from each recording's own levels)")
-    p.add_argument("--force", action="store_true", help="replace an existing metadata.csv in --out (and its transcripts)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the corpus already in --out (its clips and tables; the old metadata.csv is kept as a .bak)")
     p.set_defaults(func=cmd_prepare)
 
     p = sub.add_parser("transcribe", help="a speech recogniser's draft of a prepared corpus's empty transcripts, to correct ([train])")

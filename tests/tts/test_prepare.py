@@ -110,14 +110,17 @@ def test_without_a_script_the_table_waits_for_the_transcripts_and_check_names_ea
     assert len(report["problems"]) == 5 and all("ilta1_" in p["path"] for p in report["problems"])
 
 
-def test_a_script_that_does_not_match_the_clips_is_not_guessed_into_the_table(recorded, tmp_path):
-    folder, _ = recorded
+def test_speech_the_script_does_not_have_is_named_and_left_out_and_the_sentences_that_line_up_are_filled(recorded, tmp_path):
+    folder, spans = recorded
     script = tmp_path / "script.txt"
     script.write_text(" ".join(READINGS["ilta1"][:-1]) + "\n", encoding="utf-8")  # one sentence short
     result = in_process("prepare", str(folder / "ilta1.flac"), "--out", str(tmp_path / "corpus"), "--script", str(script),
                         cwd=tmp_path)
-    assert result.returncode == 0 and "4 sentences and the recordings 5 clips" in result.stdout
-    assert all(line.endswith("|") for line in (tmp_path / "corpus" / "metadata.csv").read_text(encoding="utf-8").splitlines())
+    assert result.returncode == 0 and "4 of the 4 sentences" in result.stdout, result.stdout
+    last = spans["ilta1"][-1]
+    assert f"ilta1.flac 0:{last[0]:04.1f}" in result.stdout and "matched no sentence" in result.stdout, result.stdout
+    lines = (tmp_path / "corpus" / "metadata.csv").read_text(encoding="utf-8").splitlines()
+    assert lines == [f"ilta1_{n:04d}|{s}" for n, s in enumerate(READINGS["ilta1"][:-1], start=1)]
 
 
 def test_transcripts_already_typed_are_never_overwritten_without_force(recorded, tmp_path):
@@ -126,7 +129,7 @@ def test_transcripts_already_typed_are_never_overwritten_without_force(recorded,
     corpus.mkdir()
     (corpus / "metadata.csv").write_text("ilta1_0001|Hyvää huomenta.\n", encoding="utf-8")
     result = in_process("prepare", str(folder), "--out", str(corpus), cwd=tmp_path)
-    assert result.returncode == 2 and "metadata.csv exists" in result.stderr and "--force" in result.stderr
+    assert result.returncode == 2 and "already holds a corpus (metadata.csv" in result.stderr and "--force" in result.stderr
     assert (corpus / "metadata.csv").read_text(encoding="utf-8") == "ilta1_0001|Hyvää huomenta.\n"
     assert in_process("prepare", str(folder), "--out", str(corpus), "--force", cwd=tmp_path).returncode == 0
 
@@ -168,7 +171,7 @@ def test_a_breath_inside_a_sentence_is_joined_when_the_script_says_it_is_one_sen
     script.write_text(" ".join(readings["ilta"]).replace("|", " ") + "\n", encoding="utf-8")
     result = in_process("prepare", str(tmp_path / "rec"), "--out", str(tmp_path / "corpus"), "--script", str(script), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert ", 11 clips" in result.stdout and "1 pause(s) inside a sentence joined" in result.stdout
+    assert "11 stretches of speech" in result.stdout and "10 of the 10 sentences" in result.stdout, result.stdout
     clips = _clips(tmp_path / "corpus")
     assert len(clips) == 10
     said = spans["ilta"][6]
@@ -180,7 +183,11 @@ def test_a_breath_inside_a_sentence_is_joined_when_the_script_says_it_is_one_sen
     lines = [*readings["ilta"][:3], "Tämä lause on kirjoitettu käsikirjoitukseen mutta sitä ei luettu ääneen koskaan, "
              "vaikka se on hyvin pitkä ja siinä on monta sanaa.", *readings["ilta"][4:]]
     wrong.write_text(" ".join(lines).replace("|", " ") + "\n", encoding="utf-8")
-    refused = in_process("prepare", str(tmp_path / "rec"), "--out", str(tmp_path / "other"), "--script", str(wrong), cwd=tmp_path)
-    assert refused.returncode == 0 and "do not seem to line up" in refused.stdout
-    assert all(line.endswith("|") for line in (tmp_path / "other" / "metadata.csv").read_text(encoding="utf-8").splitlines())
+    named = in_process("prepare", str(tmp_path / "rec"), "--out", str(tmp_path / "other"), "--script", str(wrong), cwd=tmp_path)
+    assert named.returncode == 0 and "9 of the 10 sentences" in named.stdout, named.stdout
+    assert "sentence 4 ('Tämä lause on kirjoitettu" in named.stdout and "not found" in named.stdout, named.stdout
+    assert "(expected in ilta.flac after 0:07." in named.stdout, named.stdout  # after sentence 3, which ends at 7.8 s
+    assert f"ilta.flac 0:{spans['ilta'][3][0]:04.1f}" in named.stdout and "matched no sentence" in named.stdout
+    table = (tmp_path / "other" / "metadata.csv").read_text(encoding="utf-8").splitlines()
+    assert [line.split("|", 1)[1] for line in table] == [s.replace("|", " ") for n, s in enumerate(readings["ilta"]) if n != 3]
 
