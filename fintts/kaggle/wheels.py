@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fintts.kaggle.client import KaggleError, calling, connect, user_of
+from fintts.kaggle.client import KaggleError, calling, connect
 from fintts.kaggle.kernel import CONFIGS, KAGGLE_PYTHON, PROJECT, WHEELS_SLUG
 from fintts.kaggle.visibility import private_or_absent
 from fintts.train.config import ConfigError
@@ -111,12 +111,12 @@ def dataset_metadata(user: str, slug: str = WHEELS_SLUG) -> dict[str, Any]:
             "subtitle": "fintts and the wheels a Kaggle session installs it from"}
 
 
-def prepare(out: Path, *, offline: bool = False, python: str = KAGGLE_PYTHON, api: Any = None,
+def prepare(out: Path, *, user: str, offline: bool = False, python: str = KAGGLE_PYTHON,
             log: Callable[[str], None] = print) -> Path:
-    """Build the dataset folder, with the ``dataset-metadata.json`` of the credentials' user."""
-    api = api or connect()
+    """Build the dataset folder, with the ``dataset-metadata.json`` of ``user`` (the credentials' user; a dry run
+    without credentials writes a placeholder, so building needs neither credentials nor Kaggle)."""
     build(out, offline=offline, python=python, log=log)
-    (out / METADATA).write_text(json.dumps(dataset_metadata(user_of(api)), indent=2) + "\n")
+    (out / METADATA).write_text(json.dumps(dataset_metadata(user), indent=2) + "\n")
     return out
 
 
