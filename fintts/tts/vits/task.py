@@ -52,7 +52,7 @@ from fintts.tts.vits.discriminator import DiscriminatorConfig
 from fintts.tts.vits.export import export_folder, save_voice
 from fintts.tts.vits.generator import VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
 from fintts.tts.vits.heldout import score_heldout
-from fintts.tts.vits.init import build_generator
+from fintts.tts.vits.init import build_generator, check_model_fields
 from fintts.tts.vits.lora import ADAPTERS_DIR, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model
 from fintts.tts.vits.mms_discriminator import starting_discriminator
 from fintts.tts.vits.selection import select_corpus
@@ -185,6 +185,7 @@ class VitsTask(Task):
     # ------------------------------------------------------------------ models
     def build_models(self, start=None) -> dict[str, nn.Module]:
         cfg = self.config
+        check_model_fields(cfg.model)  # a typo in model: is refused before the corpus is read, not after
         self._prepare_corpus()
         overrides = dict(cfg.model)
         scratch_text = scratch_front_end(cfg.punctuation_tokens)
