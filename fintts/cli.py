@@ -326,11 +326,16 @@ def cmd_merge(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from fintts.tts.demo.run import DEFAULT_BUDGET, DEFAULT_CONFIG, run_demo
+    from fintts.train.config import find_config
+    from fintts.tts.demo.run import DEFAULT_BUDGET, DEFAULT_CONFIG, DemoSessionFailed, run_demo
 
-    run_demo(store=Path(args.store), budget=args.budget or DEFAULT_BUDGET, out=Path(args.out) if args.out else None,
-             config=Path(args.config or DEFAULT_CONFIG),
-             extra=[*args.overrides, *(["--no-progress"] if args.no_progress else [])])
+    try:
+        run_demo(store=Path(args.store) if args.store else None, budget=args.budget or DEFAULT_BUDGET,
+                 out=Path(args.out) if args.out else None, config=find_config(args.config) if args.config else DEFAULT_CONFIG,
+                 overrides=list(args.overrides), extra=["--no-progress"] if args.no_progress else [])
+    except DemoSessionFailed as err:  # the session said why on its own lines: one more, without a traceback
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
     return EXIT_OK
 
 
@@ -519,7 +524,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_kaggle_commands(sub)
 
     p = sub.add_parser("demo", help="train the embedded demo voice in two short sessions and write a wav")
-    p.add_argument("--store", default="runs/demo", help="the demo run's folder (default runs/demo); again: trains it further")
+    p.add_argument("--store", help="the demo run's folder (default runs/demo; with --data DIR runs/demo-<DIR's name>); "
+                   "again: trains it further")
     p.add_argument("--budget", help="length of each of the two sessions (default 15m)")
     p.add_argument("--out", help="the wav the voice says its sentence into (default: demo.wav in the run's folder)")
     cli_args.add_config_arguments(p, required=False, example="configs/demo.yaml (default: this checkout's)",

@@ -39,7 +39,8 @@ def _kernel_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", metavar="OWNER/SLUG", help="your corpus as a Kaggle dataset, attached to the notebook")
     p.add_argument("--hub-repo", metavar="USER/NAME", help="the Hugging Face repo that keeps the run")
     p.add_argument("--store", help="the run's local folder in the session "
-                   "(default runs/<repo name> with --hub-repo, else runs/<config name>)")
+                   "(default runs/<repo name> with --hub-repo, else runs/<config name>, or runs/<config name>-<corpus "
+                   "folder's name> where that is not the config's data)")
     p.add_argument("--budget", help="each session's length, e.g. 11h30m (default: until Kaggle's 12 h limit)")
     p.add_argument("--no-internet", action="store_true", help="sessions without internet (needs wheels built with --offline)")
     p.add_argument("--wheels", metavar="OWNER/SLUG", help="the wheels dataset (default <you>/fintts-wheels)")

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from fintts.kaggle.client import KaggleError, calling, connect
-from fintts.kaggle.kernel import CONFIGS, KAGGLE_PYTHON, PROJECT, WHEELS_SLUG
+from fintts.kaggle.kernel import KAGGLE_PYTHON, PROJECT, WHEELS_SLUG
 from fintts.kaggle.visibility import private_or_absent
-from fintts.train.config import ConfigError
+from fintts.train.config import SHIPPED_CONFIGS, ConfigError
 
 #: Kaggle's image is Ubuntu 22.04 (glibc 2.35) on x86-64: manylinux wheels up to 2.35 run there.
 KAGGLE_GLIBC_MINOR = 35
@@ -68,9 +68,9 @@ def build(out: Path, *, offline: bool = False, python: str = KAGGLE_PYTHON, log:
                 shutil.copy2(source, target)
         _pip("wheel", "--no-deps", "--no-build-isolation", "--quiet", "--wheel-dir", str(out), tmp)
     wheel = fintts_wheel(out)
-    for config in sorted(CONFIGS.glob("*.yaml")):
+    for config in sorted(SHIPPED_CONFIGS.glob("*.yaml")):
         shutil.copy2(config, out / config.name)
-    log(f"built {wheel.name} and copied {len(list(CONFIGS.glob('*.yaml')))} configs into {out}")
+    log(f"built {wheel.name} and copied {len(list(SHIPPED_CONFIGS.glob('*.yaml')))} configs into {out}")
     if offline:
         _dependency_wheels(wheel, out, python, log)
     return wheel
