@@ -117,14 +117,20 @@ def cmd_plan(args) -> int:
     overrides += [f"budget={args.budget}"] if args.budget else []
     config = load_config(args.config, overrides)
     assumptions = plan.Assumptions(quota_hours=args.quota_hours, install_seconds=args.install_seconds, price_per_hour=args.price)
-    items, items_source = plan.count_items(config, args.samples)
+    items, items_source = plan.count_items(config, args.samples, log=lambda message: print(message, file=sys.stderr))
     first = None
     if args.step_seconds is not None:
         step = plan.Figure(args.step_seconds, "given: --step-seconds")
     else:
         from fintts.train.tools import bench
 
-        report = bench.for_plan(config, file=args.bench, device=args.device, log=lambda message: print(message, file=sys.stderr))
+        try:
+            report = bench.for_plan(config, file=args.bench, device=args.device, log=lambda message: print(message, file=sys.stderr))
+        except UsageError as err:  # e.g. offline, without the model to bench: a plan needs only a step's time
+            if args.bench or "--step-seconds" in str(err):
+                raise
+            raise UsageError(f"{err} Or plan without a bench here: --step-seconds S, a step's time on the GPU that will "
+                             "train (1-2 s for configs/mms-fin.yaml on a T4: docs/planning-and-speed.md)") from None
         step = plan.Figure(report.base.seconds_per_step, f"measured: bench on {report.device}, "
                                                          f"{time.strftime('%Y-%m-%d', time.localtime(report.measured))}")
         first = dataclasses.asdict(report.first)
@@ -201,8 +207,13 @@ def cmd_publish(args) -> int:
 
 
 def cmd_check(args) -> int:
+    from fintts.tts.corpus.enough import too_few_to_check
+
     report = cli_args.checked_corpus(args)
     print(json.dumps(report.to_json(), indent=1) if args.json else report.format_text())
+    note = too_few_to_check({name: stats.clips for name, stats in report.speakers.items()})
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     return EXIT_OK if report.items else EXIT_USAGE
 
 
@@ -244,7 +255,7 @@ def cmd_eval(args) -> int:
                   f"{said} (among {clip['candidates']})  {clip['id']}")
         print(f"mean MCD {result['mcd_mean_db']:.2f} dB over {len(result['clips'])} held-out clips ({result['model']})")
         print(f"sentence identified by its nearest recording: {result['identified']} of {len(result['clips'])} "
-              f"(chance: {result['chance']:.1f})")
+              f"(a random pick among each clip's candidates would get {result['chance']:.1f} of {len(result['clips'])})")
         print(f"noise floor (loudest vs quietest tenth of 20 ms frames): {result['floor_mean_db']:.1f} dB, "
               f"the recordings {result['floor_ref_mean_db']:.1f} dB (higher is cleaner)")
     return EXIT_OK
