@@ -375,10 +375,16 @@ def find_config(path: str | Path) -> Path:
     the file does not exist. A file of that name where they are wins.
     """
     path = Path(path).expanduser()
-    if path.exists() or len(path.parts) > 2 or (len(path.parts) == 2 and path.parts[0] != SHIPPED_CONFIGS.name):
-        return path
+    return path if path.exists() else shipped_config(path) or path
+
+
+def shipped_config(name: str | Path) -> Path | None:
+    """fintts's own config that ``name`` names (``mms-fin``, ``mms-fin.yaml``, ``configs/mms-fin.yaml``); ``None``: none."""
+    path = Path(name)
+    if len(path.parts) > 2 or (len(path.parts) == 2 and path.parts[0] != SHIPPED_CONFIGS.name):
+        return None
     shipped = SHIPPED_CONFIGS / (path.name if path.suffix in (".yaml", ".yml") else f"{path.name}.yaml")
-    return shipped if shipped.is_file() else path
+    return shipped if shipped.is_file() else None
 
 
 def load_config(path: str | Path | None, overrides: list[str] | Mapping[str, Any] = (), *,

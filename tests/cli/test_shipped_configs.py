@@ -34,3 +34,18 @@ def test_a_config_that_is_nowhere_names_the_shipped_ones(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match="does not exist; fintts's own are found by name from any folder: .*mms-fin"):
         load_config("configs/my-voice.yaml")
+
+
+def test_kaggle_push_names_a_shipped_config_by_its_file_name_whatever_the_spelling(tmp_path):
+    """The notebook finds a shipped config in the wheels dataset by its file's name: ``configs/mms-fin.yaml`` given
+    outside the checkout is sent as ``mms-fin.yaml``, not refused, and not copied in as a file of the person's own."""
+    from fintts.kaggle.parameters import load, read_parameters
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAGGLE_")} | {"HOME": str(tmp_path), "PYTHONPATH": checkout_first()}
+    staged = tmp_path / "staged"
+    result = subprocess.run([sys.executable, "-m", "fintts", "kaggle", "push", "--dry-run", "--out", str(staged), "--config",
+                             "configs/mms-fin.yaml", "--corpus", "alice/my-voice"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    parameters = read_parameters(load(staged / "kaggle_train.ipynb"))
+    assert (parameters["CONFIG"], parameters["CONFIG_YAML"]) == ("mms-fin.yaml", "")
