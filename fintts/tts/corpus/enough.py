@@ -18,7 +18,7 @@ JUDGE_HELDOUT = 10
 #: clips of one speaker that give :data:`JUDGE_HELDOUT` held out when a tenth is held out
 ENOUGH_CLIPS = 100
 #: what to do, the same wherever it is said
-ADVICE = (f"record at least {ENOUGH_CLIPS} clips of the speaker (about {JUDGE_HELDOUT} held out), better 240 (24 held out, "
+RECORD_MORE = (f"record at least {ENOUGH_CLIPS} clips of the speaker (about {JUDGE_HELDOUT} held out), better 240 (24 held out, "
           "±0.10), or list 10 or more clips in a heldout.csv; until then listen to the samples rather than trust the figures")
 
 
@@ -28,7 +28,7 @@ def too_few_to_judge(train: int, heldout: int) -> str | None:
         return None
     noise = f"a validation's val/identified moves ±{0.5 / math.sqrt(heldout):.2f} by the draw alone" if heldout else "nothing is validated"
     return (f"{train + heldout} clips ({train} train + {heldout} held out) are too few to judge the voice: with {heldout} "
-            f"held-out clip{'s' if heldout != 1 else ''} {noise}. To judge it, {ADVICE}")
+            f"held-out clip{'s' if heldout != 1 else ''} {noise}. To judge it, {RECORD_MORE}")
 
 
 def too_few_to_check(clips: dict[str, int]) -> str | None:
@@ -38,4 +38,4 @@ def too_few_to_check(clips: dict[str, int]) -> str | None:
     most = max(clips.values())
     whose = "" if len(clips) == 1 else " of any one speaker"
     return (f"{most} clips{whose} are too few to judge a voice trained on them: a run holds out about a tenth to validate on "
-            f"({max(2, most // 10)} here), whose scores then follow the draw more than the voice. To judge it, {ADVICE}")
+            f"({max(2, most // 10)} here), whose scores then follow the draw more than the voice. To judge it, {RECORD_MORE}")
