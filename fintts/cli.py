@@ -117,14 +117,20 @@ def cmd_plan(args) -> int:
     overrides += [f"budget={args.budget}"] if args.budget else []
     config = load_config(args.config, overrides)
     assumptions = plan.Assumptions(quota_hours=args.quota_hours, install_seconds=args.install_seconds, price_per_hour=args.price)
-    items, items_source = plan.count_items(config, args.samples)
+    items, items_source = plan.count_items(config, args.samples, log=lambda message: print(message, file=sys.stderr))
     first = None
     if args.step_seconds is not None:
         step = plan.Figure(args.step_seconds, "given: --step-seconds")
     else:
         from fintts.train.tools import bench
 
-        report = bench.for_plan(config, file=args.bench, device=args.device, log=lambda message: print(message, file=sys.stderr))
+        try:
+            report = bench.for_plan(config, file=args.bench, device=args.device, log=lambda message: print(message, file=sys.stderr))
+        except UsageError as err:  # e.g. offline, without the model to bench: a plan needs only a step's time
+            if args.bench or "--step-seconds" in str(err):
+                raise
+            raise UsageError(f"{err} Or plan without a bench here: --step-seconds S, a step's time on the GPU that will "
+                             "train (1-2 s for configs/mms-fin.yaml on a T4: docs/planning-and-speed.md)") from None
         step = plan.Figure(report.base.seconds_per_step, f"measured: bench on {report.device}, "
                                                          f"{time.strftime('%Y-%m-%d', time.localtime(report.measured))}")
         first = dataclasses.asdict(report.first)
@@ -201,8 +207,13 @@ def cmd_publish(args) -> int:
 
 
 def cmd_check(args) -> int:
+    from fintts.tts.corpus.enough import too_few_to_check
+
     report = cli_args.checked_corpus(args)
     print(json.dumps(report.to_json(), indent=1) if args.json else report.format_text())
+    note = too_few_to_check({name: stats.clips for name, stats in report.speakers.items()})
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     return EXIT_OK if report.items else EXIT_USAGE
 
 
@@ -244,7 +255,7 @@ def cmd_eval(args) -> int:
                   f"{said} (among {clip['candidates']})  {clip['id']}")
         print(f"mean MCD {result['mcd_mean_db']:.2f} dB over {len(result['clips'])} held-out clips ({result['model']})")
         print(f"sentence identified by its nearest recording: {result['identified']} of {len(result['clips'])} "
-              f"(chance: {result['chance']:.1f})")
+              f"(a random pick among each clip's candidates would get {result['chance']:.1f} of {len(result['clips'])})")
         print(f"noise floor (loudest vs quietest tenth of 20 ms frames): {result['floor_mean_db']:.1f} dB, "
               f"the recordings {result['floor_ref_mean_db']:.1f} dB (higher is cleaner)")
     return EXIT_OK
@@ -326,11 +337,16 @@ def cmd_merge(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from fintts.tts.demo.run import DEFAULT_BUDGET, DEFAULT_CONFIG, run_demo
+    from fintts.train.config import find_config
+    from fintts.tts.demo.run import DEFAULT_BUDGET, DEFAULT_CONFIG, DemoSessionFailed, run_demo
 
-    run_demo(store=Path(args.store), budget=args.budget or DEFAULT_BUDGET, out=Path(args.out) if args.out else None,
-             config=Path(args.config or DEFAULT_CONFIG),
-             extra=[*args.overrides, *(["--no-progress"] if args.no_progress else [])])
+    try:
+        run_demo(store=Path(args.store) if args.store else None, budget=args.budget or DEFAULT_BUDGET,
+                 out=Path(args.out) if args.out else None, config=find_config(args.config) if args.config else DEFAULT_CONFIG,
+                 overrides=list(args.overrides), extra=["--no-progress"] if args.no_progress else [])
+    except DemoSessionFailed as err:  # the session said why on its own lines: one more, without a traceback
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
     return EXIT_OK
 
 
@@ -523,7 +539,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_kaggle_commands(sub)
 
     p = sub.add_parser("demo", help="train the embedded demo voice in two short sessions and write a wav")
-    p.add_argument("--store", default="runs/demo", help="the demo run's folder (default runs/demo); again: trains it further")
+    p.add_argument("--store", help="the demo run's folder (default runs/demo; with --data DIR runs/demo-<DIR's name>); "
+                   "again: trains it further")
     p.add_argument("--budget", help="length of each of the two sessions (default 15m)")
     p.add_argument("--out", help="the wav the voice says its sentence into (default: demo.wav in the run's folder)")
     cli_args.add_config_arguments(p, required=False, example="configs/demo.yaml (default: this checkout's)",

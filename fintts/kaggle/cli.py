@@ -39,10 +39,29 @@ def _kernel_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", metavar="OWNER/SLUG", help="your corpus as a Kaggle dataset, attached to the notebook")
     p.add_argument("--hub-repo", metavar="USER/NAME", help="the Hugging Face repo that keeps the run")
     p.add_argument("--store", help="the run's local folder in the session "
-                   "(default runs/<repo name> with --hub-repo, else runs/<config name>)")
+                   "(default runs/<repo name> with --hub-repo, else runs/<config name>, or runs/<config name>-<corpus "
+                   "folder's name> where that is not the config's data)")
     p.add_argument("--budget", help="each session's length, e.g. 11h30m (default: until Kaggle's 12 h limit)")
     p.add_argument("--no-internet", action="store_true", help="sessions without internet (needs wheels built with --offline)")
     p.add_argument("--wheels", metavar="OWNER/SLUG", help="the wheels dataset (default <you>/fintts-wheels)")
+
+
+def _dry_run_owner(metadata: str) -> tuple[str, str]:
+    """The owner a dry run writes into ``metadata``, and what to tell of it: the credentials' user, else the placeholder.
+
+    A dry run reads nothing of Kaggle's but that name, so it goes on without it: with no credentials, and with an
+    API token Kaggle could not be asked about (offline), which the client cannot name without asking.
+    """
+    from fintts.kaggle.client import KaggleUnreachable, NoKaggleCredentials, connect, user_of
+
+    try:
+        return user_of(connect()), ""
+    except NoKaggleCredentials:
+        why = "no Kaggle credentials here"
+    except KaggleUnreachable:
+        why = "Kaggle could not be reached to say whose the credentials are"
+    return OWNER_PLACEHOLDER, (f"; {why}, so the owner is written {OWNER_PLACEHOLDER}: put your Kaggle name in its place in "
+                               f"{metadata} before pushing it")
 
 
 def cmd_kaggle_wheels(args) -> int:
@@ -55,12 +74,16 @@ def cmd_kaggle_wheels(args) -> int:
     if args.dry_run:
         if not args.out:
             raise UsageError("fintts kaggle wheels --dry-run needs --out DIR (the folder to build the dataset in)")
-        wheels.prepare(Path(args.out), offline=args.offline, python=args.python_version)
-        print(f"dataset folder ready in {args.out} (kaggle datasets create -p {args.out} would upload it)")
+        user, told = _dry_run_owner(wheels.METADATA)
+        wheels.prepare(Path(args.out), user=user, offline=args.offline, python=args.python_version)
+        print(f"dataset folder ready in {args.out} (kaggle datasets create -p {args.out} would upload it){told}")
         return EXIT_OK
+    from fintts.kaggle.client import connect, user_of
+
+    api = connect()
     with tempfile.TemporaryDirectory(prefix="fintts-wheels-") as tmp:
-        folder = wheels.prepare(Path(args.out or tmp), offline=args.offline, python=args.python_version)
-        ref = wheels.upload(folder)
+        folder = wheels.prepare(Path(args.out or tmp), user=user_of(api), offline=args.offline, python=args.python_version)
+        ref = wheels.upload(folder, api)
     print(f"uploaded the private dataset {ref}: attach it to the notebook (fintts kaggle push does)")
     return EXIT_OK
 
@@ -72,13 +95,7 @@ def cmd_kaggle_push(args) -> int:
     if args.dry_run:
         if not args.out:
             raise UsageError("fintts kaggle push --dry-run needs --out DIR (the folder to stage the notebook in)")
-        from fintts.kaggle.client import NoKaggleCredentials, connect, user_of
-
-        try:
-            user, told = user_of(connect()), ""
-        except NoKaggleCredentials:  # a dry run reads nothing of Kaggle's but the owner's name: staged without it
-            user, told = OWNER_PLACEHOLDER, (f"; no Kaggle credentials here, so the owner is written {OWNER_PLACEHOLDER}: "
-                                             "put your Kaggle name in its place in kernel-metadata.json before pushing it")
+        user, told = _dry_run_owner(kernel.METADATA)
         kernel.stage(Path(args.out), user, settings)
         print(f"staged {args.out}: kernel-metadata.json and {kernel.NOTEBOOK.name} (kaggle kernels push -p {args.out}){told}")
         return EXIT_OK

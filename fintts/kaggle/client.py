@@ -77,6 +77,10 @@ class KaggleError(StoreError):
         self.retry_after = retry_after
 
 
+class KaggleUnreachable(KaggleError):
+    """Kaggle could not be asked whose the credentials are (no network): they were not refused, only not checked."""
+
+
 class NoKaggleCredentials(KaggleError):
     """No Kaggle credentials on this machine (the message says where to put them)."""
 
@@ -120,6 +124,9 @@ def connect() -> Any:
     return Reauthenticating(api)
 
 
+#: Kaggle could not be asked whose the API token is (no network, a proxy that refuses): the credentials may be fine.
+UNREACHABLE = ("could not reach Kaggle to ask whose the API token is ({error}): check the network (and any proxy), "
+               "then run this again")
 #: A credential Kaggle refused: told apart from none at all, which :class:`NoKaggleCredentials` says where to put.
 REFUSED_TOKEN = "Kaggle says the API token in {source} is not active (IntrospectToken). "
 
@@ -146,6 +153,11 @@ def _authenticate(api: Any) -> None:
         if err.response is None or err.response.status_code != 401:
             raise
         raise KaggleError(f"Kaggle refused the credentials when asked who they are (401); {HINTS[401]}", 401) from None
+    except requests.RequestException as err:
+        # kaggle 2.2.5 KaggleApi._authenticate_with_access_token asks IntrospectToken who an API token
+        # (KAGGLE_API_TOKEN, ~/.kaggle/access_token) belongs to, and _introspect_token catches only HTTPError: with no
+        # network the client's ConnectionError (a ProxyError behind a proxy) comes out of authenticate()
+        raise KaggleUnreachable(UNREACHABLE.format(error=type(err).__name__), transient=True) from None
 
 
 def reauthenticate(api: Any) -> None:

@@ -30,7 +30,7 @@ from huggingface_hub import HfApi
 
 from fintts.errors import UsageError
 from fintts.train.stores.hub.auth import find_token
-from fintts.train.stores.hub.errors import classify
+from fintts.train.stores.hub.errors import HubAuthError, classify
 
 #: The permission of a fine-grained token to write a repo (or every repo of a namespace).
 WRITE = "repo.write"
@@ -85,8 +85,15 @@ class HubToken:
 
 
 def found_token() -> tuple[str, str]:
-    """The token ``find_token`` finds on a laptop, and where from (``$HF_TOKEN``, else the login of ``hf auth login``)."""
-    token = find_token()
+    """The token ``find_token`` finds on a laptop, and where from (``$HF_TOKEN``, else the login of ``hf auth login``).
+
+    ``fintts kaggle token`` runs where the person is, not in a notebook: with none found, the advice is the laptop's
+    (find_token's own also tells a notebook where its secrets are).
+    """
+    try:
+        token = find_token()
+    except HubAuthError:
+        raise UsageError(f"no Hugging Face token on this machine (no HF_TOKEN, no hf auth login): {ADVICE}") from None
     return token, "from $HF_TOKEN" if os.environ.get("HF_TOKEN", "").strip() else "from your login, hf auth login"
 
 

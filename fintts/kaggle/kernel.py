@@ -36,14 +36,13 @@ from typing import Any
 
 from fintts.kaggle import parameters
 from fintts.kaggle.client import NOT_ACTED_ON, KaggleError, calling, connect, user_of
-from fintts.train.config import ConfigError, load_config, parse_duration
+from fintts.train.config import SHIPPED_CONFIGS, ConfigError, load_config, parse_duration, shipped_config
 from fintts.train.repo_id import repo_id_problem
 from fintts.train.retry import Backoff
 
 PROJECT = Path(__file__).resolve().parents[2]
 TEMPLATE = PROJECT / "kaggle-metadata.json"
 NOTEBOOK = PROJECT / "notebooks" / "kaggle_train.ipynb"
-CONFIGS = PROJECT / "configs"
 #: What the ``kaggle`` client reads in a pushed folder.
 METADATA = "kernel-metadata.json"
 #: The wheels dataset's slug (``fintts kaggle wheels``), under the pushing user.
@@ -67,7 +66,8 @@ class KernelSettings:
     data: str = ""
     #: the Hugging Face repo that keeps the run (``user/name``); empty: the session's output only.
     hub_repo: str = ""
-    #: the run's local folder in the session; empty: runs/<repo name> with hub_repo, else runs/<config name>.
+    #: the run's local folder in the session; empty: runs/<repo name> with hub_repo, else runs/<config name> (and the
+    #: corpus folder's name after it, where that is not the config's data: fintts.train.config.default_run_name).
     store: str = ""
     #: the session's length (e.g. 11h30m); empty: until Kaggle's session limit.
     budget: str = ""
@@ -80,8 +80,8 @@ class KernelSettings:
 
     def check(self) -> None:
         """Refuse settings a session would only fail on, hours later."""
-        if self.own_config() is None and not (CONFIGS / self.config).is_file():
-            known = ", ".join(sorted(p.name for p in CONFIGS.glob("*.yaml")))
+        if self.own_config() is None and shipped_config(self.config) is None:
+            known = ", ".join(sorted(p.name for p in SHIPPED_CONFIGS.glob("*.yaml")))
             raise ConfigError(f"config: {self.config!r} is neither a file nor one of fintts's configs ({known}, which the "
                               "wheels dataset ships); give the path of your config file or one of those names")
         own = self.own_config()
@@ -101,12 +101,13 @@ class KernelSettings:
     def own_config(self) -> Path | None:
         """The person's own config file, when ``config`` is a path to one (a bare name of fintts's configs is not)."""
         path = Path(self.config).expanduser()
-        is_shipped = path.name == self.config and (CONFIGS / self.config).is_file()
+        is_shipped = path.name == self.config and shipped_config(self.config) is not None
         return path if path.is_file() and not is_shipped else None
 
     def notebook_parameters(self) -> dict[str, str]:
         own = self.own_config()
-        config, text = (own.name, own.read_text(encoding="utf-8")) if own else (self.config, "")
+        # a shipped one by its file's name, which the wheels dataset holds (configs/mms-fin.yaml, mms-fin → mms-fin.yaml)
+        config, text = (own.name, own.read_text(encoding="utf-8")) if own else (shipped_config(self.config).name, "")
         return {"CONFIG": config, "CONFIG_YAML": text, "CORPUS": self.corpus, "DATA": self.data, "REPO": self.hub_repo,
                 "STORE": self.store, "BUDGET": self.budget, "TOKEN_DATASET": self.token_dataset, "PYTHON": KAGGLE_PYTHON}
 

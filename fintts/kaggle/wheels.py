@@ -34,10 +34,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fintts.kaggle.client import KaggleError, calling, connect, user_of
-from fintts.kaggle.kernel import CONFIGS, KAGGLE_PYTHON, PROJECT, WHEELS_SLUG
+from fintts.kaggle.client import KaggleError, calling, connect
+from fintts.kaggle.kernel import KAGGLE_PYTHON, PROJECT, WHEELS_SLUG
 from fintts.kaggle.visibility import private_or_absent
-from fintts.train.config import ConfigError
+from fintts.train.config import SHIPPED_CONFIGS, ConfigError
 
 #: Kaggle's image is Ubuntu 22.04 (glibc 2.35) on x86-64: manylinux wheels up to 2.35 run there.
 KAGGLE_GLIBC_MINOR = 35
@@ -68,9 +68,9 @@ def build(out: Path, *, offline: bool = False, python: str = KAGGLE_PYTHON, log:
                 shutil.copy2(source, target)
         _pip("wheel", "--no-deps", "--no-build-isolation", "--quiet", "--wheel-dir", str(out), tmp)
     wheel = fintts_wheel(out)
-    for config in sorted(CONFIGS.glob("*.yaml")):
+    for config in sorted(SHIPPED_CONFIGS.glob("*.yaml")):
         shutil.copy2(config, out / config.name)
-    log(f"built {wheel.name} and copied {len(list(CONFIGS.glob('*.yaml')))} configs into {out}")
+    log(f"built {wheel.name} and copied {len(list(SHIPPED_CONFIGS.glob('*.yaml')))} configs into {out}")
     if offline:
         _dependency_wheels(wheel, out, python, log)
     return wheel
@@ -111,12 +111,12 @@ def dataset_metadata(user: str, slug: str = WHEELS_SLUG) -> dict[str, Any]:
             "subtitle": "fintts and the wheels a Kaggle session installs it from"}
 
 
-def prepare(out: Path, *, offline: bool = False, python: str = KAGGLE_PYTHON, api: Any = None,
+def prepare(out: Path, *, user: str, offline: bool = False, python: str = KAGGLE_PYTHON,
             log: Callable[[str], None] = print) -> Path:
-    """Build the dataset folder, with the ``dataset-metadata.json`` of the credentials' user."""
-    api = api or connect()
+    """Build the dataset folder, with the ``dataset-metadata.json`` of ``user`` (the credentials' user; a dry run
+    without credentials writes a placeholder, so building needs neither credentials nor Kaggle)."""
     build(out, offline=offline, python=python, log=log)
-    (out / METADATA).write_text(json.dumps(dataset_metadata(user_of(api)), indent=2) + "\n")
+    (out / METADATA).write_text(json.dumps(dataset_metadata(user), indent=2) + "\n")
     return out
 
 

@@ -36,6 +36,10 @@ from fintts.train.registry import resolve_settings, resolve_task
 from fintts.train.repo_id import repo_id_problem
 from fintts.train.task import Task
 
+#: The configs that come with fintts (``configs/`` of its checkout, which an editable install runs from): found by
+#: name from any folder (:func:`find_config`). A Kaggle session reads them from the wheels dataset instead.
+SHIPPED_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?", re.IGNORECASE)
 
 
@@ -110,7 +114,8 @@ class TrainConfig:
 
     #: a task registered under this name (``fintts.tasks`` entry points) or ``package.module:Class``.
     task: str = ""
-    #: the run's name; default: the config file's stem. Names the default local folder ``runs/<name>``.
+    #: the run's name; default: the config file's stem, and with other data than the file's given on the command line
+    #: (``--data DIR``) that folder's name after it (``demo-my-voice``). Names the default local folder ``runs/<name>``.
     run_name: str = free_setting("")
     seed: int = 1234
     max_steps: int = free_setting(1000)
@@ -362,6 +367,26 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def find_config(path: str | Path) -> Path:
+    """The config file ``path`` names: that file where it exists, else fintts's own of that name.
+
+    ``mms-fin``, ``mms-fin.yaml`` and ``configs/mms-fin.yaml`` name the shipped ``configs/mms-fin.yaml`` from any
+    folder, as the README's commands write them: a person who ran ``cd`` elsewhere (their corpus's folder) is not told
+    the file does not exist. A file of that name where they are wins.
+    """
+    path = Path(path).expanduser()
+    return path if path.exists() else shipped_config(path) or path
+
+
+def shipped_config(name: str | Path) -> Path | None:
+    """fintts's own config that ``name`` names (``mms-fin``, ``mms-fin.yaml``, ``configs/mms-fin.yaml``); ``None``: none."""
+    path = Path(name)
+    if len(path.parts) > 2 or (len(path.parts) == 2 and path.parts[0] != SHIPPED_CONFIGS.name):
+        return None
+    shipped = SHIPPED_CONFIGS / (path.name if path.suffix in (".yaml", ".yml") else f"{path.name}.yaml")
+    return shipped if shipped.is_file() else None
+
+
 def load_config(path: str | Path | None, overrides: list[str] | Mapping[str, Any] = (), *,
                 registered_only: bool = False) -> RunConfig:
     """Read a YAML config (or none: all defaults), apply overrides, split and validate.
@@ -374,20 +399,37 @@ def load_config(path: str | Path | None, overrides: list[str] | Mapping[str, Any
     data: dict[str, Any] = {}
     source = ""
     if path is not None:
-        path = Path(path)
+        path = find_config(path)
         source = str(path)
         try:
             loaded = yaml.safe_load(path.read_text()) or {}
         except FileNotFoundError:
-            raise ConfigError(f"config file {path} does not exist (configs/ holds the shipped ones)") from None
+            shipped = ", ".join(sorted(p.stem for p in SHIPPED_CONFIGS.glob("*.yaml")))
+            raise ConfigError(f"config file {path} does not exist; fintts's own are found by name from any folder: "
+                              f"{shipped or 'none in this install'}") from None
         except yaml.YAMLError as err:
             raise ConfigError(f"{path} is not valid YAML: {err}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path} must be a mapping of settings, not {type(loaded).__name__}")
         data = _renamed(loaded, source, tell=not registered_only)
     extra = dict(overrides) if isinstance(overrides, Mapping) else parse_overrides(list(overrides))
+    name = default_run_name(Path(source).stem if source else "run", data.get("data"), extra.get("data"))
     data = _merge(data, _renamed(extra, "overrides"))
-    return split_config(data, source=source, default_name=Path(source).stem if source else "run", registered_only=registered_only)
+    return split_config(data, source=source, default_name=name, registered_only=registered_only)
+
+
+def default_run_name(config_name: str, file_data: Any, given_data: Any) -> str:
+    """The run's name when the config gives none: the config's, and the data's where the command line gave other data.
+
+    ``fintts train configs/demo.yaml --data my-voice`` is another run than the config's own (``fintts demo``): it
+    trains other clips, maybe other speakers, so it gets a folder of its own, ``runs/demo-my-voice``, instead of
+    resuming, or refusing, the other one's checkpoint in ``runs/demo``. ``data`` is the task's setting of that name,
+    where it has one; a path is named by its last part, ``hf://datasets/USER/NAME`` by ``NAME``.
+    """
+    if given_data in (None, "") or given_data == file_data:
+        return config_name
+    label = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(str(given_data).rstrip("/")).name).strip("-.")
+    return f"{config_name}-{label}" if label else config_name
 
 
 def _renamed(data: dict[str, Any], where: str, *, tell: bool = True) -> dict[str, Any]:

@@ -214,7 +214,7 @@ def test_push_dry_run_without_credentials_stages_the_folder_with_the_owner_left_
     (the one thing only credentials tell) left as a placeholder, and they are told to replace it."""
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAGGLE_")} | {"HOME": str(home)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAGGLE_")} | {"HOME": str(home), "PYTHONPATH": checkout_first()}
     staged = tmp_path / "staged"
     result = run("-m", "fintts", "kaggle", "push", "--dry-run", "--out", str(staged), "--corpus", "alice/my-voice",
                  env=env, cwd=tmp_path)

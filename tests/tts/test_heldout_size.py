@@ -76,3 +76,5 @@ def test_the_session_summary_says_how_many_clips_validation_scores(tmp_path):
     scored = json.loads(in_process("eval", "--store", str(tmp_path / "store"), "--json", cwd=tmp_path).stdout)
     assert len(scored["clips"]) == 10  # every clip scored, each told apart among its own and the 7 closest in length
     assert {clip["candidates"] for clip in scored["clips"]} == {CANDIDATES} and scored["chance"] == pytest.approx(10 / 8)
+    said = in_process("eval", "--store", str(tmp_path / "store"), cwd=tmp_path).stdout  # the chance as a count, not a probability
+    assert "of 10 (a random pick among each clip's candidates would get 1.2 of 10)" in said, said

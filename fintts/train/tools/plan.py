@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fintts.train.config import ConfigError, RunConfig, TrainConfig, parse_duration, total_steps
@@ -32,8 +32,11 @@ from fintts.train.stores.base import Store
 HOUR = 3600.0
 
 
-def count_items(config: RunConfig, samples: int | None = None) -> tuple[int, str]:
-    """The number of training items and where it came from: ``samples`` (``--samples``), else the task's count of its data."""
+def count_items(config: RunConfig, samples: int | None = None, *, log: Callable[[str], None] = lambda _: None) -> tuple[int, str]:
+    """The number of training items and where it came from: ``samples`` (``--samples``), else the task's count of its data.
+
+    ``log``: the task's lines as it counts (what it skips, how many it holds out for validation).
+    """
     if samples is not None:
         if samples <= 0:
             raise ConfigError(f"--samples: must be a positive number of training items, got {samples}")
@@ -42,9 +45,9 @@ def count_items(config: RunConfig, samples: int | None = None) -> tuple[int, str
 
     from fintts.train.task import TaskContext  # the Task interface imports torch; a plan from --samples needs none
 
-    context = TaskContext(config.train.seed, torch.device("cpu"), None, config.train.local_dir() / CACHE_DIR, log=lambda _: None,
+    context = TaskContext(config.train.seed, torch.device("cpu"), None, config.train.local_dir() / CACHE_DIR, log=log,
                           progress=False)
-    return config.task_class(config.task, context).count_items(), "counted in the config's data"
+    return config.task_class(config.task, context).count_items(), "training items of the config's data, held-out ones apart"
 
 
 @dataclasses.dataclass

@@ -17,12 +17,13 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
+from fintts.train.config import SHIPPED_CONFIGS, load_config
 from fintts.train.run.layout import CHECKPOINTS, SAMPLES_DIR, STATUS
 from fintts.tts.eval import noise_floor_db
 from fintts.tts.voice import load_voice
 from fintts.tts.voice_format import VOICE_DIR
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "demo.yaml"
+DEFAULT_CONFIG = SHIPPED_CONFIGS / "demo.yaml"
 #: Per session. On a 2-core CPU (0.26 s/step) two of these reached 6,521 steps; the voice from
 #: scratch tells the held-out sentences apart from ~1,200 steps on (README, "What to expect").
 DEFAULT_BUDGET = "15m"
@@ -30,25 +31,44 @@ DEFAULT_BUDGET = "15m"
 DEMO_SENTENCE = "Hyvää huomenta! Kello on 7.30."
 
 
+class DemoSessionFailed(Exception):
+    """A session of the demo ended with an error (its own message is above, from its process): ``exit_code`` is its."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 def run_demo(
     *,
-    store: Path = Path("runs/demo"),
+    store: Path | None = None,
     budget: str = DEFAULT_BUDGET,
     out: Path | None = None,
     config: Path = DEFAULT_CONFIG,
     sentence: str = DEMO_SENTENCE,
+    overrides: list[str] = (),
     extra: list[str] = (),
 ) -> Path:
-    """Two sessions, then the wav; ``out`` defaults to ``demo.wav`` in the run's folder, beside what made it."""
+    """Two sessions, then the wav; ``out`` defaults to ``demo.wav`` in the run's folder, beside what made it.
+
+    ``store``: default, the folder ``fintts train`` gives this config with these ``overrides`` (``runs/demo``; with
+    other data, ``runs/demo-<its name>``), so the demo resumes its own run and no other. ``extra``: more options of
+    ``fintts train``.
+    """
     if not config.is_file():
         raise FileNotFoundError(f"{config} not found: run fintts demo from a checkout of fintts, or pass --config")
+    store = load_config(config, list(overrides)).train.local_dir() if store is None else store
     out = store / "demo.wav" if out is None else out
     for session in (1, 2):
         print(f"== demo session {session} of 2: fintts train {config} --budget {budget}", flush=True)
-        command = [sys.executable, "-m", "fintts", "train", str(config), "--store", str(store), "--budget", budget, *extra]
+        command = [sys.executable, "-m", "fintts", "train", str(config), "--store", str(store), "--budget", budget,
+                   *overrides, *extra]
         result = subprocess.run(command)
         if result.returncode != 0:
-            raise RuntimeError(f"demo session {session} failed with exit code {result.returncode}")
+            raise DemoSessionFailed(f"demo session {session} of 2 ended with exit code {result.returncode} (why: above); "
+                                    + (f"{store} holds a run of other settings or data: give the demo a folder of its own "
+                                       f"with fintts demo --store DIR, or remove {store}" if result.returncode == 3 else
+                                       "nothing more was trained"), result.returncode)
         status = json.loads((store / STATUS).read_text(encoding="utf-8"))
         if status.get("state") == "finished":
             print(f"== the run is finished at step {status['step']:,} (max_steps): nothing left to train", flush=True)

@@ -9,6 +9,8 @@ extended model starts out producing exactly what the checkpoint produced.
 from __future__ import annotations
 
 import copy
+import difflib
+import inspect
 import logging
 import math
 from pathlib import Path
@@ -68,6 +70,7 @@ def build_generator(
         without ``vocab.json``.
     """
     overrides = {**TRAINING_CONFIG_DEFAULTS, **(config_overrides or {})}
+    check_model_fields(overrides)
     if str(init) == "scratch":
         if num_speakers > 1:
             overrides["num_speakers"] = num_speakers
@@ -236,9 +239,24 @@ def add_speakers(model: VitsModel, num_speakers: int, speaker_embedding_size: in
     return extended
 
 
+def check_model_fields(overrides: dict[str, Any]) -> None:
+    """Refuse a ``model:`` key that is no VitsConfig field, naming the nearest one, before any model is read.
+
+    transformers keeps whatever other keyword a config is given as an attribute (5.24, configuration_utils.py
+    ``PreTrainedConfig.__post_init__``: "Additional attributes without default values", ``setattr`` for each), so
+    ``VitsConfig(hiden_size=64)`` trains with the default width and writes ``hiden_size`` into ``config.json``. The
+    fields are the constructor's parameters and the keys of a default config's ``to_dict()`` (what ``config.json``
+    holds), whichever transformers is installed.
+    """
+    parameters = inspect.signature(VitsConfig.__init__).parameters.values()
+    fields = {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)} - {"self"}
+    fields |= set(VitsConfig().to_dict())
+    for key in sorted(set(overrides) - fields):
+        near = difflib.get_close_matches(key, sorted(fields), n=1)
+        raise ConfigError(f"model.{key}: not a field of transformers' VitsConfig"
+                          + (f"; did you mean model.{near[0]}?" if near else "; see VitsConfig's documentation for its fields"))
+
+
 def _apply_overrides(config: VitsConfig, overrides: dict[str, Any]) -> None:
-    unknown = sorted(key for key in overrides if not hasattr(config, key))
-    if unknown:
-        raise ConfigError(f"config_overrides: unknown VitsConfig fields {unknown}")
     for key, value in overrides.items():
         setattr(config, key, value)

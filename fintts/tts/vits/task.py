@@ -43,6 +43,7 @@ from fintts.train.run.layout import MODEL_DIR, SAMPLES_DIR
 from fintts.train.task import BoardEntry, Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Span, resampled_length
 from fintts.tts.corpus import Item
+from fintts.tts.corpus.enough import too_few_to_judge
 from fintts.tts.features import FeatureCache
 from fintts.tts.speakers import BEST
 from fintts.tts.spectrogram import Spectrogram, SpectrogramConfig
@@ -52,7 +53,7 @@ from fintts.tts.vits.discriminator import DiscriminatorConfig
 from fintts.tts.vits.export import export_folder, save_voice
 from fintts.tts.vits.generator import VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
 from fintts.tts.vits.heldout import score_heldout
-from fintts.tts.vits.init import build_generator
+from fintts.tts.vits.init import build_generator, check_model_fields
 from fintts.tts.vits.lora import ADAPTERS_DIR, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model
 from fintts.tts.vits.mms_discriminator import starting_discriminator
 from fintts.tts.vits.selection import select_corpus
@@ -185,6 +186,7 @@ class VitsTask(Task):
     # ------------------------------------------------------------------ models
     def build_models(self, start=None) -> dict[str, nn.Module]:
         cfg = self.config
+        check_model_fields(cfg.model)  # a typo in model: is refused before the corpus is read, not after
         self._prepare_corpus()
         overrides = dict(cfg.model)
         scratch_text = scratch_front_end(cfg.punctuation_tokens)
@@ -265,11 +267,18 @@ class VitsTask(Task):
         self.speakers, self.items, self.heldout = selection.speakers, selection.items, selection.heldout
         self.hours, self.speaker = selection.hours, selection.speaker
         self.heldout_minutes = selection.heldout_minutes
+        small = too_few_to_judge(len(self.items), len(self.heldout))
+        if small:  # kept in the session's warnings: its summary says it again at the end
+            self.context.warn(small)
 
     def count_items(self) -> int:
-        """The corpus's good clips less the held-out ones: checking the corpus, no features."""
-        return len(select_corpus(self.config, log=self.context.log, progress=self.context.progress,
-                                 cache_dir=self.context.cache_dir / "datasets", fetch_first=self.context.fetch_first).items)
+        """The corpus's good clips less the held-out ones: checking the corpus, no features. Said on the log: the
+        split (a plan's items are fewer than ``fintts check``'s clips by the held-out ones), and a corpus too small."""
+        selection = select_corpus(self.config, log=self.context.log, progress=self.context.progress,
+                                  cache_dir=self.context.cache_dir / "datasets", fetch_first=self.context.fetch_first)
+        train, heldout = len(selection.items), len(selection.heldout)
+        self.context.log(too_few_to_judge(train, heldout) or f"{train + heldout} clips: {train} train + {heldout} held out")
+        return train
 
     def train_data(self) -> TrainData:
         cache = FeatureCache(self.context.cache_dir / "features", self.spectrogram_config)

@@ -9,9 +9,12 @@ import torch
 from transformers import VitsModel, VitsTokenizer
 
 from fintts.errors import ConfigError
+from fintts.train.config import load_config
+from fintts.train.task import TaskContext
 from fintts.tts.vits.generator import train_forward
 from fintts.tts.vits.init import add_speakers, build_generator
-from vits_helpers import tiny_vits_config
+from trainer_helpers import ROOT
+from vits_helpers import TINY_MODEL, tiny_vits_config
 
 
 def _tiny_folder(tmp_path, **config_overrides):
@@ -92,6 +95,22 @@ def test_unknown_override_is_rejected(tmp_path):
     _, folder = _tiny_folder(tmp_path)
     with pytest.raises(ValueError, match="hiden_size"):
         build_generator(folder, config_overrides={"hiden_size": 8})
+
+
+def test_a_typo_in_a_model_field_from_scratch_is_refused_with_the_field_it_meant():
+    """``VitsConfig(hiden_size=64)`` would keep the typo as an attribute and train with the default width."""
+    with pytest.raises(ConfigError, match=r"model\.hiden_size: .*did you mean model\.hidden_size\?"):
+        build_generator("scratch", config_overrides={**TINY_MODEL, "hiden_size": 64})
+
+
+def test_a_typo_in_a_model_setting_fails_the_run_before_it_trains(tmp_path):
+    """``fintts train configs/demo.yaml model.hiden_size=64``: refused as the models are built, and nothing lands in a
+    ``model/config.json``."""
+    config = load_config(ROOT / "configs" / "demo.yaml", [f"store={tmp_path / 'run'}", "model.hiden_size=64"])
+    task = config.task_class(config.task, TaskContext(config.train.seed, torch.device("cpu"), None, tmp_path / "cache",
+                                                       log=lambda _: None, progress=False))
+    with pytest.raises(ConfigError, match="did you mean model.hidden_size"):
+        task.build_models()
 
 
 def test_unreachable_hub_id_says_how_to_work_offline(tmp_path):

@@ -370,7 +370,12 @@ class HubStore(Store):
                 if status is not None:
                     return status
             except Exception as err:  # a status display must work offline: use the local mirror
-                log.warning("%s: showing the local status (%s)", self.url, self._client.failure(err))
+                failure, local = self._client.failure(err), super().read_status()
+                if local is None:  # said once, as what it is: not "nothing was trained there", which no one knows
+                    raise StoreError(f"{self.url}: {failure} ({self.root} holds no copy of the run's status to show "
+                                     "instead)") from None
+                log.warning("%s: showing the local status (%s)", self.url, failure)
+                return local
         return super().read_status()
 
     def transfer_seconds(self) -> list[float]:
