@@ -12,8 +12,8 @@ from fintts.train.run import checkpoint
 from fintts.train.run.layout import MODEL_DIR
 from fintts.tts.audio import load_audio
 from fintts.tts.corpus import Item
+from fintts.tts.corpus.selection import select_corpus
 from fintts.tts.eval import cepstral_distortion, mel_cepstra, noise_floor_db
-from fintts.tts.vits.selection import select_corpus
 from fintts.tts.vits.settings import VitsTaskConfig
 from fintts.tts.voice import Voice, load_voice
 
