@@ -15,7 +15,8 @@ from fintts.tts.corpus import Item
 from fintts.tts.corpus.selection import select_corpus
 from fintts.tts.eval import cepstral_distortion, mel_cepstra, noise_floor_db
 from fintts.tts.vits.settings import VitsTaskConfig
-from fintts.tts.voice import Voice, load_voice
+from fintts.tts.vits.voice import VitsVoice, load_vits_voice
+from fintts.tts.voice import voice_folder
 
 
 @dataclasses.dataclass
@@ -59,7 +60,7 @@ def _mean(values) -> float:
 CANDIDATES = 8
 
 
-def score_heldout(voice: Voice, items: list[Item]) -> HeldoutScores:
+def score_heldout(voice: VitsVoice, items: list[Item]) -> HeldoutScores:
     """Have the voice say each held-out clip's text; score it against that speaker's recordings (:data:`CANDIDATES`)."""
     multi = voice.config.num_speakers > 1
     rate = voice.sample_rate
@@ -107,7 +108,7 @@ def evaluate_run(*, store: str | Path | None = None, model: str | Path | None = 
 
 def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[str, Any]:
     """Score an exported voice on its run's held-out clips (what ``fintts eval`` prints)."""
-    voice = load_voice(model_dir, backend="torch", seed=0)
+    voice = load_vits_voice(voice_folder(model_dir), backend="torch", seed=0)
     heldout = select_corpus(cfg, log=log, progress=False).heldout
     if not heldout:
         raise ConfigError(f"data: {cfg.data} has no held-out clips to score (add heldout.csv or more clips per speaker)")
@@ -127,3 +128,18 @@ def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[s
             )
         ],
     }
+
+
+def scores_text(result: dict[str, Any]) -> str:
+    """What ``fintts eval`` prints of :func:`evaluate_voice`'s result: a line per clip, then the means."""
+    lines = ["    MCD  floor (recording)  sentence"]
+    for clip in result["clips"]:
+        said = "said" if clip["identified"] else "NOT identified"
+        lines.append(f"{clip['mcd_db']:7.2f} dB  {clip['floor_db']:5.1f} ({clip['floor_ref_db']:5.1f}) dB  "
+                     f"{said} (among {clip['candidates']})  {clip['id']}")
+    lines.append(f"mean MCD {result['mcd_mean_db']:.2f} dB over {len(result['clips'])} held-out clips ({result['model']})")
+    lines.append(f"sentence identified by its nearest recording: {result['identified']} of {len(result['clips'])} "
+                 f"(chance: {result['chance']:.1f})")
+    lines.append(f"noise floor (loudest vs quietest tenth of 20 ms frames): {result['floor_mean_db']:.1f} dB, "
+                 f"the recordings {result['floor_ref_mean_db']:.1f} dB (higher is cleaner)")
+    return "\n".join(lines)

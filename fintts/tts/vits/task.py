@@ -57,7 +57,7 @@ from fintts.tts.vits.lora import ADAPTERS_DIR, adapter_files, adapter_size, add_
 from fintts.tts.vits.mms_discriminator import starting_discriminator
 from fintts.tts.vits.settings import CHECKPOINTABLE_BLOCKS, GENERATOR, PUNCTUATION_MARKS, VitsTaskConfig
 from fintts.tts.vits.torch_backend import TorchBackend
-from fintts.tts.voice import Voice, VoiceConfig
+from fintts.tts.vits.voice import VitsVoice, VoiceConfig
 from fintts.tts.voice_format import WEIGHTS_FILE
 from fintts.tts.wav import wav_bytes
 
@@ -303,10 +303,10 @@ class VitsTask(Task):
         return discriminator_loss_terms(models["discriminator"], output)
 
     # ------------------------------------------------------------------ validation
-    def _voice(self, models) -> Voice:
+    def _voice(self, models) -> VitsVoice:
         """The model being trained as a voice; the same noise every validation, so scores move with the weights only."""
         vits = unwrap(models[GENERATOR]).model
-        return Voice(TorchBackend(vits), VoiceConfig.from_dict(vits.config.to_dict()), self.text, self.speakers,
+        return VitsVoice(TorchBackend(vits), VoiceConfig.from_dict(vits.config.to_dict()), self.text, self.speakers,
                      seed=self.context.seed)
 
     def evaluate(self, models, step: int) -> Evaluation:
