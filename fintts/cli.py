@@ -232,13 +232,9 @@ def cmd_speakers(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from fintts.tts.voice import find_voice
-    from fintts.tts.voice_format import VOICE_DIR
+    from fintts.tts.evaluation import evaluate_run
 
-    if not (args.store or args.model):
-        raise ConfigError("fintts eval needs --store PATH (a run) or --model DIR with --config/--data")
-    _, family = find_voice(args.model or Path(args.store) / VOICE_DIR)
-    scores = family.operation("evaluate")(store=args.store, model=args.model, config=args.config, overrides=args.overrides)
+    scores = evaluate_run(store=args.store, model=args.model, config=args.config, overrides=args.overrides)
     print(json.dumps(scores.figures, indent=1) if args.json else scores.text)
     return EXIT_OK
 

@@ -17,6 +17,9 @@ from fintts.tts.voice_format import VOICE_DIR, VoiceError
 
 #: The entry-point group in which packages register their families' faces (:class:`~fintts.tts.family.Family`).
 FAMILY_ENTRY_POINTS = "fintts.families"
+#: The tasks' entry points (:data:`fintts.train.registry.TASK_ENTRY_POINTS`), named again because looking a voice up imports
+#: nothing of the trainer: a config may name a family's task by the ``package.module:Class`` registered there.
+TASK_ENTRY_POINTS = "fintts.tasks"
 #: A run's status file (the trainer's ``STATUS``, :mod:`fintts.train.run.layout`), named again because looking a voice
 #: up imports nothing of the trainer (the laptop voice): its ``task`` names the run's family.
 RUN_STATUS = "status.json"
@@ -60,8 +63,9 @@ def voice_in(path: Path) -> tuple[Path, Family] | None:
 
 
 def family_of_task(task: str) -> Family | None:
-    """The family that the task ``task`` (a config's ``task:``) trains."""
-    return next((face for face in registered_families().values() if face.task == task), None)
+    """The family that the task ``task`` (a config's ``task:``: a registered name, or the ``package.module:Class`` it names) trains."""
+    targets = {ep.name: ep.value for ep in importlib.metadata.entry_points(group=TASK_ENTRY_POINTS)}
+    return next((face for face in registered_families().values() if task in (face.task, targets.get(face.task))), None)
 
 
 def family_of_run(run: Path) -> Family | None:

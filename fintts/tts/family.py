@@ -56,11 +56,13 @@ class Family:
 
     ``owns(folder)``: whether ``folder`` is this family's voice, read from its files without importing torch.
     ``load_voice(folder, speaker=None, **options)`` → :class:`Voice` (``options``: ``fintts say``'s backend, int8,
-    speed, noise, seed; a family ignores those it has no use for). ``export(folder, *, piper, out, int8)`` → the
-    files written. ``publish(store, hub_repo, **options)`` → an object whose ``format()`` says what was published.
-    ``evaluate(*, store, model, config, overrides)`` → :class:`Scores`. ``merge(folder, out, speaker, *, onnx)`` →
-    (the speaker folded in, the voice's speakers). ``pulled(folder, repo_id)``: what the family adds to a voice
-    ``fintts pull`` downloaded (VITS: the ONNX graphs a run did not ship).
+    speed, noise, seed; a family ignores those it has no use for).
+    ``export(folder, *, piper, out, int8)`` → the files written.
+    ``publish(store, hub_repo, **options)`` → an object whose ``format()`` says what was published.
+    ``evaluate(model_dir, settings)`` → :class:`Scores` (``settings``: the run's task settings; :mod:`fintts.tts.evaluation`).
+    ``merge(folder, out, speaker, *, onnx)`` → (the speaker folded in, the voice's speakers).
+    ``pulled(folder, repo_id)``: what the family adds to a voice ``fintts pull`` downloaded (VITS: the ONNX graphs a run
+    did not ship).
     """
 
     name: str

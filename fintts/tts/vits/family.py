@@ -7,7 +7,6 @@ module that does it when it runs (export, publish, eval and merge need torch).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +40,11 @@ def publish(store: str | Path, hub_repo: str, **options: Any) -> Any:
     return publish_voice(store, hub_repo, **options)
 
 
-def evaluate(*, store: str | None, model: str | None, config: str | None, overrides: Sequence[str]) -> Scores:
-    """``fintts eval``: MCD, identification and noise floor on the run's held-out clips."""
-    from fintts.tts.vits.heldout import evaluate_run, scores_text  # needs torch (the torch backend) and scipy
+def evaluate(model_dir: Path, settings: Any) -> Scores:
+    """``fintts eval``: MCD, identification and noise floor of the voice in ``model_dir`` on the run's held-out clips."""
+    from fintts.tts.vits.heldout import evaluate_voice, scores_text  # needs torch (the torch backend) and scipy
 
-    result = evaluate_run(store=store, model=model, config=config, overrides=overrides)
+    result = evaluate_voice(model_dir, settings)
     return Scores(result, scores_text(result))
 
 

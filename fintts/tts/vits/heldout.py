@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fintts.train.config import ConfigError, load_config
-from fintts.train.run import checkpoint
-from fintts.train.run.layout import MODEL_DIR
+from fintts.train.config import ConfigError
 from fintts.tts.audio import load_audio
 from fintts.tts.corpus import Item
 from fintts.tts.corpus.selection import select_corpus
@@ -82,32 +79,8 @@ def score_heldout(voice: VitsVoice, items: list[Item]) -> HeldoutScores:
     return scores
 
 
-def evaluate_run(*, store: str | Path | None = None, model: str | Path | None = None, config: str | Path | None = None,
-                 data: str | None = None, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """``fintts eval``: a run's voice scored with the run's own settings, or any voice with a config's.
-
-    With ``store`` (a run folder) the settings are those its newest complete checkpoint was
-    trained with, and the voice its ``model/`` unless ``model`` names another; without it,
-    ``model`` and ``config`` are both needed. ``data`` points the held-out clips elsewhere;
-    ``overrides`` (``key=value``, as ``fintts train`` takes them) change any other setting.
-    """
-    overrides = [*overrides, *([f"data={data}"] if data else [])]
-    if store:
-        folder = checkpoint.latest_complete(Path(store), log=lambda _: None)
-        if folder is None:
-            raise ConfigError(f"--store {store} holds no complete checkpoint to take the run's settings from")
-        run = load_config(folder / checkpoint.CONFIG, overrides, registered_only=True)  # a pulled checkpoint names no module to import
-        model_dir = Path(model or Path(store) / MODEL_DIR)
-    else:
-        if not model:
-            raise ConfigError("fintts eval needs --store PATH (a run) or --model DIR with --config/--data")
-        run = load_config(config, overrides)
-        model_dir = Path(model)
-    return evaluate_voice(model_dir, run.task)
-
-
 def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[str, Any]:
-    """Score an exported voice on its run's held-out clips (what ``fintts eval`` prints)."""
+    """Score an exported voice on its run's held-out clips (``fintts eval``: :func:`fintts.tts.evaluation.evaluate_run`)."""
     voice = load_vits_voice(voice_folder(model_dir), backend="torch", seed=0)
     heldout = select_corpus(cfg, log=log, progress=False).heldout
     if not heldout:

@@ -63,8 +63,8 @@ def export(folder: Path, *, piper=False, out=None, int8=True) -> list[Path]:
     return [written]
 
 
-def evaluate(*, store, model, config, overrides) -> Scores:
-    voice = load_voice(Path(model or Path(store) / "model"))
+def evaluate(model_dir: Path, settings) -> Scores:
+    voice = load_voice(model_dir)
     audio = np.concatenate(list(voice.stream("Hyvää huomenta.")))
     heard = float(np.argmax(np.abs(np.fft.rfft(audio)))) * voice.sample_rate / len(audio)
     return Scores({"hz": heard}, f"the voice's pitch: {heard:.0f} Hz")
