@@ -26,7 +26,10 @@ COMMANDS = {"load_voice": "say", "export": "export", "publish": "publish", "eval
 
 
 class Voice(Protocol):
-    """A voice that speaks: what ``fintts say`` and :func:`fintts.load_voice` hand back, whatever its family."""
+    """A voice that speaks: what ``fintts say`` and :func:`fintts.load_voice` hand back, whatever its family.
+
+    A family's voice class extends :class:`fintts.tts.streamed_voice.StreamedVoice`, which adds ``synthesize`` and ``save``.
+    """
 
     @property
     def sample_rate(self) -> int: ...
@@ -40,6 +43,12 @@ class Voice(Protocol):
                warn: Callable[[str], None] | None = None) -> Iterator[Any]:
         """The text's audio, a float32 numpy array in [-1, 1] at a time (a sentence, or the whole text), as it is made."""
         ...
+
+    def synthesize(self, text: str, *, speaker: str | int | None = None,
+                   warn: Callable[[str], None] | None = None) -> tuple[Any, int]: ...
+
+    def save(self, text: str, path: str | Path, *, speaker: str | int | None = None,
+             warn: Callable[[str], None] | None = None) -> Path: ...
 
 
 @dataclasses.dataclass(frozen=True)

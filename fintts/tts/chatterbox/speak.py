@@ -23,13 +23,14 @@ from typing import Any
 import numpy as np
 
 from fintts.tts.chatterbox.text import finnish_normaliser
+from fintts.tts.streamed_voice import StreamedVoice
 from fintts.tts.voice_format import VoiceError
 
 #: what fintts writes beside the release's files (T3's sizes, the reference clip); marks a folder as this family's
 DESCRIPTION_FILE = "chatterbox.json"
 
 
-class ChatterboxVoice:
+class ChatterboxVoice(StreamedVoice):
     """A Chatterbox voice as ``fintts say`` speaks it: the whole text at once, through upstream's ``generate``."""
 
     backend_name = "chatterbox"

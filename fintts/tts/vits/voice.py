@@ -22,7 +22,6 @@ call's, so a sentence sounds the same whatever the sentences around it are.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import logging
 import math
@@ -33,6 +32,7 @@ from typing import Protocol
 import numpy as np
 
 from fintts.tts.onnx_backend import OnnxBackend
+from fintts.tts.streamed_voice import StreamedVoice
 from fintts.tts.text import FinnishText, split_sentences
 from fintts.tts.voice_format import (
     ADAPTERS_DIR,
@@ -44,7 +44,6 @@ from fintts.tts.voice_format import (
     VoiceError,
     installed,
 )
-from fintts.tts.wav import WavWriter
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +92,7 @@ class Backend(Protocol):
     ) -> tuple[np.ndarray, int]: ...
 
 
-class VitsVoice:
+class VitsVoice(StreamedVoice):
     """Says Finnish text: :meth:`synthesize`, :meth:`save`, :meth:`stream`.
 
     ``speaker`` (name or index) is the default of a multi-speaker voice (else its first);
@@ -172,25 +171,6 @@ class VitsVoice:
             audio = self._say(ids, index, rng) if ids else np.zeros(0, np.float32)
             pause = np.zeros(round(PAUSES[chunk.boundary] / self.speed * self.sample_rate), np.float32)
             yield np.concatenate([audio, pause])
-
-    def synthesize(self, text: str, *, speaker: str | int | None = None,
-                   warn: Callable[[str], None] | None = log.warning) -> tuple[np.ndarray, int]:
-        """``(waveform, sample_rate)``: 1-D float32 samples in [-1, 1] of the whole text."""
-        return np.concatenate(list(self.stream(text, speaker=speaker, warn=warn))), self.sample_rate
-
-    def save(self, text: str, path: str | Path, *, speaker: str | int | None = None,
-             warn: Callable[[str], None] | None = log.warning) -> Path:
-        """Write the text as a 16-bit mono WAV, sentence by sentence; returns the path.
-
-        The file is created once the first sentence is ready, so text with nothing to say
-        leaves no empty WAV behind.
-        """
-        chunks = self.stream(text, speaker=speaker, warn=warn)
-        first = next(chunks)
-        with WavWriter(path, self.sample_rate) as wav:
-            for audio in itertools.chain([first], chunks):
-                wav.write(audio)
-        return Path(path)
 
     def _say(self, ids: list[int], speaker: int | None, rng: np.random.Generator) -> np.ndarray:
         length_scale = 1.0 / self.speed

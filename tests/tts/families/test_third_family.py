@@ -31,11 +31,12 @@ from pathlib import Path
 import numpy as np
 
 from fintts.tts.family import Family, Scores
+from fintts.tts.streamed_voice import StreamedVoice
 
 MARK = "sine.json"
 
 
-class SineVoice:
+class SineVoice(StreamedVoice):
     backend_name = "sine"
     sample_rate = 16_000
 
@@ -58,14 +59,14 @@ def load_voice(folder: Path, speaker=None, **options) -> SineVoice:
 
 def export(folder: Path, *, piper=False, out=None, int8=True) -> list[Path]:
     written = folder / "sine.csv"
-    voice = load_voice(folder)
-    written.write_text("\\n".join(f"{x:.4f}" for x in next(voice.stream("Hei."))))
+    waveform, _ = load_voice(folder).synthesize("Hei.")
+    written.write_text("\\n".join(f"{x:.4f}" for x in waveform))
     return [written]
 
 
 def evaluate(model_dir: Path, settings) -> Scores:
     voice = load_voice(model_dir)
-    audio = np.concatenate(list(voice.stream("Hyvää huomenta.")))
+    audio, _ = voice.synthesize("Hyvää huomenta.")
     heard = float(np.argmax(np.abs(np.fft.rfft(audio)))) * voice.sample_rate / len(audio)
     return Scores({"hz": heard}, f"the voice's pitch: {heard:.0f} Hz")
 
