@@ -33,11 +33,11 @@ import yaml
 from fintts.train.run import checkpoint
 from fintts.train.run.layout import MODEL_DIR, STATUS
 from fintts.tts.corpus import Item
+from fintts.tts.corpus.selection import read_heldout_files
 from fintts.tts.demo import data_root, make_corpus
 from fintts.tts.demo.run import DEMO_SENTENCE, speech_only
 from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.heldout import score_heldout
-from fintts.tts.vits.selection import read_heldout_files
 from fintts.tts.vits.task import PUNCTUATION_MARKS, scratch_front_end
 from fintts.tts.voice import load_voice
 from fintts.tts.voice_format import SPEAKERS_FILE

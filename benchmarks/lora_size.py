@@ -23,7 +23,7 @@ from transformers import VitsConfig, VitsModel
 
 from fintts.tts.vits.init import DEFAULT_SPEAKER_EMBEDDING_SIZE
 from fintts.tts.vits.lora import adapter_files, adapter_size, add_adapter
-from fintts.tts.vits.settings import LoraSettings
+from fintts.tts.vits.settings import VitsLora
 
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
 
@@ -38,7 +38,7 @@ def measure(name: str, vits: VitsModel, r: int) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         vits.save_pretrained(folder)
         full_mb = (Path(folder) / "model.safetensors").stat().st_size / 1e6
-    adapter = add_adapter(vits, LoraSettings(r=r), "voice")
+    adapter = add_adapter(vits, VitsLora(r=r), "voice")
     facts = adapter_size(adapter, "voice")
     file_mb = len(adapter_files(adapter, "voice")["voice/adapter_model.safetensors"]) / 1e6
     return {"architecture": name, "r": r, **facts, "adapter_file_mb": round(file_mb, 3), "generator_file_mb": round(full_mb, 3)}

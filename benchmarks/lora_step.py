@@ -27,7 +27,7 @@ from transformers import VitsConfig, VitsModel
 
 from fintts.tts.vits.discriminator import DiscriminatorConfig, VitsDiscriminator
 from fintts.tts.vits.lora import add_adapter
-from fintts.tts.vits.settings import LoraSettings
+from fintts.tts.vits.settings import VitsLora
 from vits_step import peak_rss_bytes, time_training_steps
 
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
@@ -42,7 +42,7 @@ def models(arch: str, lora: bool) -> tuple[VitsModel, VitsDiscriminator]:
     else:
         generator, discriminator = VitsModel(VitsConfig(layerdrop=0.0)), VitsDiscriminator()
     if lora:
-        generator = add_adapter(generator, LoraSettings(r=8), "voice").get_base_model()
+        generator = add_adapter(generator, VitsLora(r=8), "voice").get_base_model()
     return generator.train(), discriminator.train()
 
 

@@ -41,13 +41,13 @@ import numpy as np
 import torch
 from transformers import VitsConfig, VitsModel, VitsTokenizer
 
+from fintts.tts.corpus.selection import read_heldout_files
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts.tts.eval import mel_cepstral_distortion
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.export import export_onnx, save_voice
 from fintts.tts.vits.heldout import score_heldout
 from fintts.tts.vits.init import vits_initialisation
-from fintts.tts.vits.selection import read_heldout_files
 from fintts.tts.voice import load_voice
 
 SENTENCE = "Suomen kieli on kaunis ja vanha kieli, jota puhuu noin viisi miljoonaa ihmistä Suomessa ja muualla."

@@ -16,15 +16,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fintts.tts.voice import Voice, load_voice
+    from fintts.tts.family import Voice
+    from fintts.tts.voice import load_voice
 
 __version__ = "0.1.0"
 __all__ = ["Voice", "__version__", "load_voice"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Voice", "load_voice"):
-        from fintts.tts import voice  # on first use, so that `import fintts` loads no task code
+    if name == "load_voice":
+        from fintts.tts.voice import load_voice  # on first use, so that `import fintts` loads no task code
 
-        return getattr(voice, name)
+        return load_voice
+    if name == "Voice":
+        from fintts.tts.family import Voice  # on first use, as above
+
+        return Voice
     raise AttributeError(f"module 'fintts' has no attribute {name!r}")

@@ -196,12 +196,13 @@ def cmd_pull(args) -> int:
 
 
 def cmd_publish(args) -> int:
-    from fintts.tts.vits.publish import publish
+    from fintts.tts.families import family_of_store
 
+    family = family_of_store(args.store)
     private = False if args.public else True if args.private else None  # None, True: private, an existing public repo refused
-    published = publish(args.store, args.hub_repo, private=private, checkpoint=args.checkpoint, onnx=not args.no_onnx,
-                        speaker=args.speaker,
-                        say=lambda message: print(f"note: {message}", file=sys.stderr))
+    published = family.operation("publish")(
+        args.store, args.hub_repo, private=private, checkpoint=args.checkpoint, onnx=not args.no_onnx, speaker=args.speaker,
+        say=lambda message: print(f"note: {message}", file=sys.stderr))
     print(published.format())
     return EXIT_OK
 
@@ -242,22 +243,10 @@ def cmd_speakers(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from fintts.tts.vits.heldout import evaluate_run
+    from fintts.tts.evaluation import evaluate_run
 
-    result = evaluate_run(store=args.store, model=args.model, config=args.config, overrides=args.overrides)
-    if args.json:
-        print(json.dumps(result, indent=1))
-    else:
-        print("    MCD  floor (recording)  sentence")
-        for clip in result["clips"]:
-            said = "said" if clip["identified"] else "NOT identified"
-            print(f"{clip['mcd_db']:7.2f} dB  {clip['floor_db']:5.1f} ({clip['floor_ref_db']:5.1f}) dB  "
-                  f"{said} (among {clip['candidates']})  {clip['id']}")
-        print(f"mean MCD {result['mcd_mean_db']:.2f} dB over {len(result['clips'])} held-out clips ({result['model']})")
-        print(f"sentence identified by its nearest recording: {result['identified']} of {len(result['clips'])} "
-              f"(a random pick among each clip's candidates would get {result['chance']:.1f} of {len(result['clips'])})")
-        print(f"noise floor (loudest vs quietest tenth of 20 ms frames): {result['floor_mean_db']:.1f} dB, "
-              f"the recordings {result['floor_ref_mean_db']:.1f} dB (higher is cleaner)")
+    scores = evaluate_run(store=args.store, model=args.model, config=args.config, overrides=args.overrides)
+    print(json.dumps(scores.figures, indent=1) if args.json else scores.text)
     return EXIT_OK
 
 
@@ -291,9 +280,8 @@ def cmd_normalize(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from fintts.tts.vits.export import export_folder
-    from fintts.tts.voice import VoiceError, voice_folder
-    from fintts.tts.voice_format import VOICE_DIR
+    from fintts.tts.voice import find_voice
+    from fintts.tts.voice_format import VOICE_DIR, VoiceError
 
     if bool(args.voice) == bool(args.store):
         raise VoiceError("fintts export needs exactly one of --voice DIR or --store RUN")
@@ -302,13 +290,8 @@ def cmd_export(args) -> int:
     if args.out and not args.piper:
         raise VoiceError("--out names a Piper voice's file: use it with --piper")
     started = time.perf_counter()
-    folder = voice_folder(args.voice or Path(args.store) / VOICE_DIR)
-    if args.piper:
-        from fintts.tts.vits.piper import export_piper_folder
-
-        written = export_piper_folder(folder, Path(args.out) if args.out else None)
-    else:
-        written = export_folder(folder, int8=not args.fp32)
+    folder, family = find_voice(args.voice or Path(args.store) / VOICE_DIR)
+    written = family.operation("export")(folder, piper=args.piper, out=Path(args.out) if args.out else None, int8=not args.fp32)
     print(f"wrote {', '.join(str(path) for path in written)} in {time.perf_counter() - started:.1f} s")
     return EXIT_OK
 
@@ -326,11 +309,11 @@ def cmd_env(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from fintts.tts.vits.lora import merge_folder
-    from fintts.tts.voice import voice_folder
+    from fintts.tts.voice import find_voice
 
     started = time.perf_counter()
-    speaker, speakers = merge_folder(voice_folder(args.voice), Path(args.out), args.speaker, onnx=not args.no_onnx)
+    folder, family = find_voice(args.voice)
+    speaker, speakers = family.operation("merge")(folder, Path(args.out), args.speaker, onnx=not args.no_onnx)
     print(f"wrote {args.out}: the voice of {speaker}'s adapter folded in (speakers: {', '.join(speakers) or '-'}) "
           f"in {time.perf_counter() - started:.1f} s")
     return EXIT_OK

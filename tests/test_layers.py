@@ -23,8 +23,10 @@ PACKAGE = ROOT / "fintts"
 TRAINER = PACKAGE / "train"
 #: What the base install leaves out: the laptop voice must load without any of it.
 TRAINING_STACK = {"torch", "transformers", "accelerate", "peft", "safetensors", "onnx", "scipy", "matplotlib", "tensorboard", "kaggle"}
-#: The laptop's entry points: `import fintts`, `fintts.load_voice`, `fintts say`, `fintts pull`.
-LAPTOP = ("fintts", "fintts.tts.voice", "fintts.tts.say", "fintts.tts.hub_voice")
+#: The laptop's entry points: `import fintts`, `fintts.load_voice`, `fintts say`, `fintts pull`; and the families' faces,
+#: which the voice lookup loads through their entry points (an import the graph cannot see).
+LAPTOP = ("fintts", "fintts.tts.voice", "fintts.tts.say", "fintts.tts.hub_voice", "fintts.tts.vits.family",
+          "fintts.tts.chatterbox.family")
 #: What the commands that read a run, a corpus or Kaggle load (`fintts status`, `check`, `speakers`, `plan --samples`,
 #: `push`, every `fintts kaggle` command): a laptop runs them often, and torch with transformers costs seconds to import.
 LIGHT_COMMANDS = ("fintts.train.report.summary", "fintts.train.stores", "fintts.train.stores.hub", "fintts.train.tools.plan",
@@ -268,3 +270,30 @@ def test_importing_the_trainer_and_its_stores_imports_no_task():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
+
+#: The voice families: each a folder of fintts/tts with a face (family.py) registered in the fintts.families entry points.
+FAMILIES = tuple(sorted(p.parent.name for p in (PACKAGE / "tts").glob("*/family.py")))
+#: What dispatches to the families and so may name none: the command line, `say`, the voice lookup, the evaluation's figures.
+DISPATCHERS = ("fintts.cli", "fintts.tts.say", "fintts.tts.voice", "fintts.tts.hub_voice", "fintts.tts.eval")
+
+
+def _family_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["fintts", "tts"] and parts[2] in FAMILIES else None
+
+
+def test_the_families_are_found_and_each_has_its_face():
+    assert {"vits", "chatterbox"} <= set(FAMILIES)
+
+
+def test_no_family_imports_another():
+    crossing = [f"{imp.module}:{imp.line} imports {imp.target}" for imp in import_graph()
+                if (own := _family_of(imp.module)) and (other := _family_of(imp.target)) and other != own]
+    assert not crossing, "a family imports another (what they share belongs below them, in fintts/tts):\n" + "\n".join(crossing)
+
+
+def test_shared_speech_code_and_the_dispatchers_import_no_family():
+    shared = [m for m in MODULES if m.startswith("fintts.tts") and _family_of(m) is None] + list(DISPATCHERS)
+    named = [f"{imp.module}:{imp.line} imports {imp.target}" for imp in import_graph({m: MODULES[m] for m in shared})
+             if _family_of(imp.target)]
+    assert not named, "shared speech code or a dispatcher imports a family (ask fintts.tts.families instead):\n" + "\n".join(named)

@@ -30,6 +30,8 @@ HOMES = {
 AGAIN = {
     ("fintts/tts/voice_format.py", "model"): "the voice's folder in a run, for the laptop voice (imports nothing of the trainer)",
     ("fintts/tts/hub_voice.py", "README.md"): "a Hub voice repo's card, downloaded by the laptop voice with the voice",
+    ("fintts/tts/families.py", "status.json"): "a run's status, whose task names its voice family; read by the voice lookup "
+                                               "(imports nothing of the trainer)",
     # the same words, other things:
     ("fintts/tts/vits/settings.py", "model"): "the generator's name among the VITS task's models (its weights: model.safetensors)",
     ("fintts/train/run/state.py", "checkpoints"): "a part of a session's time (state.PHASES), spent saving checkpoints",

@@ -4,7 +4,7 @@ A fintts run's Hub repo holds checkpoints and the voice; a laptop wants only the
 :func:`download_voice` fetches ``model/`` through ``huggingface_hub``'s own cache (so a
 second call, or a call with no network, uses the copy already there: offline once
 pulled); :func:`pull_voice` (``fintts pull``) writes it into a folder of the person's
-choosing and makes sure ``model.onnx`` and the Piper voice (``fi_FI-fintts.onnx`` + ``.onnx.json``) are in it. A repo
+choosing, and the voice's family adds what the run did not ship (a VITS voice: ``model.onnx`` and the Piper voice). A repo
 with no ``model/`` whose root is a voice (what ``fintts publish`` writes, or any transformers VITS repo) is taken from its
 root: the voice's own files, by name, never the whole repo.
 
@@ -21,7 +21,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from fintts.tts.voice_format import ONNX_FILE, PIPER_FILE, VOICE_DIR, WEIGHTS_FILE, VoiceError, installed, is_vits_voice
+from fintts.tts.families import voice_in
+from fintts.tts.voice_format import VOICE_DIR, WEIGHTS_FILE, VoiceError, is_vits_voice
 
 log = logging.getLogger(__name__)
 
@@ -74,30 +75,15 @@ def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint:
 
 def pull_voice(repo_id: str, out_dir: str | Path, *, onnx: bool = True, endpoint: str | None = None,
                token: str | None = None) -> Path:
-    """``fintts pull``: ``out_dir/model`` from the Hub, with ``model.onnx`` made here if the run did not ship one.
+    """``fintts pull``: ``out_dir/model`` from the Hub, with what its family adds to a pulled voice.
 
-    Any task's ``model/`` is pulled as it is; only a VITS voice gets ONNX. A voice exported
-    by an older fintts (or with ``export_onnx: false``) has no ONNX graph; with torch
-    installed it is exported on this machine, without torch the voice still speaks once
-    torch is there, and the message says so.
+    Any task's ``model/`` is pulled as it is; its family (:mod:`fintts.tts.families`) may then make what the run did
+    not ship (a VITS voice its ONNX graphs and Piper voice, where torch is installed, or says how).
     """
     folder = download_voice(repo_id, out_dir, endpoint=endpoint, token=token)
-    if onnx and is_vits_voice(folder) and not (folder / ONNX_FILE).is_file():
-        if installed("torch") and installed("onnx"):
-            from fintts.tts.vits.export import export_folder  # needs torch, which the base install leaves out
-
-            export_folder(folder)
-        else:
-            log.warning(f"{repo_id} has no {ONNX_FILE} and this machine has no torch to make one: "
-                        f"pip install 'fintts[torch]' and run `fintts export --onnx --voice {folder}`")
-    elif onnx and is_vits_voice(folder) and not (folder / PIPER_FILE).is_file():  # exported before fintts made Piper voices
-        if installed("torch") and installed("onnx"):
-            from fintts.tts.vits.piper import export_piper_folder  # needs torch, as above
-
-            export_piper_folder(folder)
-        else:
-            log.warning(f"{repo_id} has no Piper voice ({PIPER_FILE}) and this machine has no torch to make one: "
-                        f"pip install 'fintts[torch]' and run `fintts export --piper --voice {folder}`")
+    found = voice_in(folder)
+    if onnx and found is not None and found[0] == folder and found[1].pulled is not None:
+        found[1].pulled(folder, repo_id)
     return folder
 
 

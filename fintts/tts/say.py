@@ -1,9 +1,11 @@
 """``fintts say``: Finnish text to a WAV file and/or the speakers, one sentence at a time.
 
 The text comes from the command line, a file or standard input. The voice says it
-sentence by sentence (:meth:`fintts.tts.voice.Voice.stream`): each sentence is written to
-the file, and piped to the player, as soon as it is ready, so the first words play while
-the rest is still being synthesised and memory does not grow with the text.
+sentence by sentence (:meth:`fintts.tts.family.Voice.stream`; a family whose model speaks
+the whole text at once yields it whole): each sentence is written to the file, and piped to
+the player, as soon as it is ready, so the first words play while the rest is still being
+synthesised and memory does not grow with the text. Whatever the voice's family, it is opened
+through :func:`fintts.tts.voice.load_voice`, which dispatches to the family: this module names none.
 
 Playing needs a program that plays raw PCM from a pipe (``aplay`` of ALSA, ``paplay`` of
 PulseAudio/PipeWire, or ``play`` of SoX), or ``afplay`` on macOS, which plays the finished
@@ -24,9 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from fintts.tts.chatterbox.speak import chatterbox_folder, speak_folder
-from fintts.tts.voice import Voice, VoiceError, load_voice
-from fintts.tts.voice_format import VOICE_DIR
+from fintts.tts.family import Voice
+from fintts.tts.voice import load_voice
+from fintts.tts.voice_format import VOICE_DIR, VoiceError
 from fintts.tts.wav import WavWriter, pcm16
 
 #: Players that read 16-bit mono PCM from standard input, as argument lists for a sample rate.
@@ -142,7 +144,7 @@ def speak(voice: Voice, text: str, out: Path | None, *, play: bool = False, star
         # the file asked for is whole: playing it was the extra, so its failure is said, not the command's end
         (warn or print)(f"{failed}; {out} is complete: play it with any player")
     return SpeechReport(out, samples / voice.sample_rate, chunks, loaded, first or 0.0, time.perf_counter() - started,
-                        voice.backend.name)
+                        voice.backend_name)
 
 
 def say(text: str | None, *, file: str | None = None, out: str | None = None, voice: str | None = None,
@@ -154,11 +156,6 @@ def say(text: str | None, *, file: str | None = None, out: str | None = None, vo
         raise VoiceError("say where: -o FILE.wav, --play, or both")
     said = read_text(text, file, stdin)
     started = time.perf_counter()
-    if (location := voice or store) and (folder := chatterbox_folder(location)) is not None:  # another family, spoken by its package
-        if play or out is None:
-            raise VoiceError(f"{folder} is a Chatterbox voice: say it to a file (-o FILE.wav); --play is for VITS voices")
-        seconds, elapsed = speak_folder(folder, said, Path(out))
-        return SpeechReport(Path(out), seconds, 1, 0.0, elapsed, elapsed, "chatterbox")
     spoken = load_voice(voice_location(voice, store, hub_repo), speaker, backend=backend, int8=int8, speed=speed,
                         noise=noise, seed=seed)
     return speak(spoken, said, Path(out) if out else None, play=play, started=started, warn=warn)

@@ -25,8 +25,8 @@ import corpus_sources as sources
 from fintts.kaggle.corpus import plan, refusal, stage
 from fintts.train.config import ConfigError
 from fintts.tts.corpus import ReadOptions, check_corpus
+from fintts.tts.corpus.selection import read_heldout_files
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
-from fintts.tts.vits.selection import read_heldout_files
 from fintts_stand_ins.kaggle_server import KaggleServer
 
 #: what a careless corpus folder holds beside the corpus, not hidden, each with bytes of its own

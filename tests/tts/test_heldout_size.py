@@ -11,8 +11,8 @@ import soundfile as sf
 
 from fintts.train import train
 from fintts.train.config import load_config
+from fintts.tts.corpus.selection import select_corpus
 from fintts.tts.vits.heldout import CANDIDATES
-from fintts.tts.vits.selection import select_corpus
 from trainer_helpers import in_process
 from vits_helpers import TRAINING_ONLY, tiny_config
 

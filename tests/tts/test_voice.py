@@ -30,7 +30,9 @@ from fintts.tts.text import FinnishText
 from fintts.tts.vits.export import save_voice
 from fintts.tts.vits.inference import VitsSynthesizer
 from fintts.tts.vits.init import vits_initialisation
-from fintts.tts.voice import PAUSES, VoiceError, load_voice
+from fintts.tts.vits.voice import PAUSES
+from fintts.tts.voice import load_voice
+from fintts.tts.voice_format import VoiceError
 from hub_helpers import TOKEN
 from trainer_helpers import assert_quiet, built_once, cli, in_process
 from vits_helpers import tiny_vits_config

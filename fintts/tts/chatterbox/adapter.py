@@ -8,8 +8,6 @@ model: on a T4 a second 536M-parameter copy would not fit beside training.
 
 from __future__ import annotations
 
-import re
-
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from peft.tuners.lora.layer import LoraLayer
@@ -17,13 +15,14 @@ from torch import Tensor, nn
 
 from fintts.errors import ConfigError
 from fintts.tts.chatterbox.settings import ChatterboxLora
+from fintts.tts.lora_settings import matching_names
 
 _PEFT_PREFIX = "base_model.model."
 
 
 def target_names(t3: nn.Module, targets: list[str]) -> list[str]:
-    pattern = re.compile("|".join(f"(?:{target})" for target in targets))
-    names = [name for name, module in t3.named_modules() if name and pattern.fullmatch(name)]
+    """Names of the Linear layers ``targets`` match, refusing any other kind and a list that matches nothing."""
+    names = matching_names((name for name, _ in t3.named_modules()), targets)
     if not names:
         raise ConfigError(f"lora.targets: {targets} match no module of T3 (names look like 'tfmr.layers.0.self_attn.q_proj')")
     modules = dict(t3.named_modules())

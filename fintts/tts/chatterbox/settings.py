@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
 from fintts.train.config import ConfigError, free_setting
-from fintts.tts.corpus import FORMATS
-from fintts.tts.corpus.model import NAMED_FIELDS, option_problems
+from fintts.tts.corpus.settings import CorpusSettings
+from fintts.tts.lora_settings import LoraSettings
 
 #: weights: T3 from random weights at ``model:``'s sizes, with random stand-ins for the frozen parts (tests, dry runs, the GPU check)
 RANDOM = "random"
@@ -20,37 +19,19 @@ DEFAULT_TARGETS = (r"tfmr\.layers\.\d+\.(self_attn\.(q_proj|k_proj|v_proj|o_proj
 
 
 @dataclasses.dataclass
-class ChatterboxLora:
-    """``lora:`` in a config: an adapter of rank ``r`` on ``targets`` (0: the whole T3 trains)."""
+class ChatterboxLora(LoraSettings):
+    """``lora:`` in a Chatterbox config: the shared fields (:class:`~fintts.tts.lora_settings.LoraSettings`), on T3's Linear layers."""
 
-    r: int = 0
     alpha: float = 32.0
-    dropout: float = 0.05
     #: regular expressions matching whole module names of T3 (Linear layers)
     targets: list[str] = dataclasses.field(default_factory=lambda: list(DEFAULT_TARGETS))
 
-    def __post_init__(self) -> None:
-        if self.r < 0:
-            raise ConfigError(f"lora.r must be 0 (no adapter) or positive, not {self.r}")
-        for target in self.targets:
-            try:
-                re.compile(target)
-            except re.error as err:
-                raise ConfigError(f"lora.targets: {target!r} is not a regular expression ({err})") from None
-
 
 @dataclasses.dataclass
-class ChatterboxTaskConfig:
-    #: the corpus (any layout ``fintts check`` knows) or ``demo``; compared by its clips, not its path
-    data: str = free_setting("demo")
-    format: str = ""
-    split: str = free_setting("")
-    text_column: str = free_setting("")
-    speaker_column: str = free_setting("")
-    audio_column: str = free_setting("")
-    speakers: list[str] = dataclasses.field(default_factory=list)
-    #: train on this speaker's clips only (``best``: the one with the most usable minutes); an adapter phase needs one
-    speaker: str = ""
+class ChatterboxTaskConfig(CorpusSettings):
+    """A Chatterbox run's settings: the corpus's (:class:`~fintts.tts.corpus.settings.CorpusSettings`, the same keys in
+    every family, with longer clips kept and fewer held out) and T3's below."""
+
     #: where T3 and the frozen parts come from: a folder holding the release's files, a Hub repo with them
     #: (ResembleAI/chatterbox, downloaded once into the Hugging Face cache), or ``random``
     weights: str = RELEASE_REPO
@@ -67,7 +48,6 @@ class ChatterboxTaskConfig:
     emotion_adv: float = 0.5
     #: clips whose speech tokens exceed this are left out (memory grows with the sequence; 30 s = 750 tokens)
     max_speech_tokens: int = 750
-    min_seconds: float = 0.5
     max_seconds: float = 30.0
     heldout_per_speaker: int = 2
     #: recompute each Llama layer in the backward pass: less memory (a full T3 on a T4), same gradients, slower steps
@@ -82,13 +62,9 @@ class ChatterboxTaskConfig:
     def __post_init__(self) -> None:
         if self.model and self.weights != RANDOM:
             raise ConfigError(f"model: sizes are set with weights: {RANDOM} only; {self.weights!r} has its own (remove model:)")
-        if self.format and self.format not in FORMATS:
-            raise ConfigError(f"format: {self.format!r} is not a corpus layout; use one of {', '.join(FORMATS)} (or leave it empty)")
         if self.max_speech_tokens <= 0:
             raise ConfigError(f"max_speech_tokens: must be positive, not {self.max_speech_tokens}")
-        problems = option_problems({field: getattr(self, field) for field in NAMED_FIELDS})
-        if problems:
-            raise ConfigError("; ".join(problems))
+        super().__post_init__()
 
     @classmethod
     def check_phases(cls, configs: list[ChatterboxTaskConfig]) -> None:

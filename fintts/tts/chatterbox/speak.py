@@ -16,26 +16,44 @@ The text goes through our Finnish normaliser first (numbers, dates, units read o
 from __future__ import annotations
 
 import json
-import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from fintts.tts.chatterbox.text import finnish_normaliser
-from fintts.tts.voice_format import VOICE_DIR, VoiceError
+from fintts.tts.streamed_voice import StreamedVoice
+from fintts.tts.voice_format import VoiceError
 
 #: what fintts writes beside the release's files (T3's sizes, the reference clip); marks a folder as this family's
 DESCRIPTION_FILE = "chatterbox.json"
-SAMPLE_RATE = 24_000
 
 
-def chatterbox_folder(location: str | Path) -> Path | None:
-    """The exported Chatterbox folder at ``location`` (it or its ``model/``), ``None`` when it is not one."""
-    path = Path(location).expanduser()
-    return next((folder for folder in (path, path / VOICE_DIR) if (folder / DESCRIPTION_FILE).is_file()), None)
+class ChatterboxVoice(StreamedVoice):
+    """A Chatterbox voice as ``fintts say`` speaks it: the whole text at once, through upstream's ``generate``."""
+
+    backend_name = "chatterbox"
+
+    def __init__(self, tts: Any, reference: str | None = None):
+        self.tts, self.reference = tts, reference
+
+    @property
+    def sample_rate(self) -> int:
+        return self.tts.sr
+
+    def stream(self, text: str, *, speaker: str | int | None = None,
+               warn: Callable[[str], None] | None = None) -> Iterator[np.ndarray]:
+        spoken = finnish_normaliser().normalize(text)
+        yield self.tts.generate(spoken, language_id="fi", audio_prompt_path=self.reference).squeeze(0).cpu().numpy()
 
 
-def speak_folder(folder: Path, text: str, out: Path, *, reference: str | None = None, device: str = "cpu") -> tuple[float, float]:
-    """Write ``text`` spoken by the voice in ``folder`` to ``out``; returns (seconds of speech, seconds it took)."""
-    started = time.perf_counter()
+def load_chatterbox_voice(folder: Path, speaker: str | int | None = None, *, reference: str | None = None,
+                          device: str = "cpu", **_options: Any) -> ChatterboxVoice:
+    """Open the Chatterbox voice in ``folder`` (its built-in voice ``conds.pt``, or ``reference``'s clip).
+
+    VITS's options (backend, int8, speed, noise, seed) mean nothing to T3 and are left unused.
+    """
     description = json.loads((folder / DESCRIPTION_FILE).read_text(encoding="utf-8"))
     missing = [name for name in ("ve.pt", "s3gen.pt") if not (folder / name).is_file()]
     if missing:
@@ -46,10 +64,4 @@ def speak_folder(folder: Path, text: str, out: Path, *, reference: str | None = 
     except ImportError as err:
         raise VoiceError(f"{folder} is a Chatterbox voice, which speaks through the chatterbox package ({err}): "
                          "pip install chatterbox-light where torch and torchaudio match (Kaggle's image does)") from None
-    from fintts.tts.wav import save_wav  # only here: a folder that cannot speak needs none of it
-
-    spoken = finnish_normaliser().normalize(text)
-    tts = ChatterboxMultilingualTTS.from_local(folder, device, t3_model=description["t3_file"])
-    wav = tts.generate(spoken, language_id="fi", audio_prompt_path=reference).squeeze(0).cpu().numpy()
-    save_wav(out, wav, tts.sr)
-    return len(wav) / tts.sr, time.perf_counter() - started
+    return ChatterboxVoice(ChatterboxMultilingualTTS.from_local(folder, device, t3_model=description["t3_file"]), reference)

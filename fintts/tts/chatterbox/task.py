@@ -41,8 +41,8 @@ from fintts.tts.chatterbox.settings import RANDOM, ChatterboxTaskConfig
 from fintts.tts.chatterbox.t3 import IGNORE, T3, T3Settings, speech_loss
 from fintts.tts.chatterbox.text import VOCAB_FILE, ChatterboxText
 from fintts.tts.corpus import Item
+from fintts.tts.corpus.selection import data_size, select_corpus
 from fintts.tts.hub_inputs import snapshot
-from fintts.tts.vits.selection import select_corpus
 
 
 @dataclasses.dataclass
@@ -284,7 +284,7 @@ class ChatterboxTask(Task):
         }
 
     def data_fingerprint(self) -> DataFingerprint:
-        return DataFingerprint(items={i.id: _data_size(i) for i in self.items}, heldout={i.id: _data_size(i) for i in self.heldout})
+        return DataFingerprint(items={i.id: data_size(i) for i in self.items}, heldout={i.id: data_size(i) for i in self.heldout})
 
     def memory_advice(self) -> list[str]:
         if self.config.checkpointing:
@@ -320,9 +320,3 @@ def unwrap_t3(model: nn.Module) -> T3:
 
 def _to(batch: ChatterboxBatch, device: torch.device) -> ChatterboxBatch:
     return dataclasses.replace(batch, **{f.name: getattr(batch, f.name).to(device) for f in dataclasses.fields(batch)})
-
-
-def _data_size(item: Item) -> int:
-    if item.span is None:
-        return item.audio.stat().st_size
-    return round((item.span[1] - item.span[0]) * 1000)

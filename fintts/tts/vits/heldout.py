@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fintts.train.config import ConfigError, load_config
-from fintts.train.run import checkpoint
-from fintts.train.run.layout import MODEL_DIR
+from fintts.train.config import ConfigError
 from fintts.tts.audio import load_audio
 from fintts.tts.corpus import Item
+from fintts.tts.corpus.selection import select_corpus
 from fintts.tts.eval import cepstral_distortion, mel_cepstra, noise_floor_db
-from fintts.tts.vits.selection import select_corpus
 from fintts.tts.vits.settings import VitsTaskConfig
-from fintts.tts.voice import Voice, load_voice
+from fintts.tts.vits.voice import VitsVoice, load_vits_voice
+from fintts.tts.voice import voice_folder
 
 
 @dataclasses.dataclass
@@ -59,7 +57,7 @@ def _mean(values) -> float:
 CANDIDATES = 8
 
 
-def score_heldout(voice: Voice, items: list[Item]) -> HeldoutScores:
+def score_heldout(voice: VitsVoice, items: list[Item]) -> HeldoutScores:
     """Have the voice say each held-out clip's text; score it against that speaker's recordings (:data:`CANDIDATES`)."""
     multi = voice.config.num_speakers > 1
     rate = voice.sample_rate
@@ -81,33 +79,9 @@ def score_heldout(voice: Voice, items: list[Item]) -> HeldoutScores:
     return scores
 
 
-def evaluate_run(*, store: str | Path | None = None, model: str | Path | None = None, config: str | Path | None = None,
-                 data: str | None = None, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """``fintts eval``: a run's voice scored with the run's own settings, or any voice with a config's.
-
-    With ``store`` (a run folder) the settings are those its newest complete checkpoint was
-    trained with, and the voice its ``model/`` unless ``model`` names another; without it,
-    ``model`` and ``config`` are both needed. ``data`` points the held-out clips elsewhere;
-    ``overrides`` (``key=value``, as ``fintts train`` takes them) change any other setting.
-    """
-    overrides = [*overrides, *([f"data={data}"] if data else [])]
-    if store:
-        folder = checkpoint.latest_complete(Path(store), log=lambda _: None)
-        if folder is None:
-            raise ConfigError(f"--store {store} holds no complete checkpoint to take the run's settings from")
-        run = load_config(folder / checkpoint.CONFIG, overrides, registered_only=True)  # a pulled checkpoint names no module to import
-        model_dir = Path(model or Path(store) / MODEL_DIR)
-    else:
-        if not model:
-            raise ConfigError("fintts eval needs --store PATH (a run) or --model DIR with --config/--data")
-        run = load_config(config, overrides)
-        model_dir = Path(model)
-    return evaluate_voice(model_dir, run.task)
-
-
 def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[str, Any]:
-    """Score an exported voice on its run's held-out clips (what ``fintts eval`` prints)."""
-    voice = load_voice(model_dir, backend="torch", seed=0)
+    """Score an exported voice on its run's held-out clips (``fintts eval``: :func:`fintts.tts.evaluation.evaluate_run`)."""
+    voice = load_vits_voice(voice_folder(model_dir), backend="torch", seed=0)
     heldout = select_corpus(cfg, log=log, progress=False).heldout
     if not heldout:
         raise ConfigError(f"data: {cfg.data} has no held-out clips to score (add heldout.csv or more clips per speaker)")
@@ -127,3 +101,18 @@ def evaluate_voice(model_dir: Path, cfg: VitsTaskConfig, *, log=print) -> dict[s
             )
         ],
     }
+
+
+def scores_text(result: dict[str, Any]) -> str:
+    """What ``fintts eval`` prints of :func:`evaluate_voice`'s result: a line per clip, then the means."""
+    lines = ["    MCD  floor (recording)  sentence"]
+    for clip in result["clips"]:
+        said = "said" if clip["identified"] else "NOT identified"
+        lines.append(f"{clip['mcd_db']:7.2f} dB  {clip['floor_db']:5.1f} ({clip['floor_ref_db']:5.1f}) dB  "
+                     f"{said} (among {clip['candidates']})  {clip['id']}")
+    lines.append(f"mean MCD {result['mcd_mean_db']:.2f} dB over {len(result['clips'])} held-out clips ({result['model']})")
+    lines.append(f"sentence identified by its nearest recording: {result['identified']} of {len(result['clips'])} "
+                 f"(a random pick among each clip's candidates would get {result['chance']:.1f} of {len(result['clips'])})")
+    lines.append(f"noise floor (loudest vs quietest tenth of 20 ms frames): {result['floor_mean_db']:.1f} dB, "
+                 f"the recordings {result['floor_ref_mean_db']:.1f} dB (higher is cleaner)")
+    return "\n".join(lines)

@@ -47,24 +47,20 @@ from torch.nn.utils import parametrizations, parametrize
 from transformers import VitsModel
 
 from fintts.errors import ConfigError
+from fintts.tts.lora_settings import matching_names
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.base_voice import no_progress_bars
 from fintts.tts.vits.export import save_voice
 from fintts.tts.vits.inference import fold_weight_norm
-from fintts.tts.vits.settings import LoraSettings
+from fintts.tts.vits.settings import VitsLora
 from fintts.tts.voice_format import ADAPTERS_DIR, SPEAKERS_FILE, VoiceError
 
 _ADAPTABLE = (nn.Linear, nn.Conv1d)
 
 
-def _pattern(targets: list[str]) -> str:
-    return "|".join(f"(?:{target})" for target in targets)
-
-
 def target_names(vits: nn.Module, targets: list[str]) -> list[str]:
     """Names of the modules ``targets`` match, refusing a match peft cannot adapt and a list that matches nothing."""
-    pattern = re.compile(_pattern(targets))
-    names = [name for name, module in vits.named_modules() if name and pattern.fullmatch(name)]
+    names = matching_names((name for name, _ in vits.named_modules()), targets)
     if not names:
         raise ConfigError(f"lora.targets: {targets} match no module of the model (names look like "
                          "'text_encoder.encoder.layers.0.attention.q_proj' or 'decoder.resblocks.0.convs1.0')")
@@ -77,7 +73,7 @@ def target_names(vits: nn.Module, targets: list[str]) -> list[str]:
     return names
 
 
-def add_adapter(vits: VitsModel, settings: LoraSettings, name: str) -> PeftModel:
+def add_adapter(vits: VitsModel, settings: VitsLora, name: str) -> PeftModel:
     """Wrap ``vits`` in place with a trainable adapter ``name``; everything else in it is frozen."""
     names = target_names(vits, settings.targets)
     fold_weight_norm(vits, names)

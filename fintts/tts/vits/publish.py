@@ -71,6 +71,7 @@ from fintts.train.run.layout import CARD, MODEL_DIR, SAMPLES_DIR, STATUS
 from fintts.train.stores.hub.client import HubClient, checkpoint_names, json_object
 from fintts.train.stores.hub.errors import HubAuthError
 from fintts.train.stores.hub.visibility import refuse_public
+from fintts.tts.families import HUB_RUN
 from fintts.tts.hub_voice import PICKLED
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.card import run_card
@@ -81,7 +82,6 @@ from fintts.tts.voice_format import ADAPTERS_DIR, ONNX_FILE, SPEAKERS_FILE, Voic
 
 log = logging.getLogger(__name__)
 
-HUB_RUN = "hf://"
 #: What marks a repo as a fintts run (never a publish target: the publish would delete it).
 RUN_MARKERS = (STATUS, ckpt.LATEST, ckpt.CHECKPOINTS + "/")
 #: The folder of a published voice of several speakers that holds all of them (the root speaks one).

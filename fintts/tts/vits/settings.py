@@ -11,13 +11,12 @@ for that reason, and the modules that train import it from here.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from fintts.train.config import ConfigError, free_setting
-from fintts.tts.corpus import FORMATS
-from fintts.tts.corpus.model import NAMED_FIELDS, option_problems
+from fintts.tts.corpus.settings import CorpusSettings
+from fintts.tts.lora_settings import LoraSettings
 from fintts.tts.vits.card import check_license
 
 if TYPE_CHECKING:  # in annotations only: this module imports no torch (the docstring says why)
@@ -110,48 +109,19 @@ class LossWeights:
 
 
 @dataclasses.dataclass
-class LoraSettings:
-    """``lora:`` in a config: an adapter of rank ``r`` on ``targets`` (``r: 0``: no adapter, the whole generator trains)."""
+class VitsLora(LoraSettings):
+    """``lora:`` in a VITS config: the shared fields (:class:`~fintts.tts.lora_settings.LoraSettings`), with VITS's targets."""
 
-    r: int = 0
     alpha: float = 16.0
-    dropout: float = 0.05
     #: regular expressions, each matching whole module names of ``VitsModel``.
     targets: list[str] = dataclasses.field(default_factory=lambda: list(DEFAULT_TARGETS))
 
-    def __post_init__(self) -> None:
-        if self.r < 0:
-            raise ConfigError(f"r must be 0 (no adapter) or positive, not {self.r}")
-        for target in self.targets:
-            try:
-                re.compile(target)
-            except re.error as err:
-                raise ConfigError(f"targets: {target!r} is not a regular expression ({err})") from None
-
 
 @dataclasses.dataclass
-class VitsTaskConfig:
-    #: the corpus folder (any layout ``fintts check`` knows), or ``demo`` for the embedded one. Not part of the
-    #: run's settings fingerprint: the corpus is compared by its clips (``data_fingerprint``), so it may move.
-    data: str = free_setting("demo")
-    #: force a corpus layout (ljspeech, ljspeech-speaker, pairs, speakers, css10, commonvoice, audiofolder, kaldi,
-    #: hub); empty: detect. ``data: hf://datasets/USER/NAME`` is a Hub dataset, downloaded into the run's cache.
-    format: str = ""
-    #: Common Voice's table (validated by default), an audiofolder's or Hub dataset's split (train by default).
-    #: Like ``data``, not fingerprinted as a setting: the clips it selects are (``data_fingerprint``).
-    split: str = free_setting("")
-    #: columns of an audiofolder CSV or a Hub dataset, when not the usual names (transcription|text|sentence,
-    #: speaker_id|speaker, audio); empty: the usual ones.
-    text_column: str = free_setting("")
-    speaker_column: str = free_setting("")
-    audio_column: str = free_setting("")
-    #: the model's speakers (empty: all of the corpus's); each gets a speaker embedding.
-    speakers: list[str] = dataclasses.field(default_factory=list)
-    #: train and validate on this one of them only (its clips, its held-out set); ``best``: the one with the
-    #: most usable minutes (``fintts speakers``), recorded when the run (or its phase) starts. The model keeps
-    #: every speaker's embedding, so a phase on one speaker adapts that voice of a shared multi-speaker base.
-    #: Empty: all of ``speakers``.
-    speaker: str = ""
+class VitsTaskConfig(CorpusSettings):
+    """A VITS run's settings: the corpus's (:class:`~fintts.tts.corpus.settings.CorpusSettings`, the same keys in every
+    family) and the model's, the optimizer's and the validation's below."""
+
     #: ``facebook/mms-tts-fin`` (or a Hub id in the local cache), a save_pretrained folder, a fintts
     #: run or checkpoint folder, or ``scratch``.
     init: str = "facebook/mms-tts-fin"
@@ -185,17 +155,6 @@ class VitsTaskConfig:
     #: Counted in the generator optimizer's updates, which a run in phases starts afresh in each phase:
     #: a later phase that should train as a GAN from its start sets ``gan_start_step: 0`` (configs/demo-lora.yaml).
     gan_start_step: int = 0
-    min_seconds: float = 0.5
-    max_seconds: float = 20.0
-    #: clips held out of training for validation per speaker, when the corpus has no heldout.csv: this many,
-    #: but never more than a tenth of the speaker's clips (at least 2, none for a speaker of 4 clips or fewer).
-    #: Why 24: ``val/identified`` is a share of hits, whose noise is at most 0.5/sqrt(n): ±0.10 at 24 clips
-    #: (±0.35 at 2, a coin flip), so a change of 0.2-0.3 between validations is the voice, not the draw; the
-    #: mean MCD's noise falls with sqrt(n) too (2.4x less than 4 clips, 3.5x less than 2), enough that early
-    #: stopping follows the voice. 24 clips of 5-8 s are 2-3 minutes, 2% of a two-hour corpus (~1,200 clips).
-    #: Scoring them (each against up to 8 recordings: fintts.tts.vits.heldout.CANDIDATES) took 13 s of CPU for
-    #: 24 clips of 5-8 s on a shared, loaded 2-core machine, besides synthesising them.
-    heldout_per_speaker: int = 24
     #: gradient checkpointing: blocks (text_encoder, posterior_encoder, flow, decoder) whose activations
     #: are recomputed in the backward pass instead of kept: less memory, same gradients, slower steps.
     checkpointing: list[str] = free_setting(default_factory=list, speed=True)
@@ -208,7 +167,7 @@ class VitsTaskConfig:
     #: a LoRA adapter on the generator (``r`` > 0; see :mod:`fintts.tts.vits.lora`): the generator is frozen
     #: but for the adapter, the discriminator trains in full. The adapter is one voice's: with several speakers
     #: set ``speaker``. Checkpoints and ``model/adapters/<speaker>/`` keep it in peft's layout.
-    lora: LoraSettings = dataclasses.field(default_factory=LoraSettings)
+    lora: VitsLora = dataclasses.field(default_factory=VitsLora)
     #: write model.onnx and model.int8.onnx with each exported voice, so a laptop without torch can
     #: speak it. They take 5-10 s for the demo voice and 25-75 s for an MMS-sized one on a shared
     #: 2-core CPU, made in the background while training goes on (see fintts.train.session.background_export).
@@ -222,11 +181,7 @@ class VitsTaskConfig:
         check_discriminator_setting(self.discriminator)
         check_model_settings(self.model)
         check_license(self.init, self.license)
-        if self.format and self.format not in FORMATS:
-            raise ConfigError(f"format: {self.format!r} is not a corpus layout; use one of {', '.join(FORMATS)} (or leave it empty)")
-        problems = option_problems({field: getattr(self, field) for field in NAMED_FIELDS})
-        if problems:
-            raise ConfigError("; ".join(problems))
+        super().__post_init__()
 
     @classmethod
     def check_phases(cls, configs: list[VitsTaskConfig]) -> None:

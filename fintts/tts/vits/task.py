@@ -42,8 +42,8 @@ from fintts.train.run import checkpoint
 from fintts.train.run.layout import MODEL_DIR, SAMPLES_DIR
 from fintts.train.task import BoardEntry, Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import Span, resampled_length
-from fintts.tts.corpus import Item
 from fintts.tts.corpus.enough import too_few_to_judge
+from fintts.tts.corpus.selection import data_size, select_corpus
 from fintts.tts.features import FeatureCache
 from fintts.tts.speakers import BEST
 from fintts.tts.spectrogram import Spectrogram, SpectrogramConfig
@@ -56,10 +56,9 @@ from fintts.tts.vits.heldout import score_heldout
 from fintts.tts.vits.init import build_generator, check_model_fields
 from fintts.tts.vits.lora import ADAPTERS_DIR, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model
 from fintts.tts.vits.mms_discriminator import starting_discriminator
-from fintts.tts.vits.selection import select_corpus
 from fintts.tts.vits.settings import CHECKPOINTABLE_BLOCKS, GENERATOR, PUNCTUATION_MARKS, VitsTaskConfig
 from fintts.tts.vits.torch_backend import TorchBackend
-from fintts.tts.voice import Voice, VoiceConfig
+from fintts.tts.vits.voice import VitsVoice, VoiceConfig
 from fintts.tts.voice_format import WEIGHTS_FILE
 from fintts.tts.wav import wav_bytes
 
@@ -313,10 +312,10 @@ class VitsTask(Task):
         return discriminator_loss_terms(models["discriminator"], output)
 
     # ------------------------------------------------------------------ validation
-    def _voice(self, models) -> Voice:
+    def _voice(self, models) -> VitsVoice:
         """The model being trained as a voice; the same noise every validation, so scores move with the weights only."""
         vits = unwrap(models[GENERATOR]).model
-        return Voice(TorchBackend(vits), VoiceConfig.from_dict(vits.config.to_dict()), self.text, self.speakers,
+        return VitsVoice(TorchBackend(vits), VoiceConfig.from_dict(vits.config.to_dict()), self.text, self.speakers,
                      seed=self.context.seed)
 
     def evaluate(self, models, step: int) -> Evaluation:
@@ -388,8 +387,8 @@ class VitsTask(Task):
     def data_fingerprint(self) -> DataFingerprint:
         """Clip ids and audio sizes; the speakers are labels only when the model has a slot per speaker."""
         return DataFingerprint(
-            items={i.id: _data_size(i) for i in self.items},
-            heldout={i.id: _data_size(i) for i in self.heldout},
+            items={i.id: data_size(i) for i in self.items},
+            heldout={i.id: data_size(i) for i in self.heldout},
             labels=list(self.speakers) if len(self.speakers) > 1 else [],
         )
 
@@ -408,11 +407,3 @@ class VitsTask(Task):
 
     def card(self, status: Mapping[str, Any], repo: str | None) -> Card:
         return run_card(status, self.config.init)
-
-
-def _data_size(item: Item) -> int:
-    """A clip's size for the data fingerprint: its file's bytes; a stretch of a recording (all of whose
-    stretches share one file) its length in milliseconds, which moves when its times do."""
-    if item.span is None:
-        return item.audio.stat().st_size
-    return round((item.span[1] - item.span[0]) * 1000)

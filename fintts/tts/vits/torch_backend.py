@@ -1,4 +1,4 @@
-"""A voice's torch backend: :class:`~fintts.tts.vits.inference.VitsSynthesizer` behind :class:`fintts.tts.voice.Backend`.
+"""A voice's torch backend: :class:`~fintts.tts.vits.inference.VitsSynthesizer` behind :class:`fintts.tts.vits.voice.Backend`.
 
 Apart from :mod:`.inference` so that the synthesizer, which the LoRA and ONNX exporters
 build on, does not have to import them back to put an adapter on a loaded voice.

@@ -16,7 +16,7 @@ from fintts.train.config import ConfigError, load_config
 from fintts.train.run import checkpoint
 from fintts.tts.vits.inference import VitsSynthesizer
 from fintts.tts.vits.lora import add_adapter, base_weights
-from fintts.tts.vits.settings import LoraSettings
+from fintts.tts.vits.settings import VitsLora
 from fintts.tts.voice import load_voice
 from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights, in_process
 from vits_helpers import TRAINING_ONLY, tiny_config, tiny_vits_config
@@ -54,7 +54,7 @@ def test_folding_the_weight_norm_and_wrapping_keep_the_output():
     torch.manual_seed(0)
     vits = VitsModel(tiny_vits_config())
     before = _synthesize(vits)
-    adapter = add_adapter(vits, LoraSettings(r=4), "voice")
+    adapter = add_adapter(vits, VitsLora(r=4), "voice")
     folded = [name for name, module in vits.named_modules() if name.endswith("wavenet.in_layers.0.base_layer")]
     assert folded and not any(hasattr(dict(vits.named_modules())[name], "parametrizations") for name in folded)
     torch.testing.assert_close(_synthesize(adapter.get_base_model()), before, rtol=0, atol=1e-6)

@@ -1,4 +1,7 @@
-"""Which clips a VITS run trains on and which it validates on: chosen in one place, the same every session."""
+"""Which clips a run trains on and which it validates on: chosen in one place, the same every session, for every family.
+
+It reads a config's :class:`~fintts.tts.corpus.settings.CorpusSettings`, the fields every family's settings extend.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +13,11 @@ from fintts.train.config import ConfigError
 from fintts.tts.audio import header_seconds
 from fintts.tts.corpus import Item, ReadOptions, check_corpus, read_table
 from fintts.tts.corpus.ljspeech import heldout_tables
+from fintts.tts.corpus.settings import CorpusSettings
 from fintts.tts.demo import data_root
 from fintts.tts.hub_inputs import FetchFirst
 from fintts.tts.speakers import BEST, analyse_speakers
 from fintts.tts.text import FinnishText
-from fintts.tts.vits.settings import VitsTaskConfig
 
 
 def read_heldout_files(root: Path) -> list[Item]:
@@ -29,7 +32,7 @@ def read_heldout_files(root: Path) -> list[Item]:
 
 def heldout_count(clips: int, wanted: int) -> int:
     """How many of a speaker's ``clips`` to hold out: ``wanted``, at most a tenth of them but at least 2 (while
-    training keeps more than half), none of 4 or fewer. Why ``wanted`` is 24: ``VitsTaskConfig.heldout_per_speaker``."""
+    training keeps more than half), none of 4 or fewer. Why ``wanted`` is 24: ``CorpusSettings.heldout_per_speaker``."""
     count = min(wanted, max(2, clips // 10))
     return count if clips > 2 * count else 0
 
@@ -50,7 +53,7 @@ class CorpusSelection:
     heldout_minutes: float = 0.0
 
 
-def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True, cache_dir: Path | None = None,
+def select_corpus(cfg: CorpusSettings, *, log=print, progress: bool = True, cache_dir: Path | None = None,
                   fetch_first: FetchFirst | None = None) -> CorpusSelection:
     """Check the corpus once, keep the good clips of the chosen speakers, set the held-out ones aside.
 
@@ -101,3 +104,11 @@ def select_corpus(cfg: VitsTaskConfig, *, log=print, progress: bool = True, cach
     heldout.sort(key=lambda i: (rank[i.id], speakers.index(i.speaker)))
     minutes = sum(report.durations.get(i.id) or header_seconds(i.audio, i.span) or 0.0 for i in heldout) / 60
     return CorpusSelection(speakers, items, heldout, hours, speaker, minutes)
+
+
+def data_size(item: Item) -> int:
+    """A clip's size for a task's data fingerprint: its file's bytes; a stretch of a recording (all of whose
+    stretches share one file) its length in milliseconds, which moves when its times do."""
+    if item.span is None:
+        return item.audio.stat().st_size
+    return round((item.span[1] - item.span[0]) * 1000)
