@@ -63,6 +63,9 @@ class ChatterboxTaskConfig:
     eps: float = 1e-8
     weight_decay: float = 0.01
     clip_grad_norm: float = 1.0
+    #: the text head's next-id cross-entropy, added to the speech tokens' with this weight, as upstream's ``T3.loss``
+    #: returns both and its training scripts sum them (1.0); 0 learns from the speech tokens alone, the text head frozen
+    text_loss_weight: float = 1.0
     #: the "exaggeration" T3 is conditioned on while training (upstream's generate defaults to 0.5)
     emotion_adv: float = 0.5
     #: clips whose speech tokens exceed this are left out (memory grows with the sequence; 30 s = 750 tokens)
@@ -84,6 +87,8 @@ class ChatterboxTaskConfig:
             raise ConfigError(f"model: sizes are set with weights: {RANDOM} only; {self.weights!r} has its own (remove model:)")
         if self.format and self.format not in FORMATS:
             raise ConfigError(f"format: {self.format!r} is not a corpus layout; use one of {', '.join(FORMATS)} (or leave it empty)")
+        if self.text_loss_weight < 0:
+            raise ConfigError(f"text_loss_weight: must be 0 (the speech tokens' loss alone) or positive, not {self.text_loss_weight}")
         if self.max_speech_tokens <= 0:
             raise ConfigError(f"max_speech_tokens: must be positive, not {self.max_speech_tokens}")
         problems = option_problems({field: getattr(self, field) for field in NAMED_FIELDS})
