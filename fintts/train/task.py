@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from fintts.train.run.layout import CARRIED_DIR
+
 if TYPE_CHECKING:  # torch only in annotations: the Card and the interface's names are read where torch is not
     import torch  # (the Hub client, `fintts kaggle`, the laptop), and importing torch costs a second there
     from torch import nn
@@ -177,6 +179,13 @@ class TaskContext:
     #: session's time) and reads the files from the cache, the network untouched. ``name`` says what is fetched, once
     #: per phase. Alone: ``fetch()``.
     fetch_first: Callable[[str, Callable[[], Any]], Any] = fetch_here
+
+    @property
+    def carried_dir(self) -> Path:
+        """The part of :attr:`cache_dir` the run's store carries between sessions on fresh disks (a Kaggle session's
+        starts empty): what took a device minutes to make, worth the upload. Its files must be named by their content
+        and never rewritten: a store adds those it lacks and fetches them all at resume, before the task is built."""
+        return self.cache_dir / CARRIED_DIR
 
 
 class Task(abc.ABC):

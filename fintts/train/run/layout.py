@@ -8,6 +8,7 @@ A run is a store's local ``root`` (the same tree on the Hub, less what is local 
     model/                               the best model so far, the task's export (a voice: the laptop's VOICE_DIR)
     samples/  tb/                        a validation's files as the task names them (in each checkpoint), TensorBoard's
     cache/                               the task's caches worth keeping between sessions (features, downloads)
+    cache/carried/                       those worth carrying to a fresh disk: the Hub store pushes and fetches them
     pushes.json  lease.json              the Hub store's ledger of pushes, and the lease on the Hub (who trains)
     .hub/                                the Hub store's own files (repo.json: the repo this folder mirrors)
     logs/  writer.lock  bench.json       local only: the launched processes' output, the local store's lock, fintts bench's
@@ -26,6 +27,11 @@ MODEL_DIR = "model"
 SAMPLES_DIR = "samples"
 TENSORBOARD_DIR = "tb"
 CACHE_DIR = "cache"
+#: in ``cache/``: what a task makes once for the whole run (its files named by their content, never rewritten), which
+#: the Hub store carries to a fresh disk: pushed with each checkpoint (the files the Hub lacks), fetched at resume
+CARRIED_DIR = "carried"
+#: the same, from the run's root
+CARRIED_CACHE = f"{CACHE_DIR}/{CARRIED_DIR}"
 PUSHES = "pushes.json"
 LEASE = "lease.json"
 #: the Hub store's own folder in its local mirror (snapshots waiting for upload, downloads in progress, the repo it

@@ -14,6 +14,10 @@ RANDOM = "random"
 #: the Hub repo that holds the release (MIT): t3_mtl23ls_v2.safetensors, s3gen.pt, ve.pt, the grapheme vocabulary, conds.pt
 RELEASE_REPO = "ResembleAI/chatterbox"
 RELEASE_T3 = "t3_mtl23ls_v2.safetensors"
+#: the release's newer T3, the same layout (upstream's ``from_pretrained(t3_model="v3")`` reads it; docs/chatterbox.md)
+RELEASE_T3_V3 = "t3_mtl23ls_v3.safetensors"
+#: ``t3_file``'s short names, as upstream's ``mtl_tts._resolve_multilingual_t3_model`` takes them
+T3_VERSIONS = {"v2": RELEASE_T3, "v3": RELEASE_T3_V3}
 #: the Llama's projections, the usual LoRA targets for a transformer (names under the T3 module)
 DEFAULT_TARGETS = (r"tfmr\.layers\.\d+\.(self_attn\.(q_proj|k_proj|v_proj|o_proj)|mlp\.(gate_proj|up_proj|down_proj))",)
 
@@ -35,7 +39,8 @@ class ChatterboxTaskConfig(CorpusSettings):
     #: where T3 and the frozen parts come from: a folder holding the release's files, a Hub repo with them
     #: (ResembleAI/chatterbox, downloaded once into the Hugging Face cache), or ``random``
     weights: str = RELEASE_REPO
-    #: T3's file in ``weights`` (upstream's from_local takes v2 by default; t3_mtl23ls_v3.safetensors is the other)
+    #: T3's file in ``weights`` (upstream's from_local takes v2 by default; t3_mtl23ls_v3.safetensors, or ``v3``, is the
+    #: newer one), also the exported T3's name (fintts say hands it to from_local)
     t3_file: str = RELEASE_T3
     #: T3Settings fields (sizes), with ``weights: random`` only: a release's sizes are its own
     model: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -44,6 +49,9 @@ class ChatterboxTaskConfig(CorpusSettings):
     eps: float = 1e-8
     weight_decay: float = 0.01
     clip_grad_norm: float = 1.0
+    #: the text head's next-id cross-entropy, added to the speech tokens' with this weight, as upstream's ``T3.loss``
+    #: returns both and its training scripts sum them (1.0); 0 learns from the speech tokens alone, the text head frozen
+    text_loss_weight: float = 1.0
     #: the "exaggeration" T3 is conditioned on while training (upstream's generate defaults to 0.5)
     emotion_adv: float = 0.5
     #: clips whose speech tokens exceed this are left out (memory grows with the sequence; 30 s = 750 tokens)
@@ -60,8 +68,14 @@ class ChatterboxTaskConfig(CorpusSettings):
     reference_clip: str = free_setting("")
 
     def __post_init__(self) -> None:
+        self.t3_file = T3_VERSIONS.get(self.t3_file, self.t3_file)
+        if not self.t3_file.endswith(".safetensors") or "/" in self.t3_file:
+            raise ConfigError(f"t3_file: {self.t3_file!r} is not a .safetensors file in weights; use {RELEASE_T3} or "
+                              f"{RELEASE_T3_V3} (or v2, v3)")
         if self.model and self.weights != RANDOM:
             raise ConfigError(f"model: sizes are set with weights: {RANDOM} only; {self.weights!r} has its own (remove model:)")
+        if self.text_loss_weight < 0:
+            raise ConfigError(f"text_loss_weight: must be 0 (the speech tokens' loss alone) or positive, not {self.text_loss_weight}")
         if self.max_speech_tokens <= 0:
             raise ConfigError(f"max_speech_tokens: must be positive, not {self.max_speech_tokens}")
         super().__post_init__()

@@ -189,10 +189,12 @@ class T3(nn.Module):
             self.tfmr.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
 
     def forward(self, speaker: Tensor, prompt: Tensor, prompt_mask: Tensor | None, emotion: Tensor, text: Tensor,
-                text_lens: Tensor, speech: Tensor, speech_lens: Tensor) -> Tensor:
+                text_lens: Tensor, speech: Tensor, speech_lens: Tensor, with_text: bool = False) -> Tensor | tuple[Tensor, Tensor]:
         """Training's forward pass (through ``__call__``, so data-parallel and peft wrappers see it): :meth:`speech_logits`
-        conditioned on :meth:`conditioning`."""
-        return self.speech_logits(self.conditioning(speaker, prompt, prompt_mask, emotion), text, text_lens, speech, speech_lens)
+        conditioned on :meth:`conditioning`; ``with_text`` a pair, the text head's logits second (:meth:`logits`)."""
+        cond = self.conditioning(speaker, prompt, prompt_mask, emotion)
+        speech_logits, text_logits = self.logits(cond, text, text_lens, speech, speech_lens, with_text=with_text)
+        return (speech_logits, text_logits) if with_text else speech_logits
 
     def conditioning(self, speaker: Tensor, prompt: Tensor, prompt_mask: Tensor | None, emotion: Tensor) -> Tensor:
         """The conditioning rows (B, 2 + queries, width); ``prompt`` (B, P) speech tokens of the conditioning clip."""
@@ -205,6 +207,13 @@ class T3(nn.Module):
         ``text`` (B, T) holds each item's ids with its start and stop tokens, right-padded; ``speech``
         (B, S) the speech tokens without either, right-padded. Positions past an item's length are padding.
         """
+        return self.logits(cond, text, text_lens, speech, speech_lens)[0]
+
+    def logits(self, cond: Tensor, text: Tensor, text_lens: Tensor, speech: Tensor, speech_lens: Tensor, *,
+               with_text: bool = False) -> tuple[Tensor, Tensor | None]:
+        """:meth:`speech_logits`, and ``with_text`` the text head's logits (B, T - 1, text vocabulary) predicting each
+        item's next text id from the text before it (:meth:`text_targets`), as upstream's ``T3.loss`` scores the text
+        part too (its ``loss_text``); ``None`` without."""
         s = self.settings
         start = torch.full_like(speech[:, :1], s.start_speech_token)
         speech_in = torch.cat([start, speech], dim=1)
@@ -220,7 +229,8 @@ class T3(nn.Module):
         mask = (torch.arange(embeds.shape[1], device=text.device)[None] < lengths[:, None]).long()
         hidden = self.tfmr(inputs_embeds=embeds, attention_mask=mask, use_cache=False).last_hidden_state
         picked = torch.gather(hidden, 1, torch.stack(index)[..., None].expand(-1, -1, hidden.shape[-1]))
-        return self.speech_head(picked)
+        text_logits = self.text_head(hidden[:, cond.shape[1]: cond.shape[1] + text.shape[1] - 1]) if with_text else None
+        return self.speech_head(picked), text_logits
 
     def targets(self, speech: Tensor, speech_lens: Tensor) -> Tensor:
         """``[t_1 … t_S, stop]`` per item, :data:`IGNORE` past its end."""
@@ -229,9 +239,16 @@ class T3(nn.Module):
         positions = torch.arange(targets.shape[1], device=speech.device)[None]
         return targets.masked_fill(positions > speech_lens[:, None], IGNORE)
 
+    @staticmethod
+    def text_targets(text: Tensor, text_lens: Tensor) -> Tensor:
+        """Each item's text ids after its start token (``[x_1 … x_T, stop]``), :data:`IGNORE` past its end."""
+        positions = torch.arange(1, text.shape[1], device=text.device)[None]
+        return text[:, 1:].masked_fill(positions >= text_lens[:, None], IGNORE)
+
 
 def speech_loss(logits: Tensor, targets: Tensor) -> Tensor:
-    """Next-token cross-entropy over the real positions, in fp32 whatever the autocast (fp16 logits overflow its softmax)."""
+    """Next-token cross-entropy over the real positions (of the speech tokens, or with the text head's logits and
+    :meth:`T3.text_targets` the text ids), in fp32 whatever the autocast (fp16 logits overflow its softmax)."""
     return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
 
 

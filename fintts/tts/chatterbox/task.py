@@ -5,7 +5,9 @@ is a clip's text and speech tokens, conditioned on *another* clip of the same sp
 speaker embedding and its first 150 speech tokens): conditioned on the target itself, T3 learns
 to copy the prompt instead of reading the text (the lesson of the community's fine-tuning
 scripts). The loss is next-token cross-entropy on ``[t_1 … t_S, stop]`` from ``[start, t_1 … t_S]``,
-computed in fp32 whatever the autocast (:func:`fintts.tts.chatterbox.t3.speech_loss`).
+computed in fp32 whatever the autocast (:func:`fintts.tts.chatterbox.t3.speech_loss`), plus
+``text_loss_weight`` times the text head's on the text ids, as upstream's ``T3.loss`` and the
+community's scripts sum both (docs/chatterbox.md, "What a step computes").
 
 Phases, as the seeds' workflow goes: ``fi`` (the whole T3 on the Finnish corpus; optional) then
 ``voice`` (``lora: {r: 16}`` and ``speaker:``; a LoRA on the Llama's projections, the rest frozen),
@@ -122,8 +124,9 @@ class ChatterboxTask(Task):
         elif self.release is not None and not self.context.resuming:  # a resumed session's checkpoint replaces them
             t3.load_state_dict(load_file(str(self.release / cfg.t3_file)), strict=True)
         t3.set_checkpointing(cfg.checkpointing)
-        for unused in (t3.tfmr.embed_tokens.weight, t3.text_head.weight):  # no loss reaches them: frozen, kept as released
-            unused.requires_grad_(False)  # (DDP refuses parameters without a gradient; AdamW's decay would shrink them)
+        unused = [t3.tfmr.embed_tokens.weight] + ([t3.text_head.weight] if not cfg.text_loss_weight else [])
+        for weight in unused:  # no loss reaches them: frozen, kept as released
+            weight.requires_grad_(False)  # (DDP refuses parameters without a gradient; AdamW's decay would shrink them)
         self.adapter_name = None
         if cfg.lora.r:
             if not self.speaker and len(self.speakers) > 1:
@@ -179,9 +182,9 @@ class ChatterboxTask(Task):
 
     def _cache(self) -> TokenCache:
         if self.release is None:
-            return TokenCache(self.context.cache_dir / "chatterbox", RandomParts.fingerprint, RandomParts, self.text)
+            return TokenCache(self.context.carried_dir / "chatterbox", RandomParts.fingerprint, RandomParts, self.text)
         fingerprint = files_fingerprint(self.release, FROZEN_FILES)
-        return TokenCache(self.context.cache_dir / "chatterbox", fingerprint,
+        return TokenCache(self.context.carried_dir / "chatterbox", fingerprint,
                           lambda: ReleasedParts(self.release, self.context.device), self.text)
 
     def _tokens(self, items: list[Item]) -> dict[str, ClipTokens]:
@@ -217,9 +220,13 @@ class ChatterboxTask(Task):
 
     # ------------------------------------------------------------------ training
     def step(self, models, batch: ChatterboxBatch, group: str):
-        logits, targets = _forward(models["model"], batch)
-        loss = speech_loss(logits, targets)
-        return {"loss": loss, "speech": loss.detach()}
+        weight = self.config.text_loss_weight
+        logits, targets, text_logits = _forward(models["model"], batch, with_text=bool(weight))
+        speech = speech_loss(logits, targets)
+        if text_logits is None:
+            return {"loss": speech, "speech": speech.detach()}
+        text = speech_loss(text_logits, T3.text_targets(batch.text, batch.text_lens))
+        return {"loss": speech + weight * text, "speech": speech.detach(), "text": text.detach()}
 
     def evaluate(self, models, step: int) -> Evaluation:
         model = unwrap(models["model"])
@@ -236,7 +243,7 @@ class ChatterboxTask(Task):
         device = next(model.parameters()).device
         for start in range(0, len(scored), 4):
             batch = _to(self._collate(scored[start: start + 4]), device)
-            logits, targets = _forward(model, batch)
+            logits, targets, _ = _forward(model, batch)
             real = int((targets != IGNORE).sum())
             total, count = total + float(speech_loss(logits, targets)) * real, count + real
         return Evaluation({"val/loss": total / count})
@@ -306,10 +313,12 @@ def partners(items: list[Item]) -> dict[str, str]:
     return {ids[n]: ids[(n + 1) % len(ids)] for ids in by_speaker.values() if len(ids) > 1 for n in range(len(ids))}
 
 
-def _forward(model: nn.Module, batch: ChatterboxBatch):
-    logits = model(batch.speaker, batch.prompt, batch.prompt_mask, batch.emotion, batch.text, batch.text_lens, batch.speech,
-                   batch.speech_lens)
-    return logits, unwrap_t3(model).targets(batch.speech, batch.speech_lens)
+def _forward(model: nn.Module, batch: ChatterboxBatch, with_text: bool = False):
+    """The speech logits, their targets, and ``with_text`` the text head's logits (else ``None``)."""
+    out = model(batch.speaker, batch.prompt, batch.prompt_mask, batch.emotion, batch.text, batch.text_lens, batch.speech,
+                batch.speech_lens, with_text=with_text)
+    logits, text_logits = out if with_text else (out, None)
+    return logits, unwrap_t3(model).targets(batch.speech, batch.speech_lens), text_logits
 
 
 def unwrap_t3(model: nn.Module) -> T3:

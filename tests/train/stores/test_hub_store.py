@@ -98,6 +98,33 @@ def test_round_trip_into_an_empty_root(hub, tmp_path):
     assert make_store(hub, tmp_path / "laptop").read_status()["state"] == "paused"  # `fintts status` reads the Hub's
 
 
+def test_the_carried_cache_is_pushed_once_and_fetched_to_a_fresh_disk_the_rest_of_cache_stays(hub, tmp_path):
+    """cache/carried/ holds what a task makes once for the run (files named by their content): a fresh disk gets it."""
+    first = make_store(hub, tmp_path / "kaggle-1")
+    first.acquire("session-1")
+    carried = first.root / "cache" / "carried" / "task"
+    carried.mkdir(parents=True)
+    (carried / "a.bin").write_bytes(b"made once")
+    (first.root / "cache" / "download.bin").write_bytes(b"fetched again where needed")
+    first.publish(save(first.root, 100))
+    assert first.wait(timeout=30)
+    (carried / "a.bin").write_bytes(b"never rewritten, so never sent again")
+    (carried / "b.bin").write_bytes(b"made later")
+    first.publish(save(first.root, 200), final=True)
+    assert first.wait(timeout=30)
+    first.release()
+    first.close()
+    files = hub.files(REPO)
+    assert files["cache/carried/task/a.bin"] == b"made once" and files["cache/carried/task/b.bin"] == b"made later"
+    assert "cache/download.bin" not in files
+
+    second = make_store(hub, tmp_path / "kaggle-2")
+    assert second.resume_point(log=lambda message: None) == second.root / "checkpoints" / "step-00000200"
+    assert sorted(p.name for p in (second.root / "cache" / "carried" / "task").iterdir()) == ["a.bin", "b.bin"]
+    assert not (second.root / "cache" / "download.bin").exists() and not (second.root / ".hub" / "incoming-carried").exists()
+    second.close()
+
+
 def test_resume_falls_back_when_the_newest_checkpoint_on_the_hub_is_corrupt(hub, tmp_path):
     store = make_store(hub, tmp_path / "writer")
     for step in (1, 2):

@@ -39,14 +39,34 @@ def test_tokens_are_made_once_and_found_again_from_another_path(tmp_path):
     assert all(torch.equal(a.speech_tokens, b.speech_tokens) and torch.equal(a.text_ids, b.text_ids) for a, b in zip(first, again))
 
 
-def test_other_frozen_weights_or_another_transcript_make_their_own_entries(tmp_path):
+def test_other_frozen_weights_make_their_own_entries(tmp_path):
     text = ChatterboxText.builtin(256)
-    items = _items(CORPUS)
     cache = TokenCache(tmp_path, RandomParts.fingerprint, RandomParts, text)
     other = TokenCache(tmp_path, "other-weights", RandomParts, text)
     assert cache.folder != other.folder
+
+
+class _ReadsOtherwise(ChatterboxText):
+    """A text front end whose normaliser reads the transcript differently (as a new fintts version may)."""
+
+    def prepare(self, text: str) -> str:
+        return super().prepare(text.replace("Hyvää", "Hei"))
+
+
+def test_a_changed_text_front_end_remakes_the_text_ids_and_not_the_speech_tokens(tmp_path):
+    builtin = ChatterboxText.builtin(256)
+    items = _items(CORPUS)
+    before = TokenCache(tmp_path, RandomParts.fingerprint, _Counting, builtin).tokens(items, log=lambda _: None)
+    made = _Counting.made
+    changed = _ReadsOtherwise(builtin.json)
+    after = TokenCache(tmp_path, RandomParts.fingerprint, _Counting, changed).tokens(items, log=lambda _: None)
+    assert _Counting.made == made  # the audio is the same: its speech tokens are read, not made
+    assert after[0].text_ids.tolist() == changed.encode(items[0].text) != before[0].text_ids.tolist()
+    assert torch.equal(after[0].speech_tokens, before[0].speech_tokens)
     edited = Item(items[0].id, items[0].audio, "Toinen teksti.", items[0].speaker)
-    assert cache.entry(edited) != cache.entry(items[0])
+    assert TokenCache(tmp_path, RandomParts.fingerprint, _Counting, builtin).tokens([edited], log=lambda _: None)[0].text_ids \
+        .tolist() == builtin.encode("Toinen teksti.")
+    assert _Counting.made == made
 
 
 def test_a_half_written_entry_is_made_again(tmp_path):

@@ -103,3 +103,16 @@ def test_targets_are_the_next_tokens_then_stop_and_the_loss_is_fp32():
     assert targets.tolist() == [[5, 6, 7, settings.stop_speech_token], [8, settings.stop_speech_token, IGNORE, IGNORE]]
     logits = torch.zeros(2, 4, settings.speech_vocab_size, dtype=torch.float16)
     assert speech_loss(logits, targets).dtype == torch.float32
+
+
+def test_text_targets_are_the_ids_after_the_start_token_and_the_text_logits_line_up_with_them():
+    settings = T3Settings.from_overrides(TINY_MODEL)
+    t3 = T3(settings).eval()
+    start, stop = settings.start_text_token, settings.stop_text_token
+    text = torch.tensor([[start, 5, 6, stop], [start, 7, stop, stop]])
+    assert T3.text_targets(text, torch.tensor([4, 3])).tolist() == [[5, 6, stop], [7, stop, IGNORE]]
+    batch = _batch([_item(settings, 2, 5, 3, seed=0), _item(settings, 1, 4, 3, seed=1)])
+    speech_logits, text_logits = t3(**batch, with_text=True)
+    assert text_logits.shape == (2, 3, settings.text_vocab_size) and torch.equal(speech_logits, t3(**batch))
+    alone = t3(**_batch([_item(settings, 1, 4, 3, seed=1)]), with_text=True)[1]
+    torch.testing.assert_close(text_logits[1, :2], alone[0], rtol=1e-4, atol=1e-5)  # right padding changes nothing

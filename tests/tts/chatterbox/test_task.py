@@ -154,3 +154,33 @@ def test_clips_longer_than_max_speech_tokens_are_left_out_and_named(tmp_path):
     assert summary.end_step == 1
     left_out = [line for line in said if "over 40 speech tokens" in line]
     assert left_out and "left out (espeak_" in left_out[0]
+
+
+@pytest.mark.slow
+def test_a_session_on_a_fresh_disk_reads_the_speech_tokens_the_first_one_made(tmp_path, hub_env):
+    """The Hub store carries the token cache (cache/carried/) with the checkpoints: Kaggle's disks start empty."""
+    config = tiny_config(tmp_path, max_steps=4, eval_every=0)
+    hub = ("--hub-repo", "alice/chatterbox-fi", "--push-every", "0", "--no-progress")
+    first = cli("train", str(config), "--store", str(tmp_path / "session-1"), *hub, "max_steps=2", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    second = cli("train", str(config), "--store", str(tmp_path / "session-2"), *hub, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert "token cache: making" in first.stdout + first.stderr
+    assert "from step-00000002" in second.stdout
+    assert "token cache: making" not in second.stdout + second.stderr  # every clip's speech tokens came from the Hub
+    carried = [p for p in hub_env.files("alice/chatterbox-fi") if p.startswith("cache/carried/chatterbox/")]
+    assert carried and len(carried) == len(list((tmp_path / "session-2" / "cache" / "carried").rglob("*.safetensors")))
+
+
+def test_the_text_head_learns_beside_the_speech_tokens_as_upstream_and_is_frozen_at_weight_zero(tmp_path):
+    """Upstream's T3.loss returns the text and the speech cross-entropy and its training scripts sum them."""
+    heads, losses = {}, {}
+    for weight in (1.0, 0.0):
+        store = tmp_path / f"weight-{weight:g}"
+        train(tiny_config(tmp_path, max_steps=1, eval_every=0, text_loss_weight=weight), store=store, **QUIET)
+        heads[weight] = load_file(_checkpoint(store, 1) / "model.safetensors")["text_head.weight"]
+        losses[weight] = json.loads((store / "status.json").read_text())["loss"]
+    assert losses[1.0]["loss"] == pytest.approx(losses[1.0]["speech"] + losses[1.0]["text"], rel=1e-5)
+    assert "text" not in losses[0.0] and losses[0.0]["loss"] == pytest.approx(losses[0.0]["speech"])
+    assert losses[0.0]["speech"] == pytest.approx(losses[1.0]["speech"])  # the same first step, the same speech loss
+    assert not torch.equal(heads[1.0], heads[0.0])  # the same start: only the summed loss moved the text head

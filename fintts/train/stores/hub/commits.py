@@ -23,7 +23,7 @@ from typing import Any
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
 from fintts.train.run import checkpoint as ckpt
-from fintts.train.run.layout import CARD, HUB_DIR, LEASE, LOSS_PLOT, MODEL_DIR, PUSHES, SAMPLES_DIR, STATUS, TENSORBOARD_DIR
+from fintts.train.run.layout import CARD, CARRIED_CACHE, HUB_DIR, LEASE, LOSS_PLOT, MODEL_DIR, PUSHES, SAMPLES_DIR, STATUS, TENSORBOARD_DIR
 from fintts.train.stores.hub.card_gate import CardGate
 from fintts.train.stores.hub.client import HubClient, json_object
 from fintts.train.stores.hub.lease import LeaseHolder
@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 #: has only its own and must not delete the earlier sessions'.
 MIRRORED_DIRS = (MODEL_DIR,)
 ADDED_DIRS = (SAMPLES_DIR, TENSORBOARD_DIR)
+#: The task's cache carried to fresh disks (:attr:`fintts.train.task.TaskContext.carried_dir`): its files are named by
+#: their content and never rewritten, so a push adds only those the Hub lacks (a corpus's thousands of small files are
+#: not sent again with every checkpoint), and a session that resumes from the Hub fetches them (:mod:`.resume`).
+CARRIED_DIRS = (CARRIED_CACHE,)
 EXTRA_FILES = (LOSS_PLOT, STATUS, CARD)
 
 
@@ -106,6 +110,8 @@ class Commits:
         snapshot_files = extra_files(target.snapshot)
         card = None
         for rel in snapshot_files:
+            if rel in files and rel.startswith(tuple(d + "/" for d in CARRIED_DIRS)):
+                continue  # named by its content: the Hub's is this one
             source = target.snapshot / rel
             if rel == CARD:
                 card = self.cards.wanted(source)
@@ -182,7 +188,8 @@ class Outbox:
                 shutil.rmtree(leftover, ignore_errors=True)
 
     def snapshot(self) -> Path | None:
-        """Copy the files the trainer rewrites (``model/`` by hard link) so a push sends one consistent state.
+        """Copy the files the trainer rewrites (``model/`` and the carried cache by hard link) so a push sends one
+        consistent state.
 
         On a full disk the copy fails: the push then carries the checkpoint and ``latest``
         without them (``None``), rather than not happening, and the next push brings them.
@@ -196,7 +203,7 @@ class Outbox:
                 target = dest / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 try:
-                    if not rel.startswith(MODEL_DIR + "/"):
+                    if not rel.startswith(tuple(d + "/" for d in (MODEL_DIR, *CARRIED_DIRS))):
                         raise OSError("copied, not linked")
                     os.link(self.root / rel, target)
                 except OSError:
@@ -209,14 +216,15 @@ class Outbox:
 
 
 def extra_files(folder: Path | None) -> list[str]:
-    """Relative paths of what a full push carries besides checkpoints: model/, samples/, tb/, the plot, status, card.
+    """Relative paths of what a full push carries besides checkpoints: model/, samples/, tb/, the carried cache, the
+    plot, status, card.
 
     Regular files only: a symbolic link is skipped with a warning, never followed.
     """
     if folder is None:
         return []
     found = []
-    for rel in EXTRA_FILES + MIRRORED_DIRS + ADDED_DIRS:
+    for rel in EXTRA_FILES + MIRRORED_DIRS + ADDED_DIRS + CARRIED_DIRS:
         path = folder / rel
         if path.is_symlink():
             log.warning("%s is a symbolic link; it is not pushed", path)

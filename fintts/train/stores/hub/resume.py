@@ -2,7 +2,8 @@
 
 A session on an empty disk (a fresh Kaggle one) downloads only ``latest``'s folder (falling
 back to older checkpoints on the Hub when one fails its manifest), ``status.json`` and
-``pushes.json``, and ``model/`` when this disk has an older one. Downloads land in
+``pushes.json``, ``model/`` when this disk has an older one, and the task's carried cache
+(``cache/carried/``: what the task made once for the run) that this disk lacks. Downloads land in
 ``root/.hub/`` first and are moved into place whole, so an interrupted one leaves nothing
 half-written where the trainer looks.
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 from fintts.errors import StoreError
 from fintts.train.run import checkpoint as ckpt
-from fintts.train.run.layout import HUB_DIR, MODEL_DIR, PUSHES, STATUS
+from fintts.train.run.layout import CARRIED_CACHE, HUB_DIR, MODEL_DIR, PUSHES, STATUS
 from fintts.train.stores.hub.client import HubClient, checkpoint_names
 from fintts.train.stores.hub.errors import HubMoved, HubRepoError, HubUnavailable
 from fintts.train.stores.hub.lease import Retrying
@@ -70,6 +71,7 @@ def _newest_at_head(
         folder = fetch_checkpoint(root, client, name, head, files, retrying, log)
         if folder is not None:
             fetch_model(root, client, head, files, retrying, log)
+            fetch_carried(root, client, head, files, retrying, log)
             for extra in (STATUS, PUSHES):
                 if extra in files:
                     retrying(f"download {extra}", lambda extra=extra: client.download([extra], head, root))
@@ -123,6 +125,31 @@ def fetch_model(
         os.replace(incoming / MODEL_DIR, final)
     for leftover in (incoming, stale):
         shutil.rmtree(leftover, ignore_errors=True)
+
+
+def fetch_carried(
+    root: Path, client: HubClient, head: str, files: dict[str, Any], retrying: Retrying, log: Callable[[str], None]
+) -> None:
+    """Download the carried cache's files this disk lacks (see :data:`.commits.CARRIED_DIRS`), before the task is built.
+
+    Each file is moved into place whole; when the download fails the session goes on with what it has (the task
+    makes the rest again, as on a first session), and says so.
+    """
+    wanted = [p for p in files if p.startswith(CARRIED_CACHE + "/") and not (root / p).is_file()]
+    if not wanted:
+        return
+    incoming = root / HUB_DIR / "incoming-carried"
+    shutil.rmtree(incoming, ignore_errors=True)
+    log(f"downloading {len(wanted)} file(s) of {CARRIED_CACHE}/ from {client.url}")
+    try:
+        retrying(f"download {CARRIED_CACHE}/", lambda: client.download(wanted, head, incoming))
+    except StoreError as err:
+        log(f"warning: {err}; the task makes what {CARRIED_CACHE}/ lacks again")
+    for path in wanted:
+        if (incoming / path).is_file():
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(incoming / path, root / path)
+    shutil.rmtree(incoming, ignore_errors=True)
 
 
 def fetch_checkpoint(
