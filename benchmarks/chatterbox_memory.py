@@ -121,25 +121,33 @@ def phase_rows(name: str, phase: dict, settings: T3Settings, measured: dict, arg
     size = sizes(settings, lora)
     seconds = phase["max_speech_tokens"] / TOKENS_PER_SECOND
     positions = phase["micro_batch_size"] * item_positions(seconds, args.text_per_second)
-    speech_positions = phase["micro_batch_size"] * (phase["max_speech_tokens"] + 1)
     per = measured["lora" if lora else "full"]
     layers = settings.num_hidden_layers
     weights, grads, moments = 4 * size["total"], 4 * size["trainable"], 8 * size["trainable"]
-    rows = []
-    for checkpointing in (False, True):
+    item = item_positions(seconds, args.text_per_second)
+
+    def activations(checkpointing: bool, positions: int) -> float:
         layer_full = per["layer_fixed"] + per["layer_per_position"] * positions
         if checkpointing:  # each layer's input kept; one layer recomputed at a time in the backward pass, and autocast's
             # cache holds every trained weight's fp16 copy until the forward ends (frozen ones are cast per use)
             cached = 0 if lora else per["layer_fixed"] * (layers - 1)
-            activations = layers * 4 * settings.hidden_size * positions + layer_full + cached
+            held = layers * 4 * settings.hidden_size * positions + layer_full + cached
         else:
-            activations = layers * layer_full
-        activations += per["outside_per_speech"] * speech_positions
+            held = layers * layer_full
+        return held + per["outside_per_speech"] * positions * (phase["max_speech_tokens"] + 1) / item
+
+    bound = phase.get("checkpoint_over_positions", 0)
+    modes = [("off", activations(False, positions)), ("on", activations(True, positions))]
+    if bound and not phase.get("checkpointing"):  # the worst micro-batch under the bound runs without, the longest with
+        worst = activations(False, min(positions, bound))
+        modes.append((f"> {bound}", max(worst, activations(True, positions)) if positions > bound else worst))
+    rows = []
+    for checkpointing, activations_bytes in modes:
         for fused, bucket_view in ((False, False), (True, True)):
             buckets = 0 if bucket_view else grads
             temporaries = 0 if fused else 4 * size["trainable"]
             persistent = weights + moments + buckets
-            backward = persistent + grads + activations  # the last micro-batch: the earlier ones' gradients are held
+            backward = persistent + grads + activations_bytes  # the last micro-batch: the earlier ones' gradients are held
             step = persistent + grads + temporaries
             merge_at_once = 8 * size["adapted"] if lora else 0
             merge_layer = 8 * size["largest"] if lora else 0
@@ -148,7 +156,7 @@ def phase_rows(name: str, phase: dict, settings: T3Settings, measured: dict, arg
             rows.append({
                 "phase": name, "checkpointing": checkpointing, "fused_adamw+bucket_view": fused,
                 "weights": weights, "grads": grads, "adam": moments, "buckets": buckets, "step_temporaries": temporaries,
-                "activations": activations, "positions": positions, "merge_at_once": merge_at_once, "merge_by_layer": merge_layer,
+                "activations": activations_bytes, "positions": positions, "merge_at_once": merge_at_once, "merge_by_layer": merge_layer,
                 "peak": peak, "peak_with_old_merge": max(peak, persistent + merge_at_once), "fits": peak / GIB <= args.budget_gib,
             })
     return rows
@@ -184,14 +192,14 @@ def main(argv: list[str] | None = None) -> int:
             for row in phase_rows(phase["name"], {**merged, "micro_batch_size": micro}, settings, measured, args):
                 if row["fits"]:
                     fitting[row["phase"], row["checkpointing"], row["fused_adamw+bucket_view"]] = micro
-    header = (f"{'phase':6} {'ckpt':5} {'fused':5} {'positions':>9} {'weights':>7} {'grads':>6} {'adam':>6} {'buckets':>7} "
+    header = (f"{'phase':6} {'ckpt':7} {'fused':5} {'positions':>9} {'weights':>7} {'grads':>6} {'adam':>6} {'buckets':>7} "
               f"{'step tmp':>8} {'activ.':>7} {'peak':>6} {'old merge':>9}  fits {args.budget_gib:g} GiB")
     print(header)
     for phase in phases:
         merged = {**base, **phase.get("settings", {})}
         for row in phase_rows(phase["name"], merged, settings, measured, args):
             g = {key: value / GIB for key, value in row.items() if isinstance(value, (int, float)) and not isinstance(value, bool)}
-            print(f"{row['phase']:6} {str(row['checkpointing']):5} {str(row['fused_adamw+bucket_view']):5} {row['positions']:9d} "
+            print(f"{row['phase']:6} {row['checkpointing']:7} {str(row['fused_adamw+bucket_view']):5} {row['positions']:9d} "
                   f"{g['weights']:7.2f} {g['grads']:6.2f} {g['adam']:6.2f} {g['buckets']:7.2f} {g['step_temporaries']:8.2f} "
                   f"{g['activations']:7.2f} {g['peak']:6.2f} {g['peak_with_old_merge']:9.2f}  {'yes' if row['fits'] else 'NO':3}  "
                   f"largest micro-batch of {merged['max_speech_tokens'] / TOKENS_PER_SECOND:g}-s clips that fits: "

@@ -6,7 +6,7 @@
 Three ways to train T3, the most wanted first (a mode that runs out of memory is that mode's
 figure, the next still runs): phase ``fi`` as configs/chatterbox-fi.yaml ships it (the full T3 with
 gradient checkpointing, its micro-batch), phase ``voice`` as shipped (a LoRA on the Llama's
-projections, its micro-batch and checkpointing), and the full T3 without checkpointing. Each
+projections, its micro-batch, checkpointing and ``checkpoint_over_positions``), and the full T3 without checkpointing. Each
 batch is the config's worst: every item a clip of ``max_speech_tokens`` (30 s) with its text at
 15 ids a second and a 150-token prompt, the shapes benchmarks/chatterbox_memory.py models. The
 model is wrapped in DDP (a process group of one, the trainer's default buckets), so each figure
@@ -58,14 +58,15 @@ def _sizes(dry_run: bool) -> dict:
                            "intermediate_size": 32, "text_vocab_size": 256, "max_text_tokens": 64, "max_speech_tokens": 64,
                            "perceiver_queries": 4, "perceiver_heads": 2},
                     text=12, speech=24, prompt=8, warmup=1, steps=3,
-                    modes=[("full, checkpointing", 0, True, 2), ("lora r=16", 16, False, 1), ("full", 0, False, 2)])
+                    modes=[("full, checkpointing", 0, True, 2, 0), ("lora r=16", 16, False, 1, 0), ("full", 0, False, 2, 0)])
     shipped = _shipped()
     fi, voice = shipped["fi"], shipped["voice"]
     return dict(model={}, text=round(shipped["speech"] / TOKENS_PER_SECOND * TEXT_PER_SECOND), speech=shipped["speech"],
                 prompt=150, warmup=2, steps=6,
-                modes=[("full, checkpointing", 0, True, fi["micro_batch_size"]),
-                       (f"lora r={voice['lora']['r']}", voice["lora"]["r"], bool(voice.get("checkpointing")), voice["micro_batch_size"]),
-                       ("full", 0, False, fi["micro_batch_size"])])
+                modes=[("full, checkpointing", 0, True, fi["micro_batch_size"], 0),
+                       (f"lora r={voice['lora']['r']}", voice["lora"]["r"], bool(voice.get("checkpointing")), voice["micro_batch_size"],
+                        voice.get("checkpoint_over_positions", 0)),
+                       ("full", 0, False, fi["micro_batch_size"], 0)])
 
 
 def _batch(settings: T3Settings, s: dict, n: int, generator: torch.Generator, device: torch.device) -> dict:
@@ -93,12 +94,13 @@ def _one_process_group(device: torch.device):
             torch.distributed.destroy_process_group()
 
 
-def time_mode(settings: T3Settings, s: dict, device: torch.device, *, lora: int, checkpointing: bool, batch_size: int) -> dict:
-    """``lora``: the adapter's rank (0: the whole T3 trains)."""
+def time_mode(settings: T3Settings, s: dict, device: torch.device, *, lora: int, checkpointing: bool, batch_size: int,
+              over_positions: int = 0) -> dict:
+    """``lora``: the adapter's rank (0: the whole T3 trains); ``over_positions``: the config's checkpoint_over_positions."""
     torch.manual_seed(0)
     with torch.device(device):
         t3 = T3(settings)
-    t3.set_checkpointing(checkpointing)
+    t3.set_checkpointing(checkpointing, over_positions=over_positions)
     for unused in (t3.tfmr.embed_tokens.weight, t3.text_head.weight):  # frozen, as the task freezes them
         unused.requires_grad_(False)
     adapted = add_lora(t3, ChatterboxLora(r=lora), "voice") if lora else t3
@@ -156,11 +158,12 @@ def part_chatterbox(p) -> None:
     settings = T3Settings.from_overrides(s["model"])
     p.figures["shape"] = {k: s[k] for k in ("text", "speech", "prompt")}
     rows = p.figures.setdefault("rows", [])
-    for name, lora, checkpointing, batch_size in s["modes"]:
+    for name, lora, checkpointing, batch_size, over_positions in s["modes"]:
         release()
         try:
             with _one_process_group(p.device):
-                row = time_mode(settings, s, p.device, lora=lora, checkpointing=checkpointing, batch_size=batch_size)
+                row = time_mode(settings, s, p.device, lora=lora, checkpointing=checkpointing, batch_size=batch_size,
+                                over_positions=over_positions)
         except Exception as err:  # noqa: BLE001 - out of memory is a figure here
             if not is_oom(err):
                 raise

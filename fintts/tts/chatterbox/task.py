@@ -121,7 +121,7 @@ class ChatterboxTask(Task):
             t3.load_state_dict(start["model"], strict=True)
         elif self.release is not None and not self.context.resuming:  # a resumed session's checkpoint replaces them
             t3.load_state_dict(load_file(str(self.release / cfg.t3_file)), strict=True)
-        t3.set_checkpointing(cfg.checkpointing)
+        t3.set_checkpointing(cfg.checkpointing, over_positions=cfg.checkpoint_over_positions)
         for unused in (t3.tfmr.embed_tokens.weight, t3.text_head.weight):  # no loss reaches them: frozen, kept as released
             unused.requires_grad_(False)  # (DDP refuses parameters without a gradient; AdamW's decay would shrink them)
         self.adapter_name = None
