@@ -40,15 +40,18 @@ import torch
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from fintts.tts.chatterbox.adapter import add_lora  # noqa: E402
+from fintts.tts.chatterbox.frozen import TOKENS_PER_SECOND  # noqa: E402
 from fintts.tts.chatterbox.settings import ChatterboxLora  # noqa: E402
 from fintts.tts.chatterbox.t3 import T3, T3Settings, speech_loss  # noqa: E402
+from gpu_check import T4_CAP_GIB  # noqa: E402  (imports no torch)
 
 GIB = 2**30
-T4_CAP_GIB = 14.25  # benchmarks/gpu_check.py's T4_CAP_GIB
-TOKENS_PER_SECOND = 25
+#: text ids per second of speech: Finnish read speech, ~15 letters and spaces a second
+TEXT_PER_SECOND = 15.0
+#: the conditioning rows of a packed item: the speaker, the perceiver's 32 queries, the emotion
 CONDITIONING_ROWS = 34
 
 
@@ -166,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", nargs="?", type=Path, default=ROOT / "configs" / "chatterbox-fi.yaml")
     parser.add_argument("--budget-gib", type=float, default=T4_CAP_GIB)
-    parser.add_argument("--text-per-second", type=float, default=15.0)
+    parser.add_argument("--text-per-second", type=float, default=TEXT_PER_SECOND)
     args = parser.parse_args(argv)
     config = yaml.safe_load(args.config.read_text())
     base = {key: value for key, value in config.items() if key != "phases"}

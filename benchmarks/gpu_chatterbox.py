@@ -32,16 +32,15 @@ from pathlib import Path
 import torch
 import yaml
 
+from chatterbox_memory import TEXT_PER_SECOND
 from fintts.tts.chatterbox.adapter import add_lora, merged_weights
+from fintts.tts.chatterbox.frozen import TOKENS_PER_SECOND
 from fintts.tts.chatterbox.settings import ChatterboxLora
 from fintts.tts.chatterbox.t3 import T3, T3Settings, speech_loss
 from gpu_judging import MAX_SKIPPED_SHARE, is_oom, release, scaler_story
 from vits_step import autocast, synchronize
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "chatterbox-fi.yaml"
-#: text ids per second of speech (Finnish read speech: ~15 letters and spaces a second), as chatterbox_memory.py
-TEXT_PER_SECOND = 15
-TOKENS_PER_SECOND = 25
 
 
 def _shipped() -> dict:

@@ -120,7 +120,7 @@ def _held_and_gradients(model: T3, batch: dict) -> tuple[int, dict[str, torch.Te
     return sum(held.values()), {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
 
 
-def _batch(items: int, speech: int) -> dict:
+def _long_items(items: int, speech: int) -> dict:
     generator = torch.Generator().manual_seed(items * 1000 + speech)
     return dict(speaker=torch.randn(items, 256, generator=generator), prompt=torch.randint(0, 6561, (items, 6), generator=generator),
                 prompt_mask=None, emotion=torch.full((items,), 0.5), text=torch.randint(1, 255, (items, 7), generator=generator),
@@ -130,7 +130,7 @@ def _batch(items: int, speech: int) -> dict:
 
 def test_a_micro_batch_over_the_positions_bound_recomputes_its_layers_with_the_same_gradients():
     settings = T3Settings.from_overrides({**TINY_MODEL, "perceiver_dropout": 0.0})
-    short, long = _batch(1, 10), _batch(4, 40)  # 1 × 24 positions (6 conditioning rows, 7 text, 11 speech); 4 × 54
+    short, long = _long_items(1, 10), _long_items(4, 40)  # 1 × 24 positions (6 conditioning rows, 7 text, 11 speech); 4 × 54
     torch.manual_seed(0)
     plain, always, bounded = T3(settings).train(), T3(settings).train(), T3(settings).train()
     always.load_state_dict(plain.state_dict())
