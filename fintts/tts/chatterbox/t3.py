@@ -183,9 +183,10 @@ class T3(nn.Module):
 
         transformers 5 renamed ``gradient_checkpointing_enable`` ``activation_checkpointing_enable`` (the old name warns
         of its removal in v6: transformers/modeling_utils.py); older releases have the old name only. Either sets
-        ``gradient_checkpointing`` on the model and each decoder layer (``_set_gradient_checkpointing``), which the
-        layers read at each call (4.x: ``LlamaModel.forward``; 5.x: ``GradientCheckpointingLayer.__call__``): a pass
-        over few positions turns those flags off for itself.
+        ``gradient_checkpointing`` on every module that has the flag, the model and each decoder layer
+        (transformers 5.24 modeling_utils.py ``_set_gradient_checkpointing``), read at each call (5.24
+        modeling_layers.py ``GradientCheckpointingLayer.__call__``; older 4.x releases: the model's flag in
+        ``LlamaModel.forward``): a pass over few positions turns those flags off for itself.
         """
         self._checkpoint_over = None if on or not over_positions else over_positions
         if not on and not over_positions:
