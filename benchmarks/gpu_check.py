@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap-gib", type=float, default=T4_CAP_GIB, help="GPU memory each part may use (default: a T4's)")
     parser.add_argument("--part", help=argparse.SUPPRESS)  # run one part in this process (what the driver starts)
     args = parser.parse_args(argv)
-    if args.part:
+    if args.part:  # the driver made OUT/parts; a person running one part by hand may not have
+        (args.out / "parts").mkdir(parents=True, exist_ok=True)
         sys.path[:0] = [str(ROOT), str(BENCH)]
         import gpu_parts
 

@@ -2,8 +2,8 @@
 
 During an adapter phase the checkpoint holds peft's names (the frozen base and the adapter), enough
 to resume; what leaves training (the exported ``t3_mtl23ls_v2.safetensors``) is T3 with each
-adapted weight ``W + (alpha / r) B A`` (peft's ``get_delta_weight``), computed without copying the
-model: on a T4 a second 536M-parameter copy would not fit beside training.
+adapted weight ``W + (alpha / r) B A`` (peft's ``get_delta_weight``), computed one weight at a time
+without copying the model: on a T4 a second 536M-parameter copy would not fit beside training.
 """
 
 from __future__ import annotations
@@ -39,16 +39,21 @@ def add_lora(t3: nn.Module, settings: ChatterboxLora, name: str) -> PeftModel:
     return get_peft_model(t3, config, adapter_name=name)
 
 
-def merged_weights(adapted: PeftModel, name: str) -> dict[str, Tensor]:
-    """T3's state dict (its own names) with adapter ``name`` folded into the weights it adapts; the model is not changed."""
+def merged_weights(adapted: PeftModel, name: str, *, to: torch.device | str = "cpu") -> dict[str, Tensor]:
+    """T3's state dict (its own names) with adapter ``name`` folded into the weights it adapts; the model is not changed.
+
+    One adapted weight at a time: its delta and ``W + delta`` are made on the model's device and the sum
+    moved ``to`` the host before the next, so an export beside training needs one projection's room on the
+    GPU, not every delta and merged weight at once (~4 GB at the release's sizes, issue #55). The weights
+    the adapter leaves alone are the model's own tensors.
+    """
+    layers = {f"{module_name.removeprefix(_PEFT_PREFIX)}.weight": module
+              for module_name, module in adapted.named_modules() if isinstance(module, LoraLayer) and name in module.lora_A}
+    merged = {}
     with torch.no_grad():
-        deltas = {f"{module_name.removeprefix(_PEFT_PREFIX)}.weight": module.get_delta_weight(name)
-                  for module_name, module in adapted.named_modules() if isinstance(module, LoraLayer) and name in module.lora_A}
-        merged = {}
         for key, value in adapted.state_dict().items():
             if ".lora_" in key:
                 continue
             plain = key.removeprefix(_PEFT_PREFIX).replace(".base_layer.", ".")
-            merged[plain] = value + deltas[plain].to(value.dtype) if plain in deltas else value
+            merged[plain] = (value + layers[plain].get_delta_weight(name).to(value.dtype)).to(to) if plain in layers else value
     return merged
-

@@ -60,6 +60,9 @@ class ChatterboxTaskConfig(CorpusSettings):
     heldout_per_speaker: int = 2
     #: recompute each Llama layer in the backward pass: less memory (a full T3 on a T4), same gradients, slower steps
     checkpointing: bool = free_setting(False, speed=True)
+    #: with checkpointing off, a micro-batch over this many positions (items × its longest [conditioning | text |
+    #: speech]) still recomputes its layers: memory bounded by positions, not items (0: never; benchmarks/chatterbox_memory.py)
+    checkpoint_over_positions: int = free_setting(0, speed=True)
     #: held-out clips scored for ``val/loss`` each validation
     val_items: int = free_setting(16)
     lora: ChatterboxLora = dataclasses.field(default_factory=ChatterboxLora)
@@ -78,6 +81,8 @@ class ChatterboxTaskConfig(CorpusSettings):
             raise ConfigError(f"text_loss_weight: must be 0 (the speech tokens' loss alone) or positive, not {self.text_loss_weight}")
         if self.max_speech_tokens <= 0:
             raise ConfigError(f"max_speech_tokens: must be positive, not {self.max_speech_tokens}")
+        if self.checkpoint_over_positions < 0:
+            raise ConfigError(f"checkpoint_over_positions: must be 0 (never) or positive, not {self.checkpoint_over_positions}")
         super().__post_init__()
 
     @classmethod

@@ -173,14 +173,23 @@ class T3(nn.Module):
         self.speech_pos_emb = PositionTable(settings.max_speech_tokens + 2 + 2, width)
         self.text_head = nn.Linear(width, settings.text_vocab_size, bias=False)
         self.speech_head = nn.Linear(width, settings.speech_vocab_size, bias=False)
+        self._checkpoint_over: int | None = None
 
-    def set_checkpointing(self, on: bool) -> None:
-        """Recompute each Llama layer in the backward pass (less memory, same gradients, slower steps).
+    def set_checkpointing(self, on: bool, *, over_positions: int = 0) -> None:
+        """Recompute each Llama layer in the backward pass (less memory, same gradients, slower steps): always (``on``),
+        or, with ``over_positions``, in the forward passes over more than that many positions (items × the longest packed
+        item) only, so a micro-batch's activations are bounded by its positions rather than its items and the short
+        micro-batches keep the faster steps.
 
         transformers 5 renamed ``gradient_checkpointing_enable`` ``activation_checkpointing_enable`` (the old name warns
-        of its removal in v6: transformers/modeling_utils.py); older releases have the old name only.
+        of its removal in v6: transformers/modeling_utils.py); older releases have the old name only. Either sets
+        ``gradient_checkpointing`` on every module that has the flag, the model and each decoder layer
+        (transformers 5.24 modeling_utils.py ``_set_gradient_checkpointing``), read at each call (5.24
+        modeling_layers.py ``GradientCheckpointingLayer.__call__``; older 4.x releases: the model's flag in
+        ``LlamaModel.forward``): a pass over few positions turns those flags off for itself.
         """
-        if not on:
+        self._checkpoint_over = None if on or not over_positions else over_positions
+        if not on and not over_positions:
             return
         kwargs = {"use_reentrant": False}
         if hasattr(self.tfmr, "activation_checkpointing_enable"):
@@ -227,6 +236,11 @@ class T3(nn.Module):
         lengths = torch.tensor([len(r) for r in rows], device=text.device)
         embeds = nn.utils.rnn.pad_sequence(rows, batch_first=True)
         mask = (torch.arange(embeds.shape[1], device=text.device)[None] < lengths[:, None]).long()
+        if self._checkpoint_over is not None:
+            recompute = embeds.shape[0] * embeds.shape[1] > self._checkpoint_over
+            for module in self.tfmr.modules():
+                if hasattr(module, "gradient_checkpointing"):
+                    module.gradient_checkpointing = recompute
         hidden = self.tfmr(inputs_embeds=embeds, attention_mask=mask, use_cache=False).last_hidden_state
         picked = torch.gather(hidden, 1, torch.stack(index)[..., None].expand(-1, -1, hidden.shape[-1]))
         text_logits = self.text_head(hidden[:, cond.shape[1]: cond.shape[1] + text.shape[1] - 1]) if with_text else None

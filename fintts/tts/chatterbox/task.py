@@ -123,7 +123,7 @@ class ChatterboxTask(Task):
             t3.load_state_dict(start["model"], strict=True)
         elif self.release is not None and not self.context.resuming:  # a resumed session's checkpoint replaces them
             t3.load_state_dict(load_file(str(self.release / cfg.t3_file)), strict=True)
-        t3.set_checkpointing(cfg.checkpointing)
+        t3.set_checkpointing(cfg.checkpointing, over_positions=cfg.checkpoint_over_positions)
         unused = [t3.tfmr.embed_tokens.weight] + ([t3.text_head.weight] if not cfg.text_loss_weight else [])
         for weight in unused:  # no loss reaches them: frozen, kept as released
             weight.requires_grad_(False)  # (DDP refuses parameters without a gradient; AdamW's decay would shrink them)

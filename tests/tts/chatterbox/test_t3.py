@@ -116,3 +116,46 @@ def test_text_targets_are_the_ids_after_the_start_token_and_the_text_logits_line
     assert text_logits.shape == (2, 3, settings.text_vocab_size) and torch.equal(speech_logits, t3(**batch))
     alone = t3(**_batch([_item(settings, 1, 4, 3, seed=1)]), with_text=True)[1]
     torch.testing.assert_close(text_logits[1, :2], alone[0], rtol=1e-4, atol=1e-5)  # right padding changes nothing
+
+
+def _held_and_gradients(model: T3, batch: dict) -> tuple[int, dict[str, torch.Tensor]]:
+    """Bytes autograd holds for the backward pass (each storage once), then the gradients of the loss."""
+    held: dict[int, int] = {}
+
+    def pack(tensor):
+        held[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
+        return tensor
+
+    model.zero_grad(set_to_none=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        loss = speech_loss(model(**batch), model.targets(batch["speech"], batch["speech_lens"]))
+    loss.backward()
+    return sum(held.values()), {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+def _long_items(items: int, speech: int) -> dict:
+    generator = torch.Generator().manual_seed(items * 1000 + speech)
+    return dict(speaker=torch.randn(items, 256, generator=generator), prompt=torch.randint(0, 6561, (items, 6), generator=generator),
+                prompt_mask=None, emotion=torch.full((items,), 0.5), text=torch.randint(1, 255, (items, 7), generator=generator),
+                text_lens=torch.full((items,), 7), speech=torch.randint(0, 6561, (items, speech), generator=generator),
+                speech_lens=torch.full((items,), speech))
+
+
+def test_a_micro_batch_over_the_positions_bound_recomputes_its_layers_with_the_same_gradients():
+    settings = T3Settings.from_overrides({**TINY_MODEL, "perceiver_dropout": 0.0})
+    short, long = _long_items(1, 10), _long_items(4, 40)  # 1 × 24 positions (6 conditioning rows, 7 text, 11 speech); 4 × 54
+    torch.manual_seed(0)
+    plain, always, bounded = T3(settings).train(), T3(settings).train(), T3(settings).train()
+    always.load_state_dict(plain.state_dict())
+    bounded.load_state_dict(plain.state_dict())
+    always.set_checkpointing(True)
+    bounded.set_checkpointing(False, over_positions=100)
+    for batch, recomputed in ((short, False), (long, True), (short, False)):
+        plain_held, plain_grads = _held_and_gradients(plain, batch)
+        always_held, _ = _held_and_gradients(always, batch)
+        held, grads = _held_and_gradients(bounded, batch)
+        assert always_held < plain_held
+        assert held == (always_held if recomputed else plain_held)  # the layers' activations: recomputed, or held
+        assert grads.keys() == plain_grads.keys()
+        for name, grad in grads.items():
+            torch.testing.assert_close(grad, plain_grads[name], rtol=0, atol=0, msg=name)
