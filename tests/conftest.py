@@ -38,7 +38,7 @@ def pytest_collection_modifyitems(items):
     """Deal the tests out one file at a time, taking the files in turn from each folder, instead of file after file.
 
     The suite is CPU-bound on two cores except where its tests wait (a stalled Hub, a hung peer, a lease running out,
-    backoffs). Those are in a few files (``train/stores``, ``train/test_processes_*``): run file after file, three of
+    backoffs). Those are in a few files (``train/stores``, ``train/processes``): run file after file, three of
     them waited side by side, about 125 of a profiled run's 178 idle core-seconds. Dealt out, a waiting test runs
     beside tests that compute: 143 idle core-seconds were left in all, and that run took 698 s instead of 726 s
     (2026-11-26). The expensive fixtures are session-scoped, so a module's tests running apart do not build them again."""

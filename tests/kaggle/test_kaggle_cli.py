@@ -98,7 +98,7 @@ def store_session(hub_env, root, status_: dict, *, refused: bool) -> None:
 def kaggle_env(hub_env, tmp_path):
     """A local Kaggle whose sessions follow a :class:`Sessions` script, and the env of a laptop using it and the Hub.
 
-    REPO's notebook exists on it already: the first day is done (test_kaggle_first_day.py plays it).
+    REPO's notebook exists on it already: the first day is done (test_kaggle_setup.py plays it).
     """
     yield from local_kaggle(hub_env, tmp_path, notebook_exists=True)
 
@@ -557,7 +557,7 @@ def test_revoked_credentials_and_a_session_in_the_editor_say_what_to_do(hub_env,
         kaggle.fail(409, method="SaveKernel")  # the editor's own session is running
         busy = kaggle_run(env, tmp_path)
         assert busy.returncode == 4 and "stop the notebook's session in the editor" in busy.stderr, busy.stdout + busy.stderr
-        kaggle.revoke()  # the key expired on kaggle.com: reading it again does not help (test_kaggle_long_run.py: the others)
+        kaggle.revoke()  # the key expired on kaggle.com: reading it again does not help (test_kaggle_over_weeks.py: the others)
         expired = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
         assert expired.returncode == 4 and "401" in expired.stderr and "Authenticate again (kaggle auth login" in expired.stderr
         assert "Permission" not in expired.stderr.split(";")[-1]  # not taken for a kernel it may not see

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 from test_kaggle_cli import local_kaggle, run
-from test_kaggle_first_day import make_corpus
+from test_kaggle_setup import make_corpus
 
 import corpus_sources as sources
 from fintts.kaggle.corpus import plan, refusal, stage

@@ -33,7 +33,7 @@ secret's binding, so the sessions read the token from the ``fintts-token`` datas
   is), by the launcher's word to rank 0 (fintts/train/session/launcher.py, watchdog.py ``PeerExited``) or, on
   the CPU, by gloo seeing the closed connection first; the laptop counts it failed and pushes the next session,
   which resumes from the same checkpoint. A process that vanishes without closing its connections, as NCCL may
-  leave one, is tests/train/test_processes_end.py's.
+  leave one, is tests/train/processes/test_processes_end.py's.
 * **A gateway's HTML 502 at a final commit** (session 4): the session's ``(end of session)`` commit is answered
   with a load balancer's page; the final push takes it for a passing failure and sends it again
   (fintts/train/stores/hub/errors.py: a 5xx, and a page that is not JSON, are transient).
@@ -70,8 +70,8 @@ import soundfile as sf
 import yaml
 from nbclient.exceptions import DeadKernelError
 from test_kaggle_cli import KERNEL, REPO, USER, local_kaggle, run
-from test_kaggle_first_day import make_corpus
-from test_kaggle_long_run import STAND_INS, logged_in
+from test_kaggle_over_weeks import STAND_INS, logged_in
+from test_kaggle_setup import make_corpus
 
 from fintts.kaggle.secret import TOKEN_SLUG
 from fintts.train.machine.platform import START_VARIABLE
@@ -375,7 +375,7 @@ def test_a_run_of_many_kaggle_sessions_meets_a_long_runs_faults_and_is_finished_
         assert [status["reason"] for status in statuses if status["state"] in ("paused", "finished")] == [
             "SIGTERM"] * (len(statuses) - 2 - len(lost)) + ["max_steps"]
         # ended by the launcher's word that process 1 is gone, or by gloo, which on the CPU sees a killed peer's closed
-        # connection in the same step (NCCL may not: tests/train/test_processes_end.py plays a process that vanishes)
+        # connection in the same step (NCCL may not: tests/train/processes/test_processes_end.py plays a process that vanishes)
         assert all("process 1 ended" in ended[version]["reason"] or "Connection closed by peer" in ended[version]["reason"]
                    for version in lost), [ended[version]["reason"] for version in lost]
         # the Hub holds the whole run: its latest is the last step, its sessions log every session

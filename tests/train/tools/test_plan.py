@@ -61,7 +61,7 @@ def test_plan_without_items_or_with_too_few_says_what_to_do(tmp_path):
     assert result.returncode == 2 and "/no/such/corpus" in result.stderr
 
 
-SHIPPED = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
+SHIPPED = sorted((Path(__file__).resolve().parents[3] / "configs").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("config", SHIPPED, ids=lambda path: path.name)

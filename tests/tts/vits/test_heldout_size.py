@@ -16,7 +16,7 @@ from fintts.tts.vits.selection import select_corpus
 from trainer_helpers import in_process
 from vits_helpers import TRAINING_ONLY, tiny_config
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+CONFIGS = Path(__file__).resolve().parents[3] / "configs"
 
 
 def _corpus(root: Path, clips: int, seconds: float = 1.5) -> Path:

@@ -26,7 +26,7 @@ from fintts.train.stores.hub import HubAuthError, HubStore, pull, push
 from fintts_stand_ins import HubServer
 from hub_helpers import FAST, REPO, TOKEN, export_model, latest_on_hub, make_store, save
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[4]
 
 
 def status(state: str, step: int) -> dict:
