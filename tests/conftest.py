@@ -42,17 +42,20 @@ NOT_UNIT = ("process", "slow")
 
 
 class ProcessStarted(RuntimeError):
-    """A test of the unit tier started a process (a command, a worker, a tool such as espeak-ng or ffmpeg)."""
+    """A test of the unit tier started a process (a command, a worker, a tool such as espeak-ng or ffmpeg), or ran a
+    whole training session."""
 
 
 def pytest_addoption(parser):
     parser.addoption("--unit", action="store_true",
-                     help="the unit tier: only tests not marked `process` or `slow`; a test that starts a process fails")
+                     help="the unit tier: only tests not marked `process` or `slow`; a test that starts a process or runs a "
+                          "training session fails")
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _processes_refused_in_the_unit_tier(request):
-    """Under ``--unit``, every way a test's code starts a process raises :class:`ProcessStarted` and is recorded.
+    """Under ``--unit``, every way a test's code starts a process raises :class:`ProcessStarted` and is recorded, and so
+    does a training session run in the test's process (``Trainer.run``: seconds each, a test of them is ``slow``).
 
     The unit tier's promise (no process, so a few minutes on two cores) is kept by the tier itself, not by a label: a
     test marked wrongly fails. Session-scoped, so that a fixture building something once (a corpus spoken by espeak-ng)
@@ -64,18 +67,21 @@ def _processes_refused_in_the_unit_tier(request):
         return
     started: list[str] = []
 
-    def refuse(what: str):
+    def refuse(what: str, mark: str = "process"):
         def refused(*args, **kwargs):
             started.append(what)
-            raise ProcessStarted(f"this test starts a process ({what}): mark it `process`, it is not a unit test")
+            raise ProcessStarted(f"this test {what}: mark it `{mark}`, it is not a unit test")
         return refused
 
+    from fintts.train import Trainer  # imports torch, which only the unit tier needs here
+
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(subprocess.Popen, "_execute_child", refuse("subprocess"))
-        patch.setattr(_posixsubprocess, "fork_exec", refuse("fork_exec"))
+        patch.setattr(Trainer, "run", refuse("runs a training session (Trainer.run)", "slow"))
+        patch.setattr(subprocess.Popen, "_execute_child", refuse("starts a process (subprocess)"))
+        patch.setattr(_posixsubprocess, "fork_exec", refuse("starts a process (fork_exec)"))
         for name in ("fork", "system", "posix_spawn", "posix_spawnp"):
             if hasattr(os, name):
-                patch.setattr(os, name, refuse(f"os.{name}"))
+                patch.setattr(os, name, refuse(f"starts a process (os.{name})"))
         yield started
 
 
@@ -95,8 +101,8 @@ def _no_process_started(request, _processes_refused_in_the_unit_tier):
     yield
     call = getattr(request.node, "report_call", None)
     if len(_processes_refused_in_the_unit_tier) > before and call is not None and call.passed:
-        pytest.fail(f"this test starts a process ({_processes_refused_in_the_unit_tier[before]}): mark it `process`, "
-                    "it is not a unit test", pytrace=False)
+        pytest.fail(f"this test {_processes_refused_in_the_unit_tier[before]}: mark it `process` (a training session: "
+                    "`slow`), it is not a unit test", pytrace=False)
 
 
 def pytest_collection_modifyitems(config, items):

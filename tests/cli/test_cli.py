@@ -68,11 +68,13 @@ def test_the_same_file_named_both_ways_is_one_config(tmp_path, monkeypatch, caps
     assert "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.process
 def test_version_is_the_installed_packages():
     result = _fintts("--version", env=_env(), cwd=ROOT)
     assert result.returncode == 0 and result.stdout.strip() == f"fintts {importlib.metadata.version('fintts')}"
 
 
+@pytest.mark.process
 def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
     """``fintts check DIR | head -1`` on a listing far longer than a pipe holds: no traceback, exit 141 as `seq | head` gives."""
     corpus = tmp_path / "corpus"
@@ -86,6 +88,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
     assert result.returncode == 141
 
 
+@pytest.mark.process
 def test_status_of_a_public_hub_run_needs_no_token_and_a_private_one_says_which(tmp_path):
     with HubServer(tmp_path / "hub") as hub:  # no token required: a public repo
         api = HfApi(endpoint=hub.endpoint, token=TOKEN)
@@ -107,6 +110,7 @@ def test_status_of_a_public_hub_run_needs_no_token_and_a_private_one_says_which(
         assert "cannot be read without a token" in refused.stderr and "a read token is enough" in refused.stderr
 
 
+@pytest.mark.process
 def test_a_hub_read_that_fails_for_a_moment_says_that_it_retries(tmp_path):
     """``fintts kaggle status`` retries a Hub answering 500 (its wait would otherwise look like a hung command)."""
     with HubServer(tmp_path / "hub") as hub, KaggleServer(user="alice") as kaggle:

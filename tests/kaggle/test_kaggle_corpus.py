@@ -29,6 +29,9 @@ from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts.tts.vits.selection import read_heldout_files
 from fintts_stand_ins.kaggle_server import KaggleServer
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 #: what a careless corpus folder holds beside the corpus, not hidden, each with bytes of its own
 PLANTED = ("token", "id_rsa", "id_ed25519", "credentials.json", "kaggle.json", "env", "secrets.yaml", "netrc",
            "notes.txt", "wavs/token", "wavs.zip", ".env", ".kaggle/kaggle.json")

@@ -17,6 +17,9 @@ from test_kaggle_cli import KERNEL, REPO, kaggle_run, local_kaggle, run, status
 from hub_helpers import export_model, latest_on_hub, save
 from notebook_helpers import ROOT
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 STAND_INS = ROOT / "tests" / "stand_ins"
 #: ``--poll`` of the played chains: half an hour of Kaggle's time between two looks, 50 ms of the test's at SPEED
 POLL, SPEED = 1800, 36000

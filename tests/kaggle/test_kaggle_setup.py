@@ -118,6 +118,7 @@ def finish_and_second_voice(kaggle, env, tmp_path):
     return run(*second, env=env, cwd=tmp_path)
 
 
+@pytest.mark.process
 def test_the_first_day_in_the_readme_order_with_the_secret_in_the_editor(new_kaggle_env, tmp_path):
     kaggle, env, sessions, chain = first_day(new_kaggle_env, tmp_path)
     sessions.script += [(status("paused", 100, 1), True, "paused\n"), (status("finished", 300, 2, reason="max_steps"), True, ""),
@@ -152,6 +153,7 @@ def test_the_first_day_in_the_readme_order_with_the_secret_in_the_editor(new_kag
 
 # Kaggle before 2026 only: in 2026 the secret test above goes on with `fintts kaggle token` after the dropped binding,
 # the same chain (a whole first day through notebooks, ~45 s of CPU each, was run twice for it).
+@pytest.mark.process
 @pytest.mark.parametrize("new_kaggle_env", ["before"], indirect=True)
 def test_the_first_day_with_fintts_kaggle_token_instead_of_the_secret(new_kaggle_env, tmp_path):
     kaggle, env, sessions, chain = first_day(new_kaggle_env, tmp_path)
@@ -168,6 +170,7 @@ def test_the_first_day_with_fintts_kaggle_token_instead_of_the_secret(new_kaggle
     assert second.returncode == 0 and "the run is finished" in second.stdout and "created" not in second.stdout, second.stdout
 
 
+@pytest.mark.process
 def test_a_secret_that_reached_a_session_and_then_was_dropped_is_told_apart(hub_env, tmp_path):
     # reports disagree on whether a binding survives a push: here it does once, then not
     for state in local_kaggle(hub_env, tmp_path, notebook_exists=True, era="before"):
@@ -191,6 +194,7 @@ def test_a_secret_that_reached_a_session_and_then_was_dropped_is_told_apart(hub_
         assert FOUND in kaggle._kernels[KERNEL.split("/")[1]]["versions"][1]["log"]
 
 
+@pytest.mark.process
 def test_kaggle_corpus_uploads_the_folders_and_refuses_a_corpus_without_a_usable_clip(kaggle_env, tmp_path):
     kaggle, env, _ = kaggle_env
     corpus = make_corpus(tmp_path / "my-voice", 3, missing=1, silent=1)
@@ -220,6 +224,7 @@ def test_kaggle_corpus_uploads_the_folders_and_refuses_a_corpus_without_a_usable
     assert other.returncode == 2 and "bob/my-voice belongs to bob" in other.stderr
 
 
+@pytest.mark.process
 def test_kaggle_corpus_uploads_no_dotfile_and_follows_no_link(kaggle_env, tmp_path):
     kaggle, env, _ = kaggle_env
     corpus = make_corpus(tmp_path / "my-voice")
@@ -248,6 +253,7 @@ def test_kaggle_corpus_uploads_no_dotfile_and_follows_no_link(kaggle_env, tmp_pa
     assert "Good clips: 4" in run("-m", "fintts", "check", str(folder), "--no-progress", env=env, cwd=tmp_path).stdout
 
 
+@pytest.mark.process
 def test_kaggle_corpus_refuses_a_flat_folder_kaggle_would_refuse(kaggle_env, tmp_path):
     kaggle, env, _ = kaggle_env
     corpus = tmp_path / "my-voice"  # a pairs corpus of 501 clips at its top: 1002 files
@@ -262,6 +268,7 @@ def test_kaggle_corpus_refuses_a_flat_folder_kaggle_would_refuse(kaggle_env, tmp
     assert "alice/new-voice" not in kaggle.datasets
 
 
+@pytest.mark.process
 def test_each_hub_repo_gets_its_own_kernel_and_follows_only_its_own_session(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     other = "alice/second-voice"
@@ -294,6 +301,7 @@ def test_a_kernel_title_is_stable_valid_and_its_own():
     assert kernel_title("", "fintts: train a Finnish voice") == "fintts: train a Finnish voice"  # no Hub repo: the template's
 
 
+@pytest.mark.process
 def test_the_weekly_quota_caps_each_sessions_budget_and_stops_the_chain_when_spent(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     sessions.count_budget = True  # each session runs to its budget: 12 h, 12 h, then what the quota leaves

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from hub_helpers import TOKEN
 from trainer_helpers import cli
+
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
 
 
 def test_env_reports_the_cpu_the_disk_and_a_hub_that_accepts_the_token_without_showing_it(hub_env, tmp_path):

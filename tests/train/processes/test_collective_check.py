@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from fintts.train.processes.collective_check import HANG_RANK, check_collectives
 from trainer_helpers import in_process, write_config
+
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
 
 WAYS_OUT = ("NCCL_P2P_DISABLE=1", "NCCL_IB_DISABLE=1", "NCCL_DEBUG=INFO", "--num-processes 1")
 

@@ -65,6 +65,7 @@ def test_two_processes_with_half_the_micro_batch_train_the_weights_of_one(tmp_pa
 
 
 
+@pytest.mark.process
 def test_each_process_draws_its_own_noise_and_the_first_one_what_one_process_draws(tmp_path):
     noise = tmp_path / "noise"
     noise.mkdir()
@@ -120,6 +121,7 @@ def test_a_run_moves_between_one_and_two_processes_and_says_how_accumulation_cha
     assert_close(final_weights(moved), final_weights(whole))
 
 
+@pytest.mark.process
 @pytest.mark.timeout(120)
 def test_an_error_in_the_second_process_only_ends_the_run_at_once_as_failed(tmp_path):
     config = write_config(tmp_path, max_steps=100_000, fail_at_batch=5, fail_on_process=1)

@@ -12,6 +12,9 @@ from fintts.train.run import checkpoint
 from hub_helpers import REPO
 from trainer_helpers import BIG_COMMIT, FAULTY, TEARDOWN, status_of, train_cli, write_config
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 
 def rng_streams(folder):
     return len(json.loads((folder / "state.json").read_text())["rng"])

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from fintts.train.report.progress import session_end_step
 from trainer_helpers import cli, write_config
 
@@ -19,6 +21,7 @@ def bars(stderr: str) -> list[tuple[int, int, str]]:
     return [(int(done), int(total), left) for done, total, left in BAR.findall(stderr.replace("\r", "\n"))]
 
 
+@pytest.mark.process
 def test_the_bar_counts_to_where_the_session_ends_with_its_time_left_not_to_max_steps(tmp_path):
     config = write_config(tmp_path, max_steps=1_000_000, step_delay=0.02, eval_every=25, checkpoint_every_steps=0)
     result = cli("train", str(config), "--store", str(tmp_path / "store"), "--budget", "20s", cwd=tmp_path, timeout=60)
@@ -30,6 +33,7 @@ def test_the_bar_counts_to_where_the_session_ends_with_its_time_left_not_to_max_
     assert done == total and left == "00:00:00"  # the session is complete when its bar is
 
 
+@pytest.mark.process
 def test_while_training_the_bars_end_is_ahead_of_its_step_and_its_time_left_falls(tmp_path):
     config = write_config(tmp_path, max_steps=120, step_delay=0.03, eval_every=25, checkpoint_every_steps=0)
     result = cli("train", str(config), "--store", str(tmp_path / "store"), "--budget", "1h", cwd=tmp_path, timeout=240)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
 from fintts.train import train
@@ -22,6 +23,7 @@ def test_every_validation_and_the_summary_report_peak_memory(tmp_path):
     assert summary.memory == status["memory"] and "GiB peak RSS" in summary.format()
 
 
+@pytest.mark.process
 def test_persistent_loader_workers_across_epochs_and_a_break_train_the_same_model(tmp_path):
     """One loader per session, its workers kept between epochs: the data order is still the plan's."""
     settings = dict(n_items=64, max_steps=11, adversarial=False, checkpoint_every_steps=0, eval_every=0)

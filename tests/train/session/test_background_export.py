@@ -19,6 +19,9 @@ from fintts_stand_ins.faulty import _derive_observed, _derive_slowly
 from hub_helpers import REPO
 from trainer_helpers import FAULTY, ROOT, cli, export_processes, in_process, start_cli, stop, write_config
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 SLOW = dict(task=FAULTY, adversarial=False, fault="slow-export", eval_every=4, checkpoint_every_steps=4, step_delay=0.02)
 
 

@@ -14,6 +14,9 @@ import pytest
 
 from trainer_helpers import FAULTY, _env, environment_of, run_python, status_of, training_processes, write_config
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 
 def test_main_called_in_a_program_that_has_run_a_while_counts_the_budget_from_the_call(tmp_path):
     config = write_config(tmp_path, max_steps=100_000, eval_every=0, step_delay=0.02)

@@ -206,6 +206,7 @@ def test_checkpoint_holds_what_a_person_and_a_resume_need(tmp_path):
     assert state["sessions"][0]["reason"] == "max_steps"
 
 
+@pytest.mark.process
 def test_a_budget_counts_from_the_call_in_a_program_that_was_running_before(tmp_path):
     """A notebook's kernel that trains a while after it started still gets its whole ``budget`` (counted from the
     kernel's start, a 5 s limit gave it one step); ``fintts train --budget`` counts from its own process's start."""

@@ -11,6 +11,9 @@ import pytest
 from fintts.train.run import checkpoint
 from trainer_helpers import assert_bit_identical, cli, final_weights, in_process, start_cli, stop, wait_for_step, write_config
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 SLOW_STEPS = {"step_delay": 0.03, "checkpoint_every_steps": 4, "max_steps": 40}
 
 

@@ -351,6 +351,7 @@ def test_verify_trusts_only_a_manifest_that_stays_inside_and_lists_every_file(tm
 # ---------------------------------------------------------------- two writers on one machine
 
 
+@pytest.mark.process
 def test_a_running_trainer_keeps_its_store_even_from_force(tmp_path):
     config = write_config(tmp_path, max_steps=100_000, step_delay=0.02, eval_every=0, checkpoint_every_steps=4)
     store = tmp_path / "store"

@@ -11,6 +11,9 @@ import pytest
 from trainer_helpers import FAULTY, assert_quiet, cli, in_process, start_cli, stop, wait_for_step, write_config
 from vits_helpers import tiny_config
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 
 def test_bench_compare_times_each_switch_and_plan_uses_the_kept_bench(tmp_path):
     config = str(write_config(tmp_path, step_delay=0.01))

@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from chatterbox_helpers import TINY_MODEL
 
 from trainer_helpers import cli
+
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG = ROOT / "configs" / "chatterbox-fi.yaml"

@@ -110,6 +110,7 @@ def test_a_clip_is_conditioned_on_another_clip_of_its_speaker():
     assert all(target != cond and target[0] == cond[0] for target, cond in pairs.items())
 
 
+@pytest.mark.process
 def test_an_adapter_needs_one_speaker_and_ends_the_run(tmp_path):
     with pytest.raises(ConfigError, match="phases\\[1\\] follows an adapter phase"):
         load_config(tiny_config(tmp_path, phases=[{"steps": 2, "settings": {"lora": {"r": 4}}}, {}]))
@@ -121,6 +122,7 @@ def test_an_adapter_needs_one_speaker_and_ends_the_run(tmp_path):
     assert checkpoint.latest_complete(store, log=lambda _: None) is None
 
 
+@pytest.mark.process
 def test_fintts_say_names_what_speaks_a_chatterbox_voice(phased, tmp_path):
     """A random-weights export cannot speak (its stand-in tokenizer makes no speech); a release-based one speaks through
     the chatterbox package, which this environment lacks (torchaudio beside a CPU-only torch): both are said, exit code 2."""
@@ -138,6 +140,7 @@ def test_fintts_say_names_what_speaks_a_chatterbox_voice(phased, tmp_path):
     assert not (tmp_path / "out.wav").exists()
 
 
+@pytest.mark.process
 def test_two_processes_train_it(tmp_path):
     """Data parallel: every trainable parameter gets a gradient (DDP refuses one that does not: the Llama's unused token
     table and the text head are frozen)."""

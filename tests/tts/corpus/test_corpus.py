@@ -169,6 +169,7 @@ def test_check_totals_per_speaker(tmp_path: Path) -> None:
     assert report.hours == pytest.approx(3 / 3600)
 
 
+@pytest.mark.process
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng is not installed; it makes the speech clip")
 def test_check_accepts_real_finnish_speech(tmp_path: Path) -> None:
     root = tmp_path / "puhe"

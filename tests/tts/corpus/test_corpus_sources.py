@@ -19,6 +19,9 @@ from hub_helpers import TOKEN
 from trainer_helpers import cli, in_process
 from vits_helpers import TRAINING_ONLY, tiny_config
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 DATASET = "fintts-tester/fi-speech"
 HUB_DATA = f"hf://datasets/{DATASET}"
 

@@ -70,6 +70,7 @@ def _clips(corpus: Path) -> list[dict[str, str]]:
     return [dict(zip(header, line.split("\t"))) for line in lines[1:]]
 
 
+@pytest.mark.process
 def test_cuts_land_in_the_pauses_and_the_script_fills_a_corpus_that_check_passes(recorded, tmp_path):
     folder, spans = recorded
     script = tmp_path / "script.txt"
@@ -99,6 +100,7 @@ def test_cuts_land_in_the_pauses_and_the_script_fills_a_corpus_that_check_passes
     assert check.returncode == 0 and report["clips"] == 9 and not report["problems"], check.stdout[-2000:]
 
 
+@pytest.mark.process
 def test_without_a_script_the_table_waits_for_the_transcripts_and_check_names_each_empty_one(recorded, tmp_path):
     folder, _ = recorded
     result = in_process("prepare", str(folder / "ilta1.flac"), "--out", str(tmp_path / "corpus"), cwd=tmp_path)
@@ -110,6 +112,7 @@ def test_without_a_script_the_table_waits_for_the_transcripts_and_check_names_ea
     assert len(report["problems"]) == 5 and all("ilta1_" in p["path"] for p in report["problems"])
 
 
+@pytest.mark.process
 def test_a_script_that_does_not_match_the_clips_is_not_guessed_into_the_table(recorded, tmp_path):
     folder, _ = recorded
     script = tmp_path / "script.txt"
@@ -120,6 +123,7 @@ def test_a_script_that_does_not_match_the_clips_is_not_guessed_into_the_table(re
     assert all(line.endswith("|") for line in (tmp_path / "corpus" / "metadata.csv").read_text(encoding="utf-8").splitlines())
 
 
+@pytest.mark.process
 def test_transcripts_already_typed_are_never_overwritten_without_force(recorded, tmp_path):
     folder, _ = recorded
     corpus = tmp_path / "corpus"
@@ -131,6 +135,7 @@ def test_transcripts_already_typed_are_never_overwritten_without_force(recorded,
     assert in_process("prepare", str(folder), "--out", str(corpus), "--force", cwd=tmp_path).returncode == 0
 
 
+@pytest.mark.process
 def test_a_long_stretch_without_a_sentence_pause_is_cut_at_its_longest_short_pause(recorded, tmp_path):
     folder, _ = recorded
     result = in_process("prepare", str(folder / "ilta1.flac"), "--out", str(tmp_path / "corpus"), "--min-pause", "2",
@@ -152,6 +157,7 @@ def test_a_missing_recording_or_an_unreadable_one_is_a_user_error(tmp_path):
     assert broken.returncode == 2 and "broken.wav: cannot be read as audio" in broken.stderr
 
 
+@pytest.mark.process
 def test_two_recordings_of_the_same_name_are_refused_before_one_overwrites_the_other(recorded, tmp_path):
     folder, _ = recorded
     (tmp_path / "toinen").mkdir()
@@ -160,6 +166,7 @@ def test_two_recordings_of_the_same_name_are_refused_before_one_overwrites_the_o
     assert result.returncode == 2 and "have the same name" in result.stderr and not (tmp_path / "corpus").exists()
 
 
+@pytest.mark.process
 def test_a_breath_inside_a_sentence_is_joined_when_the_script_says_it_is_one_sentence(tmp_path):
     readings = {"ilta": [*SENTENCES, "Kolme kertaa kolme on yhdeksän,|ja se on totta joka ikinen päivä.", "Tänään on tiistai.",
                          "Lähdemme kotiin, kun aurinko laskee.", "Hyvää yötä ja kauniita unia kaikille."]}

@@ -17,6 +17,9 @@ import soundfile as sf
 from corpus_sources import SENTENCES, speak
 from trainer_helpers import in_process
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture(scope="module")
 def recogniser(tmp_path_factory) -> Path:

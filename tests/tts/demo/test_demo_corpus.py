@@ -84,6 +84,7 @@ def test_build_refuses_non_empty_output(tmp_path):
         make_corpus.build_corpus(["Hyvää huomenta."], tmp_path)
 
 
+@pytest.mark.process
 @pytest.mark.skipif(shutil.which("espeak-ng") is None,
                     reason="espeak-ng not installed (apt-get install espeak-ng)")
 def test_make_corpus_regenerates_same_layout(tmp_path):

@@ -20,6 +20,9 @@ import pytest
 
 from trainer_helpers import ROOT, cli
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 MMS = str(ROOT / "configs" / "mms-fin.yaml")
 
 

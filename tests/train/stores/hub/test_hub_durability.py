@@ -32,6 +32,7 @@ def hub_status(hub) -> dict:
 # ---------------------------------------------------------------- a failing session
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "fault",
     [
@@ -254,6 +255,7 @@ def test_a_stalled_upload_never_outlasts_the_session(lfs_hub, tmp_path):
     writer.close(timeout=1)
 
 
+@pytest.mark.process
 def test_the_summary_says_when_the_reserve_ceiling_bites(hub_env, tmp_path):
     hub = hub_env
     config = write_config(tmp_path, max_steps=8, eval_every=0, checkpoint_every_steps=4)

@@ -260,6 +260,7 @@ def test_sigterm_while_a_session_downloads_its_checkpoint_gives_the_lease_back(h
     assert third.returncode == 0, third.stderr  # nothing left behind: no --force, no waiting for a lease to expire
 
 
+@pytest.mark.process
 def test_ctrl_c_during_the_final_wait_keeps_the_session_and_says_how_to_push(hub_env, tmp_path):
     hub = hub_env
     hub.stall(None, path="/commit/", after_bytes=BIG_COMMIT, times=100_000)

@@ -11,6 +11,9 @@ import pytest
 from hub_helpers import REPO, latest_on_hub
 from trainer_helpers import cli, start_cli, stop, wait_for_step, write_config
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 
 @pytest.mark.slow
 def test_two_voices_from_one_config_never_share_a_folder(hub_env, tmp_path):

@@ -166,6 +166,7 @@ def test_rules_that_tighten_mid_session_never_stop_heartbeats_and_the_card_rides
 # ---------------------------------------------------------------- item 3: commits and rewrites per session
 
 
+@pytest.mark.process
 def test_a_session_with_the_shipped_config_makes_at_most_30_commits_and_2_rewrites(tmp_path):
     """benchmarks/hub_commits.py on a clock where an hour lasts one second: the shipped config's 12-hour session."""
     root = Path(__file__).resolve().parents[4]

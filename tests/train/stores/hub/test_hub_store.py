@@ -186,6 +186,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.process
 def test_a_session_killed_mid_commit_leaves_a_complete_latest(hub, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     child = subprocess.Popen(
