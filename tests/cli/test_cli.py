@@ -38,6 +38,7 @@ def test_every_command_that_reads_a_config_takes_it_either_way(command, spelling
     assert "no-such.yaml" in capsys.readouterr().err  # the config named was the one read (and it is not there)
 
 
+@pytest.mark.slow
 def test_train_takes_data_and_the_config_as_docs_write_it(tmp_path, monkeypatch):
     """``fintts train --config mine.yaml --data DIR key=value``: the config's own data is replaced, the override applied."""
     monkeypatch.chdir(tmp_path)

@@ -268,6 +268,7 @@ def test_pull_takes_no_pickled_weights_from_the_hub(tmp_path, hub_env, monkeypat
     assert spoken.returncode == 2 and "no model.safetensors" in spoken.stderr, spoken.stderr
 
 
+@pytest.mark.slow
 def test_export_onnx_writes_the_graphs_into_a_voice_folder(tmp_path):
     plain = tiny_voice(tmp_path / "plain", SPEAKERS, onnx=False)
     result = in_process("export", "--onnx", "--voice", str(plain), cwd=tmp_path)

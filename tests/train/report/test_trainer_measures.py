@@ -12,6 +12,7 @@ from fintts.train.run.state import PHASES
 from trainer_helpers import QUIET, assert_bit_identical, final_weights, write_config
 
 
+@pytest.mark.slow
 def test_every_validation_and_the_summary_report_peak_memory(tmp_path):
     messages: list[str] = []
     summary = train(write_config(tmp_path, max_steps=8, eval_every=4), store=tmp_path / "store", progress=False, log=messages.append)
@@ -34,12 +35,14 @@ def test_persistent_loader_workers_across_epochs_and_a_break_train_the_same_mode
     assert_bit_identical(final_weights(tmp_path / "workers"), final_weights(tmp_path / "inline"))
 
 
+@pytest.mark.slow
 def test_cuda_switches_are_put_back_after_a_session(tmp_path):
     before = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision()
     train(write_config(tmp_path, max_steps=2, cudnn_benchmark=True, tf32=not before[1]), store=tmp_path / "s", **QUIET)
     assert (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision()) == before
 
 
+@pytest.mark.slow
 def test_a_session_records_where_its_time_went_and_its_batches_padding(tmp_path):
     messages: list[str] = []
     train(write_config(tmp_path, n_items=64, max_steps=6, eval_every=3, checkpoint_every_steps=4),
@@ -56,6 +59,7 @@ def test_a_session_records_where_its_time_went_and_its_batches_padding(tmp_path)
     assert any(m.startswith("data: 64 items, 4 steps per epoch") and "padding 11%" in m for m in messages)
 
 
+@pytest.mark.slow
 def test_epochs_decide_the_length_of_a_run(tmp_path):
     config = write_config(tmp_path, n_items=64, epochs=2.5, max_steps=1000, eval_every=0)
     summary = train(config, store=tmp_path / "store", **QUIET)

@@ -28,6 +28,7 @@ def reference(tmp_path_factory):
     return config, final_weights(folder / "store")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("breaks", [[1], [5, 6], [17, 31, 40]])
 def test_stopping_anywhere_and_resuming_is_bit_identical(reference, tmp_path, breaks):
     config, expected = reference
@@ -40,6 +41,7 @@ def test_stopping_anywhere_and_resuming_is_bit_identical(reference, tmp_path, br
     assert_bit_identical(final_weights(store), expected)
 
 
+@pytest.mark.slow
 def test_fp16_scaler_state_resumes_exactly(tmp_path):
     config = write_config(tmp_path, precision="fp16", adversarial=False, max_steps=20)
     train(config, store=tmp_path / "whole", **QUIET)
@@ -50,6 +52,7 @@ def test_fp16_scaler_state_resumes_exactly(tmp_path):
     assert_bit_identical(final_weights(tmp_path / "broken"), final_weights(tmp_path / "whole"))
 
 
+@pytest.mark.slow
 def test_effective_batch_is_the_same_whatever_the_split(tmp_path):
     """batch_size is per optimizer step: 1×16, 2×8 or 4×4 micro-batches train the same model."""
     results = []
@@ -62,6 +65,7 @@ def test_effective_batch_is_the_same_whatever_the_split(tmp_path):
             torch.testing.assert_close(other[key], results[0][key], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_resuming_with_another_split_keeps_the_effective_batch_and_says_so(tmp_path):
     config = write_config(tmp_path, dropout=0.0, adversarial=False, max_steps=12)
     train(config, store=tmp_path / "whole", **QUIET)
@@ -76,6 +80,7 @@ def test_resuming_with_another_split_keeps_the_effective_batch_and_says_so(tmp_p
         torch.testing.assert_close(moved[key], whole[key], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_corrupt_latest_checkpoint_falls_back_to_the_newest_complete_one(reference, tmp_path):
     config, expected = reference
     store = tmp_path / "store"
@@ -90,6 +95,7 @@ def test_corrupt_latest_checkpoint_falls_back_to_the_newest_complete_one(referen
     assert_bit_identical(final_weights(store), expected)
 
 
+@pytest.mark.slow
 def test_unfinished_checkpoint_and_dangling_latest_are_ignored(reference, tmp_path):
     config, expected = reference
     store = tmp_path / "store"
@@ -107,6 +113,7 @@ def test_unfinished_checkpoint_and_dangling_latest_are_ignored(reference, tmp_pa
     assert_bit_identical(final_weights(store), expected)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_a_newer_fintts_resumes_without_what_this_one_does_not_know_and_says_so(tmp_path):
     config = write_config(tmp_path, max_steps=2, eval_every=0, checkpoint_every_steps=0)
     store = tmp_path / "store"
@@ -126,6 +133,7 @@ def test_a_checkpoint_of_a_newer_fintts_resumes_without_what_this_one_does_not_k
     assert len(resumed["sessions"]) == 2 and "gpu_memory" not in resumed["sessions"][0]
 
 
+@pytest.mark.slow
 def test_math_changing_settings_are_refused_and_free_ones_are_not(tmp_path):
     config = write_config(tmp_path, max_steps=6)
     store = tmp_path / "store"
@@ -167,6 +175,7 @@ def test_store_settings_are_config_keys_with_one_rule_for_the_local_folder(tmp_p
         load_config(None, {"max_steps": 3})
 
 
+@pytest.mark.slow
 def test_early_stopping_keeps_the_best_checkpoint_and_export(tmp_path):
     # A learning rate this high makes the validation loss stop improving quickly.
     config = write_config(tmp_path, lr=0.5, max_steps=400, eval_every=2, patience=2, keep_last=1, checkpoint_every_steps=1)
@@ -186,6 +195,7 @@ def test_early_stopping_keeps_the_best_checkpoint_and_export(tmp_path):
     assert again.steps == 0 and again.reason == "early_stopping"
 
 
+@pytest.mark.slow
 def test_checkpoint_holds_what_a_person_and_a_resume_need(tmp_path):
     config = write_config(tmp_path, max_steps=8)
     store = tmp_path / "store"
@@ -258,6 +268,7 @@ def test_sampler_seeks_without_loading_and_splits_steps_across_devices():
     assert plan.steps(3) == steps and plan.steps(4) != steps
 
 
+@pytest.mark.slow
 def test_a_session_is_one_value_with_nothing_missing_once_it_started(tmp_path):
     """The running session is built whole at its start (its facts, state, phase, guard, exports, what it learnt): no
     part of it is ``None``, nor may its type let one be; nor is anything the Trainer holds, new run or resumed."""
@@ -274,6 +285,7 @@ def test_a_session_is_one_value_with_nothing_missing_once_it_started(tmp_path):
         assert session.state.step == steps and session.built.max_steps == steps
 
 
+@pytest.mark.slow
 def test_a_resumed_optimizer_keeps_its_state_where_a_fresh_one_does(tmp_path):
     """AdamW keeps its step counters on the CPU and its moments beside the parameters; a resume must too
     (counters on the GPU would make every step wait on the device)."""

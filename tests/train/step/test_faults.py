@@ -32,6 +32,7 @@ def assert_finite(weights: dict[str, torch.Tensor]) -> None:
 # ---------------------------------------------------------------- numbers going bad
 
 
+@pytest.mark.slow
 def test_fp16_overflow_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
     config = write_config(
         tmp_path, task=FAULTY, precision="fp16", adversarial=False, max_steps=300, checkpoint_every_steps=4, eval_every=0,
@@ -47,6 +48,7 @@ def test_fp16_overflow_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path
     assert status_of(store)["state"] == "failed"
 
 
+@pytest.mark.slow
 def test_nan_gradients_behind_a_finite_loss_never_reach_the_weights(tmp_path):
     config = write_config(
         tmp_path, task=FAULTY, adversarial=False, max_steps=60, checkpoint_every_steps=4, eval_every=0,
@@ -60,6 +62,7 @@ def test_nan_gradients_behind_a_finite_loss_never_reach_the_weights(tmp_path):
     assert_finite(final_weights(store))
 
 
+@pytest.mark.slow
 def test_a_loss_spike_is_skipped_and_training_goes_on(tmp_path):
     config = write_config(tmp_path, task=FAULTY, max_steps=30, eval_every=0, fault="spike", fault_at=20)
     messages: list[str] = []
@@ -70,6 +73,7 @@ def test_a_loss_spike_is_skipped_and_training_goes_on(tmp_path):
     assert_finite(final_weights(tmp_path / "store"))
 
 
+@pytest.mark.slow
 def test_out_of_memory_saves_the_step_and_says_how_to_fit(tmp_path):
     config = write_config(
         tmp_path, task=FAULTY, adversarial=False, max_steps=20, checkpoint_every_steps=0, eval_every=0, fault="oom", fault_at=7,
@@ -90,6 +94,7 @@ def test_out_of_memory_saves_the_step_and_says_how_to_fit(tmp_path):
 # ---------------------------------------------------------------- other hardware
 
 
+@pytest.mark.slow
 def test_a_run_moves_between_precisions_with_its_loss_scale_converted(tmp_path):
     config = write_config(tmp_path, adversarial=False, max_steps=4, eval_every=0)
     store = tmp_path / "store"
@@ -111,6 +116,7 @@ def test_a_run_moves_between_precisions_with_its_loss_scale_converted(tmp_path):
 # ---------------------------------------------------------------- latest
 
 
+@pytest.mark.slow
 def test_the_end_of_a_session_saves_again_when_latest_was_damaged_or_edited(tmp_path):
     config = write_config(tmp_path, max_steps=8, eval_every=0, checkpoint_every_steps=5)
     store = tmp_path / "store"
@@ -126,6 +132,7 @@ def test_the_end_of_a_session_saves_again_when_latest_was_damaged_or_edited(tmp_
     checkpoint.verify(store / "checkpoints" / "step-00000010")
 
 
+@pytest.mark.slow
 def test_a_checkpoint_saved_before_the_best_holder_was_recorded_still_keeps_it(tmp_path):
     # The loss falls, and the monitor asks for the highest: the first validation (step 4) stays the best.
     config = write_config(tmp_path, max_steps=8, eval_every=4, checkpoint_every_steps=4, keep_last=1, monitor="max:val/loss")
@@ -306,6 +313,7 @@ def test_a_feature_cache_on_a_full_disk_leaves_the_data_loader_running_with_one_
 # ---------------------------------------------------------------- names from outside
 
 
+@pytest.mark.slow
 def test_a_task_file_name_reaching_outside_the_checkpoint_is_refused(tmp_path):
     config = write_config(tmp_path, task=FAULTY, max_steps=4, eval_every=2, fault="escape")
     store = tmp_path / "run" / "store"

@@ -42,6 +42,7 @@ def test_the_shipped_fine_tune_holds_out_24_clips_of_one_speaker_and_scores_them
     assert run.task.mcd_items >= len(selection.heldout)  # every held-out clip is scored, not the first 8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("clips", "held"), [(4, 0), (5, 2), (30, 3), (120, 12), (2000, 24)])
 def test_a_small_corpus_gives_at_most_a_tenth_of_its_clips(tmp_path, clips, held):
     corpus = _corpus(tmp_path / "voice", clips, seconds=0.6)
@@ -50,6 +51,7 @@ def test_a_small_corpus_gives_at_most_a_tenth_of_its_clips(tmp_path, clips, held
     assert len(selection.heldout) == held and len(selection.items) == clips - held
 
 
+@pytest.mark.slow
 def test_the_held_out_set_stays_when_the_corpus_grows_by_a_few_clips(tmp_path):
     """The clips hashing lowest are held out: a few new recordings add to the set, never swap a trained clip into it."""
     small = _corpus(tmp_path / "small", 240)

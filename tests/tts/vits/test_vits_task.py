@@ -145,6 +145,7 @@ def test_the_final_voices_onnx_graphs_are_of_its_own_weights(trained):
     np.testing.assert_allclose(*said, atol=1e-4, rtol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_a_few_steps_under_cpu_autocast_stay_finite(tmp_path, precision):
     config = tiny_config(tmp_path, precision=precision, max_steps=4, eval_every=0, **TRAINING_ONLY)
@@ -176,6 +177,7 @@ def test_punctuation_tokens_a_pretrained_vocabulary_lacks_are_refused(trained, t
     assert result.returncode == 2 and "punctuation_tokens" in result.stderr and "!" in result.stderr
 
 
+@pytest.mark.slow
 def test_bad_clips_are_reported_and_skipped_not_fatal(tmp_path):
     corpus = tmp_path / "corpus"
     (corpus / "wavs").mkdir(parents=True)

@@ -137,6 +137,7 @@ def test_a_refused_push_is_retried_with_the_next_checkpoint_and_warned_each_time
 # ---------------------------------------------------------------- the best checkpoint on a fresh disk
 
 
+@pytest.mark.slow
 def test_a_session_on_a_fresh_disk_keeps_the_best_checkpoint_on_the_hub(hub, tmp_path):
     # The loss falls, and the monitor asks for the highest: the first validation (step 4) stays the best.
     config = write_config(tmp_path, max_steps=8, eval_every=4, checkpoint_every_steps=4, keep_last=1, monitor="max:val/loss")

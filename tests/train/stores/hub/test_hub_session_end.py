@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
+
 from fintts.train import Trainer
 from fintts.train.config import load_config
 from fintts.train.run import checkpoint
@@ -42,6 +44,7 @@ def _finish_the_rewrite_once_released(hub, done: threading.Event) -> None:
             return
 
 
+@pytest.mark.slow
 def test_a_held_final_rewrite_no_longer_keeps_the_next_session_out(hub, tmp_path):
     config = write_config(tmp_path, max_steps=4, eval_every=0, checkpoint_every_steps=2, keep_last=1)
     hub.hold_rewrites()  # the final push's rewrite frees step 2's files (keep_last 1): the Hub takes long over it
@@ -120,6 +123,7 @@ def test_a_rewrite_deletes_nothing_of_a_session_that_took_the_run_over(hub, tmp_
 # ---------------------------------------------------------------- item 7: the final push's time
 
 
+@pytest.mark.slow
 def test_a_validation_that_would_eat_the_reserve_is_skipped_and_the_final_push_lands(hub, tmp_path):
     # validations take 2 s in a first session (measured: up to 10 x that, reserve_factor, may be needed), 20 s in the
     # next one (a busy machine): longer than all of the next session's 15 s
@@ -138,6 +142,7 @@ def test_a_validation_that_would_eat_the_reserve_is_skipped_and_the_final_push_l
     assert hub_status(hub)["state"] == "paused" and "lease.json" not in hub.files(REPO)
 
 
+@pytest.mark.slow
 def test_the_reserve_counts_the_push_of_a_runs_first_save(hub, tmp_path):
     # every checkpoint's push takes at least 4 s (the commit held), its save a fraction of that
     hub.stall(4.0, path="/commit/", after_bytes=PUSH_COMMIT, times=3)  # the lease's commit counts, unheld
