@@ -1,10 +1,9 @@
 """How a fintts process ends once its work is done and said: without Python's slow goodbye.
 
 After a session, Python's own exit frees the modules of torch, transformers and their kin one
-by one: from the session's summary to the process's end took 1.3 s on a quiet 2-core machine and
-2.9-3.7 s under load (2026-11-26, a toy session; ~1.3 s of CPU more than leaving at once), time
-the session had not planned for: a 60 s budget keeps 3 s for the final save, the summary and
-leaving, and a session that printed its summary at 58.1 s exited at 60.9 s. So a process that
+by one: seconds from the session's summary to the process's end, more under load, time the
+session had not planned for (a session that printed its summary within its budget exited past
+it: benchmarks/README.md, "Figures behind the code's comments"). So a process that
 fintts started (``python -m fintts``, the ``fintts`` command, the background export) ends as a
 finished C program does: the exit handlers that Python and the libraries registered run as at
 any exit (logging's flush, multiprocessing's clean-up of its children, ...), standard output and

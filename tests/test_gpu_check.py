@@ -22,6 +22,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import gpu_check  # noqa: E402  (imports no torch: only the driver's table of parts)
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 
 @pytest.mark.slow
 def test_dry_run_runs_every_part_on_the_cpu_and_writes_both_reports(tmp_path):

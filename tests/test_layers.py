@@ -18,6 +18,8 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "fintts"
 TRAINER = PACKAGE / "train"
@@ -261,6 +263,7 @@ def test_the_session_trainer_names_no_speech_task():
     assert not offenders, "\n".join(offenders)
 
 
+@pytest.mark.process
 def test_importing_the_trainer_and_its_stores_imports_no_task():
     code = (
         "import sys, fintts.train, fintts.train.stores.hub, fintts.cli\n"

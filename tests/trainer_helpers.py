@@ -50,7 +50,8 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], object]) -> 
     workers to ask for it, under a lock, while the others wait for it and then use it as it is.
 
     For the expensive fixtures whose tests only read what they built (a trained run): each worker building its own took
-    about 34 CPU-seconds more per run (2026-11-26). What ``build`` returns is not kept; the tests read what it wrote."""
+    tens of CPU-seconds more per run (benchmarks/README.md, "How the suite is scheduled"). What ``build`` returns is not
+    kept; the tests read what it wrote."""
     base = tmp_path_factory.getbasetemp()
     run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # one folder per run, shared by its workers
     folder = run / "built-once" / name

@@ -98,7 +98,7 @@ def store_session(hub_env, root, status_: dict, *, refused: bool) -> None:
 def kaggle_env(hub_env, tmp_path):
     """A local Kaggle whose sessions follow a :class:`Sessions` script, and the env of a laptop using it and the Hub.
 
-    REPO's notebook exists on it already: the first day is done (test_kaggle_first_day.py plays it).
+    REPO's notebook exists on it already: the first day is done (test_kaggle_setup.py plays it).
     """
     yield from local_kaggle(hub_env, tmp_path, notebook_exists=True)
 
@@ -183,6 +183,7 @@ def status(state: str, step: int, sessions: int, *, reason: str = "deadline", be
     }
 
 
+@pytest.mark.process
 def test_push_dry_run_stages_what_the_kaggle_command_pushes_as_is(kaggle_env, tmp_path):
     kaggle, env, _ = kaggle_env
     staged = tmp_path / "staged"
@@ -209,6 +210,7 @@ def test_push_dry_run_stages_what_the_kaggle_command_pushes_as_is(kaggle_env, tm
     assert TOKEN not in json.dumps(kaggle.pushes) and env["KAGGLE_KEY"] not in (staged / "kernel-metadata.json").read_text()
 
 
+@pytest.mark.process
 def test_push_dry_run_without_credentials_stages_the_folder_with_the_owner_left_to_fill_in(tmp_path):
     """A person looking at what would be pushed, before making a Kaggle token: the folder is staged, the owner's name
     (the one thing only credentials tell) left as a placeholder, and they are told to replace it."""
@@ -226,6 +228,7 @@ def test_push_dry_run_without_credentials_stages_the_folder_with_the_owner_left_
     assert (staged / "kaggle_train.ipynb").is_file()
 
 
+@pytest.mark.process
 def test_push_takes_a_config_file_from_anywhere_into_the_notebook(kaggle_env, tmp_path):
     kaggle, env, _ = kaggle_env
     own = tmp_path / "elsewhere" / "my-voice.yaml"
@@ -249,6 +252,7 @@ def test_push_takes_a_config_file_from_anywhere_into_the_notebook(kaggle_env, tm
     assert len(kaggle.pushes) == 1
 
 
+@pytest.mark.process
 def test_run_pushes_session_after_session_until_the_run_is_finished(era_kaggle_env, tmp_path):
     # 2026: right after each push the kernel's state is still the previous session's COMPLETE for a moment
     kaggle, env, sessions = era_kaggle_env
@@ -266,6 +270,7 @@ def test_run_pushes_session_after_session_until_the_run_is_finished(era_kaggle_e
     assert f"the run is finished. Pull the voice with: fintts pull {REPO} --out voices/my-voice-run" in out
 
 
+@pytest.mark.process
 def test_run_stops_when_two_sessions_in_a_row_fail_with_the_reason_and_the_log(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
@@ -280,6 +285,7 @@ def test_run_stops_when_two_sessions_in_a_row_fail_with_the_reason_and_the_log(k
     assert out.rstrip().endswith(oom)  # the end of the last session's log
 
 
+@pytest.mark.process
 def test_run_retries_a_session_that_left_nothing_and_stops_at_max_sessions(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     sessions.script += [(None, True, "the notebook ended early\n"), (status("paused", 100, 1), True, "paused\n")]
@@ -296,6 +302,7 @@ def recorded(hours: list[float]) -> list[dict]:
     return [{"host": "kaggle", "started": 1e9, "ended": 1e9 + h * 3600, "start_step": 0, "end_step": 100} for h in hours]
 
 
+@pytest.mark.process
 def test_run_counts_the_runs_gpu_hours_across_reruns_and_pushes_no_leftover_too_short(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     paused = status("paused", 100, 1) | {"sessions": recorded([11.5])}
@@ -311,6 +318,7 @@ def test_run_counts_the_runs_gpu_hours_across_reruns_and_pushes_no_leftover_too_
     assert len(kaggle.pushes) == 2
 
 
+@pytest.mark.process
 def test_a_budget_over_kaggles_12_hours_runs_to_the_sessions_own_limit(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     sessions.script.append((status("paused", 100, 1), True, ""))
@@ -321,6 +329,7 @@ def test_a_budget_over_kaggles_12_hours_runs_to_the_sessions_own_limit(kaggle_en
     assert read_parameters(json.loads(kaggle.pushes[-1]["text"]))["BUDGET"] == ""  # the platform's limit, with its reserve
 
 
+@pytest.mark.process
 def test_run_follows_a_session_already_running_instead_of_pushing_another(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     sessions.gate = threading.Event()
@@ -336,6 +345,7 @@ def test_run_follows_a_session_already_running_instead_of_pushing_another(kaggle
     assert len(kaggle.pushes) == 1 and "stopped after 1 session(s)" in out
 
 
+@pytest.mark.process
 def test_status_shows_the_kernel_the_run_and_the_gpu_quota(era_kaggle_env, tmp_path):
     # 2026: an unknown notebook, and one saved but never run, answer their status with a 403
     kaggle, env, sessions = era_kaggle_env
@@ -352,6 +362,7 @@ def test_status_shows_the_kernel_the_run_and_the_gpu_quota(era_kaggle_env, tmp_p
     assert "GPU quota" in after and "of 30 h this week" in after
 
 
+@pytest.mark.process
 def test_without_credentials_the_kaggle_commands_say_where_they_go(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAGGLE_")} | {"HOME": str(tmp_path), "PYTHONPATH": checkout_first()}
     result = run("-m", "fintts", "kaggle", "status", env=env, cwd=tmp_path)
@@ -360,6 +371,7 @@ def test_without_credentials_the_kaggle_commands_say_where_they_go(tmp_path):
     assert "Authentication required" not in result.stdout  # the client's own import-time help is not shown
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("version", ["1.7.4.5", "2.2.4"])
 def test_an_older_kaggle_client_is_named_with_what_to_install(tmp_path, version):
     # what pip installs on Python 3.10 (1.7.4.5), or one before Quick Save (2.2.5): said before it is imported
@@ -389,6 +401,7 @@ def test_the_train_extra_asks_for_the_kaggle_client_fintts_uses_where_python_all
     assert kaggle.marker.evaluate({"python_version": "3.11"}) and not kaggle.marker.evaluate({"python_version": "3.10"})
 
 
+@pytest.mark.process
 def test_wheels_dataset_is_uploaded_with_the_fintts_wheel_and_the_configs(kaggle_env, tmp_path):
     kaggle, env, _ = kaggle_env
     built_before = {*ROOT.glob("*.egg-info"), *ROOT.glob("build")}
@@ -410,6 +423,7 @@ def kaggle_run(env, cwd, *extra: str) -> subprocess.CompletedProcess:
                env=env, cwd=cwd)
 
 
+@pytest.mark.process
 def test_run_takes_over_the_lease_of_a_session_that_kaggle_reports_ended(kaggle_env, tmp_path):
     # the first session dies holding the run's lease (15 minutes' time-out); the next ones take the lease as `fintts train` does
     kaggle, env, sessions = kaggle_env
@@ -427,6 +441,7 @@ def test_run_takes_over_the_lease_of_a_session_that_kaggle_reports_ended(kaggle_
     assert "the run is finished" in out
 
 
+@pytest.mark.process
 def test_run_releases_the_dead_kernels_lease_though_kaggles_clock_is_half_an_hour_behind(kaggle_env, tmp_path):
     # the lease is judged by what it says (not the one on the Hub before the push), not by this machine's clock against Kaggle's
     kaggle, env, sessions = kaggle_env
@@ -439,6 +454,7 @@ def test_run_releases_the_dead_kernels_lease_though_kaggles_clock_is_half_an_hou
     assert "is being trained by session" not in out and len(kaggle.pushes) == 2 and "the run is finished" in out
 
 
+@pytest.mark.process
 def test_run_leaves_a_lease_that_was_on_the_hub_before_its_push_though_kaggles_clock_is_ahead(kaggle_env, hub_env, tmp_path):
     # another session holds the run (its clock half an hour ahead of this machine's): it is not the ended kernel's to release
     kaggle, env, sessions = kaggle_env
@@ -454,6 +470,7 @@ def test_run_leaves_a_lease_that_was_on_the_hub_before_its_push_though_kaggles_c
     assert Path(hub.hf_hub_download(REPO, LEASE, cache_dir=tmp_path / "cache")).read_bytes() == theirs
 
 
+@pytest.mark.process
 def test_run_is_not_finished_while_the_hub_lacks_the_checkpoint_its_status_names(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     sessions.refused = {2}  # the last session's final push is refused; its release still pushes status.json
@@ -484,6 +501,7 @@ def test_run_rides_out_transient_kaggle_and_hub_errors(kaggle_env, hub_env, tmp_
     assert len(kaggle.pushes) == 2 and kaggle.calls["SaveKernel"] == 3
 
 
+@pytest.mark.process
 def test_run_prints_only_its_own_lines_and_log_tails_without_terminal_codes(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     red = "\x1b[0;31mValueError\x1b[0m: no clips in /kaggle/input/my-voice"
@@ -497,6 +515,7 @@ def test_run_prints_only_its_own_lines_and_log_tails_without_terminal_codes(kagg
     assert "loading" in result.stdout and "50%" not in result.stdout
 
 
+@pytest.mark.process
 def test_run_stops_when_a_sessions_final_push_did_not_land_and_says_how_to_push_it(kaggle_env, hub_env, tmp_path):
     # session 2's final upload is refused (413) while its release commit lands: the Hub says paused at step 200, latest step 100
     kaggle, env, sessions = kaggle_env
@@ -521,6 +540,7 @@ def test_run_stops_when_a_sessions_final_push_did_not_land_and_says_how_to_push_
     assert "the run is finished" in resumed.stdout and len(kaggle.pushes) == 4
 
 
+@pytest.mark.process
 def test_run_stops_when_the_status_still_says_running_after_kaggle_ended_the_kernel(kaggle_env, tmp_path):
     # session 2 pushed a checkpoint mid-session (status running at step 150), then its final save never reached the Hub
     kaggle, env, sessions = kaggle_env
@@ -536,6 +556,7 @@ def test_run_stops_when_the_status_still_says_running_after_kaggle_ended_the_ker
     assert again.returncode == 1 and "its end never reached the Hub" in again.stdout and len(kaggle.pushes) == 2
 
 
+@pytest.mark.process
 def test_run_waits_for_a_dataset_kaggle_is_still_processing_and_pushes_nothing_without_one(kaggle_env, tmp_path):
     kaggle, env, sessions = kaggle_env
     sessions.script += [(status("finished", 300, 1, reason="max_steps"), True, "")]
@@ -551,18 +572,20 @@ def test_run_waits_for_a_dataset_kaggle_is_still_processing_and_pushes_nothing_w
     assert kaggle.pushes[-1]["datasetDataSources"] == ["alice/fintts-wheels", "alice/new-voice"]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("era", ["before", "2026"])
 def test_revoked_credentials_and_a_session_in_the_editor_say_what_to_do(hub_env, tmp_path, era):
     for kaggle, env, _ in local_kaggle(hub_env, tmp_path, notebook_exists=True, era=era):
         kaggle.fail(409, method="SaveKernel")  # the editor's own session is running
         busy = kaggle_run(env, tmp_path)
         assert busy.returncode == 4 and "stop the notebook's session in the editor" in busy.stderr, busy.stdout + busy.stderr
-        kaggle.revoke()  # the key expired on kaggle.com: reading it again does not help (test_kaggle_long_run.py: the others)
+        kaggle.revoke()  # the key expired on kaggle.com: reading it again does not help (test_kaggle_over_weeks.py: the others)
         expired = run("-m", "fintts", "kaggle", "status", "--hub-repo", REPO, env=env, cwd=tmp_path)
         assert expired.returncode == 4 and "401" in expired.stderr and "Authenticate again (kaggle auth login" in expired.stderr
         assert "Permission" not in expired.stderr.split(";")[-1]  # not taken for a kernel it may not see
 
 
+@pytest.mark.process
 def test_the_kaggle_commands_need_no_torch_on_the_laptop(kaggle_env, tmp_path):
     # the README says so: a laptop with fintts, kaggle and six (no torch, no transformers) drives the whole Kaggle path
     kaggle, env, sessions = kaggle_env

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 from test_kaggle_cli import local_kaggle, run
-from test_kaggle_first_day import make_corpus
+from test_kaggle_setup import make_corpus
 
 import corpus_sources as sources
 from fintts.kaggle.corpus import plan, refusal, stage
@@ -28,6 +28,9 @@ from fintts.tts.corpus import ReadOptions, check_corpus
 from fintts.tts.corpus.selection import read_heldout_files
 from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts_stand_ins.kaggle_server import KaggleServer
+
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
 
 #: what a careless corpus folder holds beside the corpus, not hidden, each with bytes of its own
 PLANTED = ("token", "id_rsa", "id_ed25519", "credentials.json", "kaggle.json", "env", "secrets.yaml", "netrc",

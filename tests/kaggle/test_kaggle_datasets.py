@@ -53,6 +53,7 @@ def wheels_folder(folder, ref: str):
     return folder
 
 
+@pytest.mark.process
 def test_kaggle_token_names_the_token_it_stores_and_what_a_leak_would_reach(kaggle_env):
     kaggle, env, _ = kaggle_env
     stored = token_command(env | {"HF_TOKEN": TOKEN})
@@ -64,6 +65,7 @@ def test_kaggle_token_names_the_token_it_stores_and_what_a_leak_would_reach(kagg
     assert kaggle.datasets[TOKEN_DATASET] == [{"token": f"{TOKEN}\n".encode()}] and TOKEN_DATASET not in kaggle.public
 
 
+@pytest.mark.process
 def test_kaggle_token_refuses_a_read_token(kaggle_env, hub_env):
     kaggle, env, _ = kaggle_env
     hub_env.read_token()
@@ -74,6 +76,7 @@ def test_kaggle_token_refuses_a_read_token(kaggle_env, hub_env):
     assert TOKEN_DATASET not in kaggle.datasets and kaggle.calls["StartBlobUpload"] == 0
 
 
+@pytest.mark.process
 def test_kaggle_token_takes_the_token_meant_from_stdin_and_says_whether_it_may_write_the_run(kaggle_env, hub_env):
     kaggle, env, _ = kaggle_env
     hub_env.scope_token([REPO])  # a fine-grained token that may write the run's repo only
@@ -95,6 +98,7 @@ def test_kaggle_token_takes_the_token_meant_from_stdin_and_says_whether_it_may_w
     assert nothing.returncode == 2 and "no token came on stdin" in nothing.stderr
 
 
+@pytest.mark.process
 def test_kaggle_token_refuses_a_public_token_dataset_in_one_line(kaggle_env):
     kaggle, env, _ = kaggle_env
     kaggle.add_dataset(TOKEN_DATASET, {"token": b"hf_earlier\n"}, public=True)  # made public on kaggle.com

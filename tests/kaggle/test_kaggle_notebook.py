@@ -118,6 +118,7 @@ def test_the_token_reaches_the_training_alone_and_its_push_lands(tmp_path, hub, 
     assert "after training: []" in out
 
 
+@pytest.mark.process
 def test_the_corpus_check_gets_the_token_only_for_a_corpus_on_the_hub(tmp_path, hub, monkeypatch, capsys):
     """As the notebook's check cell calls it (the token out of the kernel's environment): a corpus on the disk is checked
     without the token, a private Hub dataset with it, which it could not read otherwise."""
@@ -189,6 +190,7 @@ def executed(notebook, text: str) -> bool:
     return next(c for c in notebook.cells if c.cell_type == "code" and text in c.source).execution_count is not None
 
 
+@pytest.mark.process
 def test_without_the_hf_token_the_notebook_stops_before_the_corpus_or_training(tmp_path, monkeypatch):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # no saved login either
@@ -199,6 +201,7 @@ def test_without_the_hf_token_the_notebook_stops_before_the_corpus_or_training(t
     assert not executed(notebook, "launch(")
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("layout", ["datasets/alice/my-voice", "my-voice"])  # Kaggle's mount since 2026, and before it
 def test_the_notebook_finds_the_corpus_dataset_under_either_mount_layout(tmp_path, layout):
     tiny_ljspeech(tmp_path / "input" / layout)
@@ -207,6 +210,7 @@ def test_the_notebook_finds_the_corpus_dataset_under_either_mount_layout(tmp_pat
     assert "Good clips: 2" in out and f"Corpus {tmp_path / 'input' / layout}" in out
 
 
+@pytest.mark.process
 def test_a_configs_own_input_paths_are_read_under_the_layout_kaggle_mounted(tmp_path):
     # a config written for /kaggle/input/<slug> in a session that mounts /kaggle/input/datasets/<owner>/<slug> (2026)
     root = tmp_path / "input"
@@ -221,6 +225,7 @@ def test_a_configs_own_input_paths_are_read_under_the_layout_kaggle_mounted(tmp_
     assert relocate("facebook/mms-tts-fin", str(root)) == "facebook/mms-tts-fin"  # not a path under the inputs
 
 
+@pytest.mark.process
 def test_a_session_on_another_python_than_the_offline_wheels_stops_before_installing(tmp_path):
     wheels = tmp_path / "input" / "datasets" / "alice" / "fintts-wheels"
     wheels.mkdir(parents=True)
@@ -233,6 +238,7 @@ def test_a_session_on_another_python_than_the_offline_wheels_stops_before_instal
     assert read_parameters(load(NOTEBOOK))["PYTHON"] == KAGGLE_PYTHON  # the notebook's default is fintts's one value
 
 
+@pytest.mark.process
 def test_a_corpus_without_a_usable_clip_stops_the_notebook_at_the_check(tmp_path):
     corpus = tmp_path / "my-voice"
     (corpus / "wavs").mkdir(parents=True)  # the transcripts, and none of the clips (an upload that dropped wavs/)

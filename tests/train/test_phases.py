@@ -28,6 +28,7 @@ def reference(tmp_path_factory):
     return config, folder / "store", summary
 
 
+@pytest.mark.slow
 def test_the_run_switches_phase_and_records_it(reference):
     _, store, summary = reference
     assert summary.state == "finished" and summary.end_step == 36
@@ -44,6 +45,7 @@ def test_the_run_switches_phase_and_records_it(reference):
     assert status["best"]["step"] >= 20  # the second phase's own best, on its own scores
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("breaks", [[19], [20], [21], [20, 21], [7, 26]])
 def test_resuming_before_at_and_after_the_switch_is_bit_identical(reference, tmp_path, breaks):
     config, whole, _ = reference
@@ -57,6 +59,7 @@ def test_resuming_before_at_and_after_the_switch_is_bit_identical(reference, tmp
     assert status["phase"]["finished"][0]["end_step"] == expected["phase"]["finished"][0]["end_step"] == 20
 
 
+@pytest.mark.slow
 def test_a_phase_resumes_from_its_newest_checkpoint_alone(reference, tmp_path):
     """As on a new machine that downloads only the newest checkpoint: everything the phase needs is in it."""
     config, whole, _ = reference
@@ -68,6 +71,7 @@ def test_a_phase_resumes_from_its_newest_checkpoint_alone(reference, tmp_path):
     assert_bit_identical(final_weights(store), final_weights(whole))
 
 
+@pytest.mark.slow
 def test_early_stopping_ends_a_phase_and_the_phase_end_is_kept(tmp_path):
     # a learning rate this high stops improving quickly; keep_last 1 would prune the phase's end without protection
     phases = [{"name": "wild", "settings": {"lr": 0.5, "patience": 2}}, {"name": "calm", "settings": {"patience": 0}}]
@@ -81,6 +85,7 @@ def test_early_stopping_ends_a_phase_and_the_phase_end_is_kept(tmp_path):
     assert wild["checkpoint"] in kept and checkpoint.name_for_step(wild["end_step"]) == wild["checkpoint"]
 
 
+@pytest.mark.slow
 def test_an_epoch_limit_ends_a_phase(tmp_path):
     # 512 items in batches of 16: one epoch is 32 steps
     config = write_config(tmp_path, phases=[{"epochs": 1}, {"settings": {"lr": 0.001}}], max_steps=40)
@@ -91,6 +96,7 @@ def test_an_epoch_limit_ends_a_phase(tmp_path):
     assert status["phase"]["name"] == "phase2" and status["epoch"] == 0
 
 
+@pytest.mark.slow
 def test_status_cli_shows_the_phase(reference, tmp_path):
     _, store, _ = reference
     result = in_process("status", "--store", str(store), cwd=tmp_path)
@@ -99,6 +105,7 @@ def test_status_cli_shows_the_phase(reference, tmp_path):
     assert "warm: steps 0 → 20 (steps, best" in result.stdout
 
 
+@pytest.mark.slow
 def test_changing_any_phase_is_drift_and_free_settings_are_not(reference, tmp_path):
     config, _, _ = reference
     store = tmp_path / "store"
@@ -126,6 +133,7 @@ def test_bad_phases_are_refused_when_the_config_loads(tmp_path):
         load([{"name": "a", "steps": 5}, {"name": "a"}])
 
 
+@pytest.mark.slow
 def test_a_phase_switch_leaves_accelerate_holding_only_the_current_phase_models(tmp_path):
     config = write_config(tmp_path, phases=PHASES, max_steps=24, eval_every=0, checkpoint_every_steps=0)
     trainer = Trainer(load_config(config, [f"store={tmp_path / 'store'}"]), **QUIET)
@@ -134,6 +142,7 @@ def test_a_phase_switch_leaves_accelerate_holding_only_the_current_phase_models(
     assert len(held) == 1, held  # the first phase's model and critic were released at the switch
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edited", [b"my best one\n", b"\xff\xfe\x00garbage", b"step-12\n"], ids=["text", "binary", "short-name"])
 def test_a_latest_edited_by_hand_into_no_checkpoint_name_is_treated_as_absent_at_the_switch(reference, tmp_path, edited):
     config, whole, _ = reference

@@ -148,6 +148,7 @@ def test_feature_cache_recomputes_edited_clips_and_other_settings(tmp_path: Path
     assert other.misses == 1
 
 
+@pytest.mark.process
 def test_stretches_of_one_recording_are_read_and_cached_each_as_its_own_clip(tmp_path: Path) -> None:
     recording = tmp_path / "session.mp3"
     low, high = _tone(1.0, 48000, hz=220.0), _tone(1.5, 48000, hz=1760.0)

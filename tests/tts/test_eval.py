@@ -64,6 +64,7 @@ def test_mcd_rejects_multichannel(clip):
         mel_cepstral_distortion(np.stack([clip, clip]), clip, SR)
 
 
+@pytest.mark.process
 @pytest.mark.skipif(shutil.which("espeak-ng") is None,
                     reason="espeak-ng not installed (apt-get install espeak-ng)")
 def test_dtw_aligns_time_stretched_speech():
@@ -158,6 +159,7 @@ def test_noise_floor_needs_one_frame():
         noise_floor_db(np.ones(319), SR)
 
 
+@pytest.mark.process
 def test_eval_store_imports_no_task_module_a_pulled_checkpoint_names(tmp_path):
     """A run folder's config.yaml came from the Hub: `task: module:Class` in it is refused, never imported."""
     from fintts.train.run import checkpoint

@@ -10,11 +10,15 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from huggingface_hub import HfApi
 
 from fintts.train.processes.hub_token import without_hub_token
 from hub_helpers import TOKEN
 from trainer_helpers import run_python
+
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
 
 MODEL = "fintts-tester/private-release"
 DATASET = "fintts-tester/private-corpus"

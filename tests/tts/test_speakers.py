@@ -90,6 +90,7 @@ def test_speaker_best_trains_one_voice_and_keeps_it_when_the_corpus_grows(tmp_pa
     assert status["step"] == 4 and status["about"]["speaker"] == "espeak_f5"  # the pick recorded at the start holds
 
 
+@pytest.mark.slow
 def test_an_unknown_speaker_is_refused_with_the_model_speakers(tmp_path):
     result = in_process("train", str(tiny_config(tmp_path)), "--store", str(tmp_path / "store"), "--no-progress",
                         "speaker=nobody", cwd=tmp_path)

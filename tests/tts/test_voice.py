@@ -136,6 +136,7 @@ def test_voice_streams_sentences_with_pauses_saves_a_wav_and_reports_unknown_cha
     assert not (tmp_path / "empty.wav").exists()
 
 
+@pytest.mark.process
 def test_import_fintts_and_an_onnx_voice_never_import_torch(voices, tmp_path):
     blocker = textwrap.dedent("""
         import sys
@@ -173,6 +174,7 @@ def test_import_fintts_and_an_onnx_voice_never_import_torch(voices, tmp_path):
     assert result.returncode == 2 and "pip install 'fintts[train]'" in result.stderr
 
 
+@pytest.mark.process
 def test_fintts_say_from_an_argument_a_file_and_stdin(voices, tmp_path):
     (tmp_path / "text.txt").write_text("Tiedostosta luettu lause. Ja toinen.\n", encoding="utf-8")
     runs = {
@@ -194,6 +196,7 @@ def test_fintts_say_from_an_argument_a_file_and_stdin(voices, tmp_path):
     assert missing.returncode == 2 and "does not exist" in missing.stderr
 
 
+@pytest.mark.process
 def test_fintts_say_play_streams_to_a_player_and_says_when_there_is_none(voices, tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -249,6 +252,7 @@ def test_pull_brings_a_voice_with_onnx_and_say_works_from_the_hub_offline(tmp_pa
     assert unknown.returncode == 2 and "not downloaded yet" in unknown.stderr
 
 
+@pytest.mark.process
 def test_pull_takes_no_pickled_weights_from_the_hub(tmp_path, hub_env, monkeypatch):
     """A voice whose model/ has pytorch_model.bin instead of model.safetensors (and no ONNX) is refused, not unpickled."""
     from safetensors.torch import load_file
@@ -266,6 +270,7 @@ def test_pull_takes_no_pickled_weights_from_the_hub(tmp_path, hub_env, monkeypat
     assert spoken.returncode == 2 and "no model.safetensors" in spoken.stderr, spoken.stderr
 
 
+@pytest.mark.slow
 def test_export_onnx_writes_the_graphs_into_a_voice_folder(tmp_path):
     plain = tiny_voice(tmp_path / "plain", SPEAKERS, onnx=False)
     result = in_process("export", "--onnx", "--voice", str(plain), cwd=tmp_path)
@@ -277,6 +282,7 @@ def test_export_onnx_writes_the_graphs_into_a_voice_folder(tmp_path):
     assert refused.returncode == 2 and "--onnx" in refused.stderr
 
 
+@pytest.mark.process
 def test_laptop_notebook_pulls_speaks_and_writes_a_wav(voices, tmp_path, hub_env, monkeypatch):
     notebook = nbformat.read(ROOT / "notebooks" / "laptop_voice.ipynb", as_version=4)
     parameters = next(i for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", []))

@@ -67,7 +67,8 @@ def session_start(platform: str, *, own_process: bool = False) -> tuple[float, s
     counts from the start of its process where that process was started for it (``own_process``:
     the ``fintts train`` command, whose ``--budget`` then covers its imports too), and otherwise
     from the call: a notebook's kernel may have run for hours before it trains (counted from its
-    start, a 5 s limit gave one step to a kernel 8 s old, 2026-11-26)."""
+    start, a short limit leaves a kernel older than it no step: benchmarks/README.md, "Figures behind the code's
+    comments")."""
     shared = os.environ.get(START_VARIABLE)
     if shared:
         return float(shared), os.environ.get(ORIGIN_VARIABLE, "the launcher's start")

@@ -442,7 +442,8 @@ def train(
 
     ``background_export=False`` makes no slow part of ``model/``'s export (a voice's ONNX graphs):
     for a session whose store is thrown away, as :mod:`fintts.train.tools.bench`'s measurements are.
-    An MMS-sized voice's took ~36 s of an H200 session's end (2026-11-26), once per session.
+    An MMS-sized voice's takes tens of seconds of a session's end, once per session (benchmarks/README.md, "Figures
+    behind the code's comments").
     """
     config = as_run_config(config, overrides, settings)
     trainer = Trainer(config, allow_config_change=allow_config_change, force=force, progress=progress, log=log,

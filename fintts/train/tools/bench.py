@@ -13,8 +13,8 @@ per-session overhead :mod:`fintts.train.tools.plan` uses, its end's wait for the
 voice's export included. Its steps are also the first the process runs (lazy initialisation,
 kernels chosen per new input shape), so the config's step time is taken from a second session,
 like every switch's, on an equal footing. Those sessions make no slow part of an export: their
-stores are thrown away, and an MMS-sized voice's took ~36 s of a session's end on an H200
-(2026-11-26), each time.
+stores are thrown away, and an MMS-sized voice's takes tens of seconds of a session's end, each
+time (benchmarks/README.md, "Figures behind the code's comments").
 
 ``compare`` runs the same for each speed switch — the trainer's and the task's
 (:attr:`fintts.train.task.Task.speed_switches`) — one at a time against the config, and
@@ -129,10 +129,10 @@ class BenchReport:
         """``row``'s samples per second over the config's: its speed against the config.
 
         Samples, not steps: a micro-batch search row trains ``batch_size = micro_batch_size``, so
-        its steps hold another number of samples than the config's (an H200's search, 2026-11-26,
-        had micro-batch 8 at 0.31 s/step against 0.69 for the config's step of 16 samples: 2.20×
-        by steps, 1.10× by samples). For every other row the batch is the config's and both ratios
-        are the same."""
+        its steps hold another number of samples than the config's, and a smaller micro-batch's
+        steps are quicker by more than they are smaller (twice by steps against 1.1× by samples on
+        an H200: benchmarks/README.md, "Figures behind the code's comments"). For every other row the
+        batch is the config's and both ratios are the same."""
         if not (self.base.ok and row.ok and self.base.samples_per_second and row.samples_per_second):
             return None
         return row.samples_per_second / self.base.samples_per_second

@@ -32,6 +32,9 @@ import torch
 from fintts.tts.chatterbox.export import write_voice
 from fintts.tts.chatterbox.t3 import T3, T3Settings
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 #: installed with --no-deps beside this interpreter's packages (the module's docstring says why)
 ROOT = Path(__file__).resolve().parents[3]
 LIGHT = ["chatterbox-light==1.0.2", "einops==0.8.1", "diffusers==0.42.1", "s3tokenizer==0.3.0", "torchaudio==2.11.0"]

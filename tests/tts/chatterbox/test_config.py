@@ -18,6 +18,9 @@ from fintts.tts.chatterbox.task import ChatterboxTask
 from fintts.tts.chatterbox.text import VOCAB_FILE
 from trainer_helpers import cli
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG = ROOT / "configs" / "chatterbox-fi.yaml"
 

@@ -21,6 +21,7 @@ def test_the_release_layout_has_the_sizes_upstream_states():
     assert (parameter_count(t3), parameter_count(t3.tfmr)) == (total, llama)
 
 
+@pytest.mark.slow
 def test_a_real_size_state_dict_saved_under_the_release_names_loads_strictly(tmp_path):
     """2.1 GB written as the release is (fp32 safetensors), read back memory-mapped and assigned into a T3 built on the
     meta device: one copy of the weights in memory, not two."""

@@ -33,6 +33,7 @@ def _checkpoint(store, step):
     return store / "checkpoints" / f"step-{step:08d}"
 
 
+@pytest.mark.slow
 def test_training_resumes_bit_identically_and_validates_at_its_cadence(tmp_path):
     """In this process: the command line's sessions of chatterbox-fi.yaml as shipped are tests/tts/chatterbox/test_config.py's."""
     config = tiny_config(tmp_path, max_steps=4, eval_every=2)
@@ -48,6 +49,7 @@ def test_training_resumes_bit_identically_and_validates_at_its_cadence(tmp_path)
     assert all(0 < e["val/loss"] < 10 for e in status["evals"])
 
 
+@pytest.mark.slow
 def test_the_adapter_phase_resumes_bit_identically(phased, tmp_path):
     config, store = phased
     train(config, store=tmp_path / "store", max_steps=3, **QUIET)  # into the adapter phase, then stopped
@@ -55,6 +57,7 @@ def test_the_adapter_phase_resumes_bit_identically(phased, tmp_path):
     assert_bit_identical(final_weights(tmp_path / "store"), final_weights(store))
 
 
+@pytest.mark.slow
 def test_the_adapter_phase_trains_the_lora_alone_and_the_export_folds_it_in(phased):
     _, store = phased
     full = load_file(_checkpoint(store, 2) / "model.safetensors")
@@ -70,6 +73,7 @@ def test_the_adapter_phase_trains_the_lora_alone_and_the_export_folds_it_in(phas
     assert changed and all(".self_attn." in key or ".mlp." in key for key in changed)
 
 
+@pytest.mark.slow
 def test_the_merged_t3_computes_what_the_adapted_one_did(phased):
     from fintts.tts.chatterbox.adapter import add_lora
     from fintts.tts.chatterbox.settings import ChatterboxLora
@@ -89,6 +93,7 @@ def test_the_merged_t3_computes_what_the_adapted_one_did(phased):
         torch.testing.assert_close(merged.eval()(**inputs), adapted.eval()(**inputs), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_exported_folder_has_what_from_local_reads(phased):
     _, store = phased
     model = store / "model"
@@ -110,6 +115,7 @@ def test_a_clip_is_conditioned_on_another_clip_of_its_speaker():
     assert all(target != cond and target[0] == cond[0] for target, cond in pairs.items())
 
 
+@pytest.mark.process
 def test_an_adapter_needs_one_speaker_and_ends_the_run(tmp_path):
     with pytest.raises(ConfigError, match="phases\\[1\\] follows an adapter phase"):
         load_config(tiny_config(tmp_path, phases=[{"steps": 2, "settings": {"lora": {"r": 4}}}, {}]))
@@ -121,6 +127,7 @@ def test_an_adapter_needs_one_speaker_and_ends_the_run(tmp_path):
     assert checkpoint.latest_complete(store, log=lambda _: None) is None
 
 
+@pytest.mark.process
 def test_fintts_say_names_what_speaks_a_chatterbox_voice(phased, tmp_path):
     """A random-weights export cannot speak (its stand-in tokenizer makes no speech); a release-based one speaks through
     the chatterbox package, which this environment lacks (torchaudio beside a CPU-only torch): both are said, exit code 2."""
@@ -138,6 +145,7 @@ def test_fintts_say_names_what_speaks_a_chatterbox_voice(phased, tmp_path):
     assert not (tmp_path / "out.wav").exists()
 
 
+@pytest.mark.process
 def test_two_processes_train_it(tmp_path):
     """Data parallel: every trainable parameter gets a gradient (DDP refuses one that does not: the Llama's unused token
     table and the text head are frozen)."""
@@ -147,6 +155,7 @@ def test_two_processes_train_it(tmp_path):
     assert json.loads((tmp_path / "store" / "status.json").read_text())["step"] == 2
 
 
+@pytest.mark.slow
 def test_clips_longer_than_max_speech_tokens_are_left_out_and_named(tmp_path):
     said = []
     summary = train(tiny_config(tmp_path, max_steps=1, eval_every=1, max_speech_tokens=40), store=tmp_path / "store",

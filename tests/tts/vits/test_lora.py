@@ -63,6 +63,7 @@ def test_folding_the_weight_norm_and_wrapping_keep_the_output():
     assert any("decoder.resblocks.0.convs1.1.lora_A" in name for name in trainable)  # a dilated HiFi-GAN conv
 
 
+@pytest.mark.process
 def test_the_adapter_phase_trains_the_adapter_and_the_discriminator_only(adapted):
     _, store = adapted
     status = json.loads((store / "status.json").read_text())
@@ -88,6 +89,7 @@ def test_the_adapter_phase_trains_the_adapter_and_the_discriminator_only(adapted
         assert (folder / "adapter_model.safetensors").stat().st_size < 1_000_000
 
 
+@pytest.mark.process
 def test_merge_folds_the_adapter_in_and_speaks_as_the_adapter_does(adapted, tmp_path):
     _, store = adapted
     speaker = json.loads((store / "status.json").read_text())["about"]["speaker"]
@@ -105,6 +107,7 @@ def test_merge_folds_the_adapter_in_and_speaks_as_the_adapter_does(adapted, tmp_
     assert base.shape != on.shape or np.abs(base - on).max() > 1e-2  # the adapter matters: the parity is not trivial
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("breaks", [[2], [3]])
 def test_resuming_at_the_switch_and_inside_the_adapter_phase_is_bit_identical(adapted, tmp_path, breaks):
     config, whole = adapted
@@ -117,6 +120,7 @@ def test_resuming_at_the_switch_and_inside_the_adapter_phase_is_bit_identical(ad
     assert_bit_identical(final_weights(store), final_weights(whole))
 
 
+@pytest.mark.process
 def test_an_adapter_is_one_speakers_and_ends_the_run(adapted, tmp_path):
     with pytest.raises(ConfigError, match=r"phases: phases\[1\] follows an adapter phase"):
         load_config(tiny_config(tmp_path, phases=[{"steps": 2, "settings": {"lora": {"r": 4}}}, {}]))
@@ -149,6 +153,7 @@ def test_the_adapter_goes_to_the_hub_with_the_run_and_speaks_after_a_pull(adapte
     assert np.array_equal(there, here)  # the same run, trained again into the Hub: the same voice, bit for bit
 
 
+@pytest.mark.process
 def test_an_adapter_config_naming_its_targets_by_a_pattern_is_refused_not_matched(adapted, tmp_path):
     """adapter_config.json may come from the Hub: its target_modules are a list of names, and a string is refused."""
     from fintts.tts.vits.settings import DEFAULT_TARGETS

@@ -107,6 +107,7 @@ def piper_says(python: Path, model: Path, speaker: int, tmp: Path) -> list[np.nd
     return [arrays[f"s{n}"] for n in range(len(SENTENCES))]
 
 
+@pytest.mark.process
 def test_piper_speaks_a_voice_as_transformers_does(piper_python, tmp_path):
     voice = tiny_voice(tmp_path / "voice", ["solo"])
     assert main(["export", "--piper", "--voice", str(voice), "--out", str(tmp_path / "fi_FI-solo.onnx")]) == 0
@@ -117,6 +118,7 @@ def test_piper_speaks_a_voice_as_transformers_does(piper_python, tmp_path):
         np.testing.assert_allclose(said, transformers_says(voice, sentence, None), atol=ATOL, rtol=0, err_msg=sentence)
 
 
+@pytest.mark.process
 def test_piper_speaks_each_speaker_of_a_voice_as_transformers_does(piper_python, tmp_path):
     voice = tiny_voice(tmp_path / "voice", SPEAKERS)
     assert main(["export", "--piper", "--voice", str(voice)]) == 0
@@ -167,6 +169,7 @@ def test_the_graph_reads_text_as_fintts_does(text):
         assert got == text.encode(sentence), sentence
 
 
+@pytest.mark.process
 def test_pull_brings_the_piper_voice_or_makes_it(tmp_path, hub_env, monkeypatch):
     """A run's model/ with the Piper voice (the trainer's export) comes as it is; one from before fintts made Piper voices
     gets it made on the laptop."""

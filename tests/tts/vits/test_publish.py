@@ -28,6 +28,9 @@ from hub_helpers import TOKEN
 from trainer_helpers import QUIET, built_once, cli
 from vits_helpers import tiny_config
 
+#: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier
+pytestmark = pytest.mark.process
+
 VOICE = "fintts-tester/my-voice"
 RUN = "fintts-tester/my-run"
 #: the voice's files at the repo's root: transformers', the tokenizer's, the speakers, the graphs, the Piper voice and the card

@@ -73,6 +73,7 @@ def test_scratch_with_speakers_gets_speaker_conditioning():
     assert model.embed_speaker.weight.shape == (3, 4)
 
 
+@pytest.mark.slow
 def test_local_folder_loads_weights_tokenizer_and_overrides(tmp_path):
     original, folder = _tiny_folder(tmp_path, layerdrop=0.1)
 
@@ -151,6 +152,7 @@ def test_new_speaker_conditioning_receives_gradients():
     assert model.flow.flows[0].wavenet.cond_layer.parametrizations.weight.original0.grad.abs().sum() > 0
 
 
+@pytest.mark.slow
 def test_multi_speaker_checkpoint_cannot_change_its_speaker_count(tmp_path):
     _, folder = _tiny_folder(tmp_path, num_speakers=2, speaker_embedding_size=4)
     with pytest.raises(ValueError, match="2 speakers"):

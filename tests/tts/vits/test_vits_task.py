@@ -58,12 +58,14 @@ def test_vits_training_resumes_bit_identically(trained, tmp_path):
     assert_bit_identical(final_weights(tmp_path / "store"), final_weights(folder / "store"))
 
 
+@pytest.mark.process
 def test_train_returns_with_no_thread_or_process_of_ours_left(trained):
     folder, _, _ = trained
     assert json.loads((folder / "left-running.json").read_text()) == {"threads": [], "exports": []}  # when train() returned
     assert (folder / "store" / "model" / "model.onnx").is_file()  # the final save waited for the graphs: the clock had time
 
 
+@pytest.mark.process
 def test_features_are_computed_as_training_first_reads_each_clip(trained):
     folder, _, step = trained
     entries = list((folder / "store" / "cache" / "features").glob("stft-*/*.safetensors"))
@@ -85,6 +87,7 @@ def test_the_gan_starts_at_its_step_and_resumes_across_it_bit_identically(tmp_pa
         assert entry["generator/mel"] > 0
 
 
+@pytest.mark.process
 def test_validation_scores_mcd_and_keeps_samples_and_a_plot(trained):
     folder, _, _ = trained
     status = json.loads((folder / "store" / "status.json").read_text())
@@ -101,6 +104,7 @@ def test_validation_scores_mcd_and_keeps_samples_and_a_plot(trained):
     assert (folder / "store" / "checkpoints" / "step-00000006" / "loss.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.process
 def test_the_demo_report_reads_a_real_runs_validations(trained):
     """What ``fintts demo`` prints last, from a run's own status: the voice that speaks (the best held-out MCD's) against
     each clean-voice target (the demo's two sessions, without a validation in 25 s: tests/test_configs_as_shipped.py)."""
@@ -111,6 +115,7 @@ def test_the_demo_report_reads_a_real_runs_validations(trained):
     assert "not a clean voice yet" in report or "a clean voice by all three targets" in report
 
 
+@pytest.mark.process
 def test_exported_voice_loads_in_plain_transformers_and_fintts(trained):
     folder, _, _ = trained
     model_dir = folder / "store" / "model"
@@ -128,6 +133,7 @@ def test_exported_voice_loads_in_plain_transformers_and_fintts(trained):
     assert card.data.language == ["fi"] and card.data.pipeline_tag == "text-to-speech" and "fintts say" in card.text
 
 
+@pytest.mark.process
 def test_the_final_voices_onnx_graphs_are_of_its_own_weights(trained):
     # the graphs are made in the background from model/'s own files: they speak as its torch weights do
     model_dir = trained[0] / "store" / "model"
@@ -139,6 +145,7 @@ def test_the_final_voices_onnx_graphs_are_of_its_own_weights(trained):
     np.testing.assert_allclose(*said, atol=1e-4, rtol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_a_few_steps_under_cpu_autocast_stay_finite(tmp_path, precision):
     config = tiny_config(tmp_path, precision=precision, max_steps=4, eval_every=0, **TRAINING_ONLY)
@@ -152,6 +159,7 @@ def test_a_few_steps_under_cpu_autocast_stay_finite(tmp_path, precision):
         assert scaler["scale"] > 0
 
 
+@pytest.mark.process
 def test_punctuation_tokens_reach_the_exported_voice(tmp_path):
     config = tiny_config(tmp_path, punctuation_tokens=",.!?", max_steps=1, eval_every=0)
     train(config, store=tmp_path / "store", **QUIET)
@@ -161,6 +169,7 @@ def test_punctuation_tokens_reach_the_exported_voice(tmp_path):
     assert tokenizer("a, b")["input_ids"] == voice.text.encode("a, b")
 
 
+@pytest.mark.process
 def test_punctuation_tokens_a_pretrained_vocabulary_lacks_are_refused(trained, tmp_path):
     folder, _, _ = trained
     config = tiny_config(tmp_path, init=str(folder / "store" / "model"), model={}, punctuation_tokens="!", max_steps=1)
@@ -168,6 +177,7 @@ def test_punctuation_tokens_a_pretrained_vocabulary_lacks_are_refused(trained, t
     assert result.returncode == 2 and "punctuation_tokens" in result.stderr and "!" in result.stderr
 
 
+@pytest.mark.slow
 def test_bad_clips_are_reported_and_skipped_not_fatal(tmp_path):
     corpus = tmp_path / "corpus"
     (corpus / "wavs").mkdir(parents=True)
@@ -189,6 +199,7 @@ def test_bad_clips_are_reported_and_skipped_not_fatal(tmp_path):
     assert any("skipped" in m for m in messages) and any("broken.wav" in m for m in messages)
 
 
+@pytest.mark.process
 def test_init_from_a_save_pretrained_folder_and_eval_cli(trained, tmp_path):
     folder, _, _ = trained
     base = tmp_path / "base"
@@ -211,6 +222,7 @@ def test_init_from_a_save_pretrained_folder_and_eval_cli(trained, tmp_path):
     assert scores["floor_ref_mean_db"] == pytest.approx(np.mean([c["floor_ref_db"] for c in scores["clips"]]))
 
 
+@pytest.mark.process
 def test_a_new_run_can_start_from_an_old_runs_checkpoint(trained, tmp_path):
     folder, _, _ = trained
     old_checkpoint = checkpoint.latest_complete(folder / "store")
@@ -220,6 +232,7 @@ def test_a_new_run_can_start_from_an_old_runs_checkpoint(trained, tmp_path):
     assert_bit_identical(final_weights(tmp_path / "store"), final_weights(folder / "store"))
 
 
+@pytest.mark.process
 def test_init_from_the_hub_without_network_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # as on a Kaggle session without internet, minus ~25 s of retries
     config = tiny_config(tmp_path, init="facebook/mms-tts-fin", model={}, max_steps=1)
@@ -229,6 +242,7 @@ def test_init_from_the_hub_without_network_says_what_to_do(tmp_path, monkeypatch
 
 
 
+@pytest.mark.process
 def test_the_runs_page_describes_the_finnish_voice_and_the_run(trained):
     folder, _, step = trained
     page = (folder / "store" / "README.md").read_text()

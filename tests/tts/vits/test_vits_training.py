@@ -293,11 +293,13 @@ def _training_steps(autocast_dtype: torch.dtype | None, steps: int, segment_fram
     return mel_losses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 def test_mixed_precision_steps_stay_finite(dtype):
     _training_steps(dtype, steps=4)
 
 
+@pytest.mark.slow
 def test_overfitting_one_batch_lowers_the_mel_loss():
     mel_losses = _training_steps(None, steps=40)
     first, last = np.mean(mel_losses[:3]), np.mean(mel_losses[-5:])
