@@ -30,6 +30,7 @@ def test_a_run_on_other_data_than_its_configs_gets_a_folder_of_its_own(overrides
     assert load_config(DEMO, overrides).train.local_dir() == Path(folder)
 
 
+@pytest.mark.process
 def test_a_demo_whose_session_fails_ends_in_one_line_with_the_sessions_exit_code(tmp_path):
     env = os.environ | {"PYTHONPATH": checkout_first()}
     result = subprocess.run([sys.executable, "-m", "fintts", "demo", "--store", str(tmp_path / "run"), "max_steps=many"],
@@ -40,6 +41,7 @@ def test_a_demo_whose_session_fails_ends_in_one_line_with_the_sessions_exit_code
     assert errors == [errors[-1]] and "demo session 1 of 2 ended with exit code 2" in errors[0], result.stderr
 
 
+@pytest.mark.slow
 def test_a_demo_into_a_folder_that_holds_another_run_says_so_in_one_line(tmp_path):
     """The clash itself: the folder's checkpoint was trained with other settings. The session refuses it (exit 3, its
     own line); the demo adds one line naming the folder and what to do, not a traceback."""

@@ -14,6 +14,7 @@ from kaggle_helpers import checkout_first
 
 
 @pytest.mark.parametrize("name", ["configs/mms-fin.yaml", "mms-fin.yaml", "mms-fin"])
+@pytest.mark.process
 def test_plan_finds_a_shipped_config_by_name_outside_the_checkout(tmp_path, name):
     env = os.environ | {"PYTHONPATH": checkout_first()}
     result = subprocess.run([sys.executable, "-m", "fintts", "plan", name, "--samples", "1200", "--step-seconds", "0.5"],
@@ -36,6 +37,7 @@ def test_a_config_that_is_nowhere_names_the_shipped_ones(tmp_path, monkeypatch):
         load_config("configs/my-voice.yaml")
 
 
+@pytest.mark.process
 def test_kaggle_push_names_a_shipped_config_by_its_file_name_whatever_the_spelling(tmp_path):
     """The notebook finds a shipped config in the wheels dataset by its file's name: ``configs/mms-fin.yaml`` given
     outside the checkout is sent as ``mms-fin.yaml``, not refused, and not copied in as a file of the person's own."""

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import soundfile as sf
 import torch
 
@@ -47,6 +48,7 @@ def test_plan_tells_the_held_out_clips_apart_from_the_training_items(tmp_path):
     assert "items              36   (training items of the config's data, held-out ones apart)" in result.stdout
 
 
+@pytest.mark.process
 def test_plan_without_a_bench_offline_says_a_step_time_will_do(tmp_path):
     env = os.environ | {"PYTHONPATH": checkout_first(), "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     result = subprocess.run([sys.executable, "-m", "fintts", "plan", str(SHIPPED_CONFIGS / "mms-fin.yaml"), "--data",

@@ -7,7 +7,12 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from kaggle_helpers import checkout_first
+
+#: every test here starts a process (a fintts command): not the unit tier
+pytestmark = pytest.mark.process
 
 
 def test_status_of_a_hub_run_offline_says_it_could_not_read_the_hub_and_not_that_nothing_was_trained(tmp_path):

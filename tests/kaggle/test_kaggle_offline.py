@@ -14,7 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kaggle_helpers import checkout_first
+
+#: every test here starts a process (a fintts command): not the unit tier
+pytestmark = pytest.mark.process
 
 
 def closed_port() -> int:

@@ -181,6 +181,7 @@ def test_a_session_on_a_fresh_disk_reads_the_speech_tokens_the_first_one_made(tm
     assert carried and len(carried) == len(list((tmp_path / "session-2" / "cache" / "carried").rglob("*.safetensors")))
 
 
+@pytest.mark.slow
 def test_the_text_head_learns_beside_the_speech_tokens_as_upstream_and_is_frozen_at_weight_zero(tmp_path):
     """Upstream's T3.loss returns the text and the speech cross-entropy and its training scripts sum them."""
     heads, losses = {}, {}

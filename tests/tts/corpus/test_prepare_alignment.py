@@ -86,6 +86,7 @@ def _table(path: Path) -> list[dict[str, str]]:
     return [dict(zip(lines[0].split("\t"), line.split("\t"))) for line in lines[1:]]
 
 
+@pytest.mark.process
 def test_every_clip_holds_exactly_its_sentence_at_every_rate_and_what_does_not_line_up_is_named(tmp_path):
     truth = _record(tmp_path / "recordings")
     script = tmp_path / "script.txt"

@@ -11,6 +11,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+import pytest
 import soundfile as sf
 
 from corpus_sources import long_recording
@@ -26,6 +27,7 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.process
 def test_a_file_that_is_not_audio_and_a_silent_recording_are_named_and_skipped_and_the_others_prepared(tmp_path):
     folder = tmp_path / "recordings"
     said = long_recording(folder / "ilta.wav", 16000, 20.0)
@@ -96,6 +98,7 @@ def test_clips_without_a_table_are_not_overwritten_without_force(tmp_path):
     assert _files(corpus) == before
 
 
+@pytest.mark.process
 def test_a_run_killed_midway_under_force_leaves_the_old_corpus_whole_and_the_next_run_replaces_it(tmp_path):
     long_recording(tmp_path / "rec" / "ilta.wav", 48000, 40.0)
     corpus = tmp_path / "corpus"

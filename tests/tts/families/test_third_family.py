@@ -20,6 +20,9 @@ import yaml
 
 from trainer_helpers import cli
 
+#: every test here starts a process (a fintts command): not the unit tier
+pytestmark = pytest.mark.process
+
 #: the family's face: what fintts's commands ask of it (fintts/tts/family.py); numpy only, so `say` loads no torch
 FACE = '''
 from __future__ import annotations
