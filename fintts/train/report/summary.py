@@ -10,12 +10,11 @@ from __future__ import annotations
 import dataclasses
 import io
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fintts.train.report.durations import hms, in_words
 from fintts.train.report.status import NOT_LOSSES
-from fintts.train.step import memory as memory_report
 
 REASONS = {
     "max_steps": "reached max_steps",
@@ -130,7 +129,7 @@ class SessionSummary:
             f"   (clock from {self.clock_origin})"
         )
         if self.memory:
-            lines.append(f"memory     {memory_report.describe(self.memory)}")
+            lines.append(f"memory     {describe_peaks(self.memory)}")
         lines.append(f"stopped    {REASONS.get(self.reason, self.reason)}")
         lines += [f"WARNING    {warning}" for warning in self.warnings]
         if self.latest_checkpoint:
@@ -167,7 +166,7 @@ def format_status(status: dict, quota_hours: float) -> str:
         lines.append("loss        " + ", ".join(f"{k} {v:.4g}" for k, v in loss.items()))
     lines.append(f"checkpoint  {status.get('latest_checkpoint')}")
     if status.get("memory"):
-        lines.append(f"memory      {memory_report.describe(status['memory'])}   (the newest session's peak)")
+        lines.append(f"memory      {describe_peaks(status['memory'])}   (the newest session's peak)")
     lines.append(f"time used   {hms(status.get('time_used_seconds') or 0)} in {len(status.get('sessions', []))} session(s)")
     estimate = status.get("estimate")
     if estimate and status.get("state") != "finished":
@@ -237,3 +236,15 @@ def loss_plot_png(history: list[dict[str, float]], evals: list[dict[str, float]]
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
+
+
+def describe_peaks(peaks: Sequence[dict[str, Any]]) -> str:
+    """The peaks of :func:`fintts.train.step.memory.peak_memory` in one line for people:
+    ``cuda:0 3.1/4.0 GiB, cuda:1 3.1/4.2 GiB peak allocated/reserved``."""
+    if not peaks:
+        return "not measured"
+    if all("allocated_gib" in p for p in peaks):
+        parts = [f"{p['device']} {p['allocated_gib']:.2f}/{p['reserved_gib']:.2f} GiB" for p in peaks]
+        return ", ".join(parts) + " peak allocated/reserved"
+    parts = [f"{p['device']} {p['rss_gib']:.2f} GiB" if p.get("rss_gib") is not None else f"{p['device']} ?" for p in peaks]
+    return ", ".join(parts) + " peak RSS"

@@ -47,12 +47,13 @@ from fintts.train.session.background_export import BackgroundExport
 from fintts.train.session.clock import ENDING, TRAINING, SessionInterrupted, StopRequest
 from fintts.train.session.facts import SessionFacts
 from fintts.train.session.session import Learnt, Session, build
+from fintts.train.session.store_choice import store_for
 from fintts.train.step.guard import FP16_OVERFLOW, StepGuard
 from fintts.train.step.optimizer_step import OutOfMemory, optimizer_step
 from fintts.train.step.sampler import MicroBatchSampler
 from fintts.train.step.seeding import seed_process
 from fintts.train.step.stepping import cuda_switches
-from fintts.train.stores import Store, store_for
+from fintts.train.stores import Store
 
 
 @dataclasses.dataclass
