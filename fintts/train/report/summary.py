@@ -13,19 +13,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fintts.train.decision import reason_words
 from fintts.train.report.durations import hms, in_words
 from fintts.train.report.status import NOT_LOSSES
-
-REASONS = {
-    "max_steps": "reached max_steps",
-    "early_stopping": "early stopping: the monitored metric stopped improving",
-    "deadline": "the session's time budget is used up (stopped before the deadline, with the reserve for saving)",
-    "SIGTERM": "asked to stop (SIGTERM)",
-    "SIGINT": "interrupted (SIGINT)",
-    "diverged": "training diverged: the steps went non-finite or spiked (see the warning)",
-    "out_of_memory": "the device ran out of memory (see the warning for what to change)",
-    "disk_full": "the disk is full (see the warning)",
-}
 
 
 @dataclasses.dataclass
@@ -130,7 +120,7 @@ class SessionSummary:
         )
         if self.memory:
             lines.append(f"memory     {describe_peaks(self.memory)}")
-        lines.append(f"stopped    {REASONS.get(self.reason, self.reason)}")
+        lines.append(f"stopped    {reason_words(self.reason)}")
         lines += [f"WARNING    {warning}" for warning in self.warnings]
         if self.latest_checkpoint:
             lines.append(f"checkpoint {self.latest_checkpoint}" + ("" if self.durable else "   (NOT yet safe in the store)"))
