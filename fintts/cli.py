@@ -144,7 +144,7 @@ def cmd_plan(args) -> int:
 
 def cmd_status(args) -> int:
     from fintts.train.report.summary import format_status
-    from fintts.train.stores import store_for
+    from fintts.train.session.store_choice import store_for
     from fintts.train.tools import plan
 
     store = store_for(_store_settings(args), read_only=True)
@@ -297,7 +297,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_env(args) -> int:
-    from fintts.train.machine.environment import describe, format_text
+    from fintts.train.tools.environment import describe, format_text
 
     facts = describe(args.store, hub=not args.no_hub)
     if args.gpus:

@@ -1,7 +1,10 @@
 """The run as ``fintts kaggle run`` reads it on the Hub after each session: ``status.json``, ``latest`` and its files.
 
 The Hub decides how a session went, not Kaggle's state alone (:mod:`.sessions`); reads only: no token for a public
-repo, a read token for a private one (the sessions on Kaggle write, not the laptop).
+repo, a read token for a private one (the sessions on Kaggle write, not the laptop). The reading is the Hub store's
+(:func:`fintts.train.stores.hub.resume.look`: the head, its files and ``latest``, as a resuming session reads them;
+:func:`fintts.train.stores.hub.commits.read_status`), as the lease is (:mod:`fintts.train.stores.hub.lease`); what is
+here is what the chain judges from them.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from typing import Any
 
 from fintts.kaggle.kernels import ATTEMPTS, BACKOFF, REQUEST_TIMEOUT
 from fintts.train.run.checkpoint import is_checkpoint_name, step_of
-from fintts.train.run.layout import CHECKPOINTS, LATEST, MODEL_DIR
+from fintts.train.run.layout import CHECKPOINTS, MODEL_DIR
 from fintts.train.stores.hub.client import HubClient
 from fintts.train.stores.hub.commits import Saved, read_status
 from fintts.train.stores.hub.errors import HubRepoError
+from fintts.train.stores.hub.resume import look
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,10 +80,8 @@ def read_run(repo: str, timeout: float = REQUEST_TIMEOUT) -> HubRun | None:
     client = HubClient.connect(repo, timeout=timeout, anonymous_ok=True)
 
     def read() -> HubRun:
-        head = client.head()
-        paths = frozenset(client.files(head))
-        latest = client.read(LATEST, head) if LATEST in paths else None
-        return HubRun(read_status(client, head, paths), latest.decode(errors="replace").strip() if latest else None, paths)
+        head, files, latest = look(client)
+        return HubRun(read_status(client, head, files), latest or None, frozenset(files))
 
     try:
         return client.retrying(f"read {repo}'s status", read, attempts=ATTEMPTS, backoff=BACKOFF)

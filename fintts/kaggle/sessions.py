@@ -18,8 +18,6 @@ import sys
 import time
 from typing import IO, Any
 
-from huggingface_hub import CommitOperationDelete
-
 from fintts.errors import StoreError
 from fintts.kaggle import quota as weekly
 from fintts.kaggle.client import KaggleError, connect, user_of
@@ -46,10 +44,9 @@ from fintts.train.config import parse_duration
 from fintts.train.machine.platform import KAGGLE_SESSION_LIMIT
 from fintts.train.report.durations import hms
 from fintts.train.run.checkpoint import is_checkpoint_name
-from fintts.train.run.layout import LEASE
 from fintts.train.stores.hub.client import HubClient
 from fintts.train.stores.hub.errors import HubRepoError
-from fintts.train.stores.hub.lease import Lease
+from fintts.train.stores.hub.lease import Lease, lease_now, release_ended
 
 FAILURES_IN_A_ROW = 2
 #: How a session on Kaggle names its machine in the Hub lease (:func:`fintts.train.machine.platform.host_name`).
@@ -158,30 +155,35 @@ def unpushed_problem(run: HubRun, repo: str, kernel: str) -> str | None:
 
 
 def release_dead_lease(repo: str, session: Session, timeout: float = REQUEST_TIMEOUT) -> str | None:
-    """Delete the lease that the session's ended kernel left on the Hub; what was done, for the output (``None``: nothing)."""
+    """Delete the lease that the session's ended kernel left on the Hub; what was done, for the output (``None``: nothing).
+
+    The lease's rules are the store's (:func:`fintts.train.stores.hub.lease.release_ended`); what is Kaggle's is which
+    lease is the ended kernel's: a Kaggle host's, taken after this session was pushed.
+    """
     client = HubClient.connect(repo, timeout=timeout)
 
-    def release() -> str | None:
-        head = client.head()
-        lease = Lease.parse(client.read(LEASE, head))
-        if lease is None or lease.host != KAGGLE_HOST or not _taken_after(lease, session):
-            return None
-        client.commit([CommitOperationDelete(LEASE)], f"release: session {lease.session}, whose Kaggle kernel ended "
-                      f"({session.kernel.lower()})", parent=head)
-        if session.kernel == PAST_LIMIT:
-            ended, gone = f"the kernel still said running past Kaggle's {KAGGLE_SESSION_LIMIT / weekly.HOUR:g} h limit", \
-                "no session outlives that"
-        else:
-            ended, gone = f"the kernel ended ({session.kernel.lower()})", "Kaggle says it is gone"
-        return (f"{ended} and left the lease of session {lease.session} on hf://{repo}: {gone}, so the lease is released "
-                "and the next session takes the run over")
+    def ended(lease: Lease) -> bool:
+        return lease.host == KAGGLE_HOST and _taken_after(lease, session)
+
+    def release() -> Lease | None:
+        return release_ended(client, ended, lambda lease: f"release: session {lease.session}, whose Kaggle kernel ended "
+                                                          f"({session.kernel.lower()})")
 
     try:
-        return client.retrying("release the lease of the ended kernel", release, attempts=ATTEMPTS, backoff=BACKOFF)
+        lease = client.retrying("release the lease of the ended kernel", release, attempts=ATTEMPTS, backoff=BACKOFF)
     except HubRepoError:  # no repo yet (a session that ended before its first push): no lease either
         return None
     except StoreError as err:  # e.g. a commit refused because the run moved on: someone holds it, and it is theirs
         return f"the lease on hf://{repo} stays ({err}); the next session waits for it to expire"
+    if lease is None:
+        return None
+    if session.kernel == PAST_LIMIT:
+        ended_how, gone = f"the kernel still said running past Kaggle's {KAGGLE_SESSION_LIMIT / weekly.HOUR:g} h limit", \
+            "no session outlives that"
+    else:
+        ended_how, gone = f"the kernel ended ({session.kernel.lower()})", "Kaggle says it is gone"
+    return (f"{ended_how} and left the lease of session {lease.session} on hf://{repo}: {gone}, so the lease is released "
+            "and the next session takes the run over")
 
 
 def _taken_after(lease: Lease, session: Session) -> bool:
@@ -194,7 +196,7 @@ def lease_on_hub(repo: str, timeout: float = REQUEST_TIMEOUT) -> tuple[str, str]
     client = HubClient.connect(repo, timeout=timeout, anonymous_ok=True)
 
     def read() -> tuple[str, str] | None:
-        lease = Lease.parse(client.read(LEASE, client.head()))
+        lease = lease_now(client)
         return None if lease is None else (lease.session, lease.acquired)
 
     try:

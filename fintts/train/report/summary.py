@@ -10,23 +10,12 @@ from __future__ import annotations
 import dataclasses
 import io
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fintts.train.decision import reason_words
 from fintts.train.report.durations import hms, in_words
 from fintts.train.report.status import NOT_LOSSES
-from fintts.train.step import memory as memory_report
-
-REASONS = {
-    "max_steps": "reached max_steps",
-    "early_stopping": "early stopping: the monitored metric stopped improving",
-    "deadline": "the session's time budget is used up (stopped before the deadline, with the reserve for saving)",
-    "SIGTERM": "asked to stop (SIGTERM)",
-    "SIGINT": "interrupted (SIGINT)",
-    "diverged": "training diverged: the steps went non-finite or spiked (see the warning)",
-    "out_of_memory": "the device ran out of memory (see the warning for what to change)",
-    "disk_full": "the disk is full (see the warning)",
-}
 
 
 @dataclasses.dataclass
@@ -130,8 +119,8 @@ class SessionSummary:
             f"   (clock from {self.clock_origin})"
         )
         if self.memory:
-            lines.append(f"memory     {memory_report.describe(self.memory)}")
-        lines.append(f"stopped    {REASONS.get(self.reason, self.reason)}")
+            lines.append(f"memory     {describe_peaks(self.memory)}")
+        lines.append(f"stopped    {reason_words(self.reason)}")
         lines += [f"WARNING    {warning}" for warning in self.warnings]
         if self.latest_checkpoint:
             lines.append(f"checkpoint {self.latest_checkpoint}" + ("" if self.durable else "   (NOT yet safe in the store)"))
@@ -167,7 +156,7 @@ def format_status(status: dict, quota_hours: float) -> str:
         lines.append("loss        " + ", ".join(f"{k} {v:.4g}" for k, v in loss.items()))
     lines.append(f"checkpoint  {status.get('latest_checkpoint')}")
     if status.get("memory"):
-        lines.append(f"memory      {memory_report.describe(status['memory'])}   (the newest session's peak)")
+        lines.append(f"memory      {describe_peaks(status['memory'])}   (the newest session's peak)")
     lines.append(f"time used   {hms(status.get('time_used_seconds') or 0)} in {len(status.get('sessions', []))} session(s)")
     estimate = status.get("estimate")
     if estimate and status.get("state") != "finished":
@@ -237,3 +226,15 @@ def loss_plot_png(history: list[dict[str, float]], evals: list[dict[str, float]]
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
+
+
+def describe_peaks(peaks: Sequence[dict[str, Any]]) -> str:
+    """The peaks of :func:`fintts.train.step.memory.peak_memory` in one line for people:
+    ``cuda:0 3.1/4.0 GiB, cuda:1 3.1/4.2 GiB peak allocated/reserved``."""
+    if not peaks:
+        return "not measured"
+    if all("allocated_gib" in p for p in peaks):
+        parts = [f"{p['device']} {p['allocated_gib']:.2f}/{p['reserved_gib']:.2f} GiB" for p in peaks]
+        return ", ".join(parts) + " peak allocated/reserved"
+    parts = [f"{p['device']} {p['rss_gib']:.2f} GiB" if p.get("rss_gib") is not None else f"{p['device']} ?" for p in peaks]
+    return ", ".join(parts) + " peak RSS"

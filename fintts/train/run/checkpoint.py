@@ -50,6 +50,18 @@ _NAME = re.compile(r"^step-(\d{8,})$")
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
+def is_disk_full(err: BaseException | None) -> bool:
+    """Does ``err`` (or an error it came from) say the disk is full: ENOSPC or EDQUOT (:data:`DISK_FULL`), also when a
+    library reports it as its own error (safetensors: "No space left on device")."""
+    while err is not None:
+        if isinstance(err, OSError) and err.errno in DISK_FULL:
+            return True
+        if any(text in str(err) for text in (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
 class CheckpointError(Exception):
     """A checkpoint folder is missing, incomplete or does not match its manifest."""
 

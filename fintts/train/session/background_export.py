@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fintts.process_exit import end_with_parent, exit_process
-from fintts.train.session.saving import replace_export
+from fintts.train.run.checkpoint import is_disk_full
 
 #: Seconds between looks at a signal or the deadline while the final save waits for an export.
 WAIT_STEP = 0.1
@@ -59,6 +59,31 @@ _BOOT = ("import sys; from fintts.process_exit import end_with_parent; end_with_
          "from fintts.train.session.background_export import main; main(sys.argv[1:])")
 #: Lines of the child's own output kept for a warning when it fails.
 TAIL_LINES = 8
+
+
+def replace_export(final: Path, write: Callable[[Path], None]) -> Exception | None:
+    """Replace the folder ``final`` with what ``write`` puts in a fresh one, never leaving a half-written folder.
+
+    A disk too full for the export (or any other ``OSError``) keeps the previous folder and
+    returns the error: an export never stops training or the checkpoint it accompanies.
+    """
+    fresh, stale = final.with_name(f".{final.name}-new"), final.with_name(f".{final.name}-old")
+    for leftover in (fresh, stale):
+        shutil.rmtree(leftover, ignore_errors=True)
+    try:
+        write(fresh)
+        if final.exists():
+            os.replace(final, stale)
+        os.replace(fresh, final)
+    except Exception as err:
+        if not (isinstance(err, OSError) or is_disk_full(err)):
+            raise
+        shutil.rmtree(fresh, ignore_errors=True)
+        if stale.exists() and not final.exists():
+            os.replace(stale, final)
+        return err
+    shutil.rmtree(stale, ignore_errors=True)
+    return None
 
 
 def describe(derive: Callable[[Path], None]) -> dict[str, Any]:

@@ -18,11 +18,11 @@ from typing import Any
 
 from accelerate.utils import gather_object
 
-from fintts.train.decision import FAILURES, FINISHED, StopReason
+from fintts.train.decision import STOPS, SaveReason, StopReason, save_line, stop_line
 from fintts.train.processes.collective import announce, await_main, post_failure, posted_failures, vote
 from fintts.train.report.summary import SessionSummary
 from fintts.train.run import checkpoint
-from fintts.train.session import checkpointing, exporting, reporting, watchdog
+from fintts.train.session import exporting, reporting, saving, watchdog
 from fintts.train.session.background_export import BackgroundExport
 from fintts.train.session.clock import SessionClock, SessionInterrupted
 from fintts.train.session.facts import SessionFacts
@@ -78,7 +78,7 @@ def finish(session: Session, reason: StopReason, resumed_from: str | None) -> Se
     wait_interrupted = False
     if facts.main:
         durable, wait_interrupted = wait_durable(facts)
-        checkpointing.learn(session)  # the final push's time, for the status's estimates of the next sessions
+        saving.learn(session)  # the final push's time, for the status's estimates of the next sessions
         pending = facts.store.pending()
         facts.spent("final", started)
         record.end_step, record.ended = state.step, time.time()
@@ -107,18 +107,20 @@ def final_save(reason: StopReason, session: Session) -> StopReason:
     facts, state = session.facts, session.state
     main, store = facts.main, facts.store
     here = checkpoint.name_for_step(state.step)
-    keep_latest = reason in (StopReason.DIVERGED, StopReason.DISK_FULL)  # the last good checkpoint / no room for another
-    saving = not keep_latest and vote([main and not intact(here, session)], facts.device)[0]
-    if saving and main and state.best_step is None:
+    keep_latest = not STOPS[reason].final_save  # the last good checkpoint / no room for another
+    save_here = not keep_latest and vote([main and not intact(here, session)], facts.device)[0]
+    if save_here and main and state.best_step is None:
         exporting.export(session)  # no validated best yet: the final weights are the voice, exported before the wait below
     exporting.settle(reason, session)
     if keep_latest:
         latest = checkpoint.current(store.root)
         if main and checkpoint.is_checkpoint_name(latest) and (store.root / checkpoint.CHECKPOINTS / latest).is_dir():
             store.publish(latest, final=True)
-    elif saving:
-        if not checkpointing.save(session, final=True, export=False):
+    elif save_here:
+        facts.log(save_line(SaveReason.FINAL, state.step))
+        if not saving.save(session, final=True, export=False):
             reason = StopReason.DISK_FULL
+            facts.log(stop_line(reason, state.step))
     elif main:
         try:
             checkpoint.point_latest(store.root, here)
@@ -129,8 +131,8 @@ def final_save(reason: StopReason, session: Session) -> StopReason:
 
 
 def final_state(reason: StopReason) -> str:
-    """The run's status after a session that ended for ``reason``."""
-    return "failed" if reason in FAILURES else "finished" if reason in FINISHED else "paused"
+    """The run's status after a session that ended for ``reason`` (:data:`fintts.train.decision.STOPS`)."""
+    return STOPS[reason].run_state
 
 
 def tell_final(final: dict[str, Any], facts: SessionFacts) -> None:

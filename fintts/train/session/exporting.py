@@ -17,7 +17,7 @@ from pathlib import Path
 from fintts.train.decision import StopReason
 from fintts.train.processes.collective import announce, await_main
 from fintts.train.run.layout import MODEL_DIR
-from fintts.train.session.saving import replace_export
+from fintts.train.session.background_export import replace_export
 from fintts.train.session.session import Session
 
 

@@ -45,8 +45,8 @@ from fintts.train.report.summary import SessionSummary
 from fintts.train.run.layout import LOGS_DIR
 from fintts.train.session.clock import SessionClock, session_clock
 from fintts.train.session.loop import Trainer
+from fintts.train.session.store_choice import store_for
 from fintts.train.session.watchdog import PEER_EXITS_VARIABLE
-from fintts.train.stores import store_for
 
 #: Seconds the other processes get to end by themselves after one failed (they save nothing;
 #: the main one writes the run's "failed" status and hands back the Hub lease).

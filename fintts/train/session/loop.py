@@ -4,7 +4,8 @@ Read :meth:`Trainer.run` and :meth:`Trainer._train` top to bottom; they are the 
 builds one :class:`~fintts.train.session.session.Session` (its facts, the run's state, the phase, the
 step guard, the exports), never ``None`` once built, and every act takes it: each step is switch
 phase if due (:mod:`~fintts.train.session.phase_switch`), step (:meth:`Trainer._one_step`, returning
-what it did), decide together (:mod:`fintts.train.decision`), act (save or stop), report. The end is
+what it did), decide together, act (save or stop), report. Every reason a session stops or saves, and the
+line it logs, is in :mod:`fintts.train.decision`: read it first to learn why a session ended. The end is
 :func:`fintts.train.session.ending.finish`; a session's end is planned backwards from its limit
 (:mod:`fintts.train.session.clock`), so one killed at its limit has already said whether its
 checkpoint is safe and how to push it if not.
@@ -23,7 +24,7 @@ from torch.utils.data import DataLoader
 
 from fintts.train import phases
 from fintts.train.config import ConfigDrift, RunConfig, as_run_config, fingerprint
-from fintts.train.decision import Decision, Flags, StopReason, decide
+from fintts.train.decision import Decision, Flags, StopReason, already_over, decide, judge, stop_line
 from fintts.train.processes.collective import announce, await_main
 from fintts.train.report.metrics import Board, LossWindow
 from fintts.train.report.progress import SessionBar
@@ -31,28 +32,18 @@ from fintts.train.report.summary import SessionSummary
 from fintts.train.run import checkpoint
 from fintts.train.run.layout import MODEL_DIR, TENSORBOARD_DIR
 from fintts.train.run.state import TrainerState
-from fintts.train.session import (
-    checkpointing,
-    ending,
-    exporting,
-    pending_export,
-    phase_switch,
-    reporting,
-    resume,
-    stopping,
-    validating,
-    watchdog,
-)
+from fintts.train.session import ending, exporting, pending_export, phase_switch, reporting, resume, saving, stopping, validating, watchdog
 from fintts.train.session.background_export import BackgroundExport
 from fintts.train.session.clock import ENDING, TRAINING, SessionInterrupted, StopRequest
 from fintts.train.session.facts import SessionFacts
 from fintts.train.session.session import Learnt, Session, build
+from fintts.train.session.store_choice import store_for
 from fintts.train.step.guard import FP16_OVERFLOW, StepGuard
 from fintts.train.step.optimizer_step import OutOfMemory, optimizer_step
 from fintts.train.step.sampler import MicroBatchSampler
 from fintts.train.step.seeding import seed_process
 from fintts.train.step.stepping import cuda_switches
-from fintts.train.stores import Store, store_for
+from fintts.train.stores import Store
 
 
 @dataclasses.dataclass
@@ -161,7 +152,7 @@ class Trainer:
                 reporting.write_status(session, "running")
                 stop.phase = TRAINING
                 with cuda_switches(session.built.cfg.cudnn_benchmark, session.built.cfg.tf32):
-                    reason = self._train(session) if _work_left(session) else _nothing_left(session)
+                    reason = _already_over(session) or self._train(session)
                 stop.phase = ENDING
                 watchdog.own_end(watching)
                 return ending.finish(session, reason, resumed_from)
@@ -221,7 +212,7 @@ class Trainer:
         """Step until the processes decide together to stop: switch phase if due, step, decide, act, report."""
         facts, config = session.facts, self.config.train
         steps = _start_steps(session)
-        decision = Decision(stop=None, save=False)
+        decision = Decision(stop=None)
         session.learnt.mean_step = 0.0
         while decision.stop is None:
             opening = None
@@ -229,6 +220,7 @@ class Trainer:
             if ended:
                 with facts.bound.lifted():  # new models are built: an unmeasured wait
                     if not phase_switch.next_phase(ended, session):
+                        facts.log(stop_line(StopReason.DISK_FULL, session.state.step))
                         return StopReason.DISK_FULL
                 steps.loader, steps.batches = _batches(session)
                 # a phase starts with a validation of the weights it begins from (if it ends before the reserve)
@@ -274,14 +266,15 @@ class Trainer:
 
 
 # ---------------------------------------------------------------------- the loop's detail, one call away
-def _work_left(session: Session) -> bool:
+def _already_over(session: Session) -> StopReason | None:
+    """Why the run has nothing left to train, having ended in an earlier session (``None``: train; see
+    :func:`fintts.train.decision.already_over`), said in the log."""
     state, built = session.state, session.built
-    last_phase = phases.in_last_phase(session.facts.config.train.phases, state)
-    return state.step < built.max_steps and not (state.stopped_early and built.cfg.patience and last_phase)
-
-
-def _nothing_left(session: Session) -> StopReason:
-    return StopReason.EARLY_STOPPING if session.state.stopped_early else StopReason.MAX_STEPS
+    over = already_over(state.step, built.max_steps, stopped_early=state.stopped_early, patience=built.cfg.patience,
+                        last_phase=phases.in_last_phase(session.facts.config.train.phases, state))
+    if over is not None:
+        session.facts.log(stop_line(over, state.step))
+    return over
 
 
 def _start_steps(session: Session) -> _Steps:
@@ -360,20 +353,18 @@ def _validate(session: Session, steps: _Steps, *, timed: bool = False) -> valida
 
 
 def _judge(session: Session, flags: Flags, pace: _Pace) -> str | None:
-    """This process's view after a step taken: divergence, the run's end, the deadline, a checkpoint due.
+    """This process's view after a step taken (:func:`fintts.train.decision.judge`: divergence, the run's end, the
+    deadline, a checkpoint due), from the step guard, the clock and the pace.
 
     Returns why the steps diverged (``None``: they did not), for the message should the vote stop on it.
     """
     state, built, guard = session.state, session.built, session.guard
-    cfg = built.cfg
     diverged = guard.verdict(built.scaler.get_scale() if built.scaler.is_enabled() else None)
-    flags.diverged = diverged is not None
-    flags.max_steps = state.step >= built.max_steps
     # one more step: a validation due with it runs only if it fits too (validating.fits), else the step goes on without it
-    flags.deadline = session.facts.clock.must_stop(max(pace.step_times) * 1.2)
-    steady = guard.in_row == 0  # while steps are being skipped, latest stays the last good checkpoint
-    flags.save_by_time = steady and bool(pace.checkpoint_every) and time.time() - pace.last_save >= pace.checkpoint_every
-    flags.save_by_steps = steady and bool(cfg.checkpoint_every_steps) and state.step % cfg.checkpoint_every_steps == 0
+    out_of_time = session.facts.clock.must_stop(max(pace.step_times) * 1.2)
+    judge(flags, step=state.step, max_steps=built.max_steps, diverged=diverged is not None, out_of_time=out_of_time,
+          steady=guard.in_row == 0, since_save=time.time() - pace.last_save, checkpoint_every=pace.checkpoint_every,
+          checkpoint_every_steps=built.cfg.checkpoint_every_steps)
     return diverged
 
 
@@ -384,7 +375,7 @@ def _decide(session: Session, done: StepDone, pace: _Pace) -> Decision:
     done.flags.signal = facts.stop.signal_name
     if facts.main:
         exporting.poll(session)
-        checkpointing.learn(session)  # a push that landed since the save
+        saving.learn(session)  # a push that landed since the save
     decision = decide(
         done.flags, rank=facts.rank, world=facts.world, device=facts.device,
         early_stop_ends_run=phases.in_last_phase(facts.config.train.phases, session.state),
@@ -397,8 +388,12 @@ def _decide(session: Session, done: StepDone, pace: _Pace) -> Decision:
 
 
 def _act(session: Session, decision: Decision, done: StepDone, pace: _Pace) -> Decision:
-    """Do what the processes decided: report the failure that stops them, or save; a save the disk refuses stops them."""
+    """Do what the processes decided, said in the log first (:meth:`fintts.train.decision.Decision.line`): report the
+    failure that stops them, or save; a save the disk refuses stops them."""
     facts, state = session.facts, session.state
+    said = decision.line(state.step)
+    if said is not None:
+        facts.log(said)
     if decision.stop is StopReason.VALIDATION_ERROR:
         stopping.validation_failed(done.failed, decision.failed_processes, rank=facts.rank, step=state.step)
     elif decision.stop is StopReason.OUT_OF_MEMORY:
@@ -408,11 +403,12 @@ def _act(session: Session, decision: Decision, done: StepDone, pace: _Pace) -> D
     elif decision.stop is StopReason.DIVERGED:
         latest = checkpoint.current(facts.store.root) if facts.main else None
         facts.stopping(stopping.diverged(done.diverged or "the steps of another process diverged", step=state.step, latest=latest))
-    elif decision.save:
-        saving = time.time()
-        if not checkpointing.save(session):
-            decision = Decision(stop=StopReason.DISK_FULL, save=False)
-        facts.spent("checkpoints", saving)
+    elif decision.save is not None:
+        started = time.time()
+        if not saving.save(session):
+            decision = Decision(stop=StopReason.DISK_FULL)
+            facts.log(stop_line(decision.stop, state.step))
+        facts.spent("checkpoints", started)
         pace.last_save = time.time()
     return decision
 

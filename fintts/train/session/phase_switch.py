@@ -11,9 +11,10 @@ the phase as it is, and the session stops as for any save the disk refuses.
 from __future__ import annotations
 
 from fintts.train import phases
+from fintts.train.decision import SaveReason, save_line
 from fintts.train.run import checkpoint
 from fintts.train.run.rng import isolated_rng
-from fintts.train.session import checkpointing
+from fintts.train.session import saving
 from fintts.train.session.resume import data_record
 from fintts.train.session.session import Session, build
 
@@ -25,8 +26,10 @@ def next_phase(reason: str, session: Session) -> bool:
     config = facts.config
     ended = config.train.phases[state.phase].name
     latest = checkpoint.read_latest(facts.store.root)
-    if (latest is None or checkpoint.step_of(latest) != state.step) and not checkpointing.save(session):
-        return False
+    if latest is None or checkpoint.step_of(latest) != state.step:
+        facts.log(save_line(SaveReason.PHASE_END, state.step))
+        if not saving.save(session):
+            return False
     start = {name: model.state_dict() for name, model in session.built.raw_models.items()}
     seed = session.built.cfg.seed
     facts.accelerator.free_memory()  # the ended phase's models and optimizers are not kept alive by accelerate

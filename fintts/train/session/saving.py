@@ -1,54 +1,107 @@
-"""A checkpoint of the phase being trained (its files: :mod:`fintts.train.run.checkpoint`), and the run's ``model/`` export
-replaced so that a full disk costs nothing already saved."""
+"""Saving a checkpoint of the session's step and handing it to the store: the one act every process takes part in.
+
+When a session saves, and why, is decided in :mod:`fintts.train.decision` (:class:`~fintts.train.decision.SaveReason`);
+this room is the act, and the checkpoint's files are :mod:`fintts.train.run.checkpoint`'s.
+
+Every process gives its random streams (a collective), the main one writes the folder whole or
+not at all (:mod:`fintts.train.run.checkpoint`), and only then rewrites what depends on it: the
+status, ``model/``'s export when no validation has found a best, the store's pruning and push.
+Once the folder is written, nothing after it can keep it from being published. A disk too full
+for it stops the session with what is intact said (:mod:`fintts.train.session.stopping`), decided
+together by the processes so none waits for a peer that stopped.
+"""
 
 from __future__ import annotations
 
-import errno
-import os
-import shutil
-from collections.abc import Callable
+import time
 from pathlib import Path
 
+from accelerate.utils import gather_object
+
+from fintts.train.machine.platform import library_versions
+from fintts.train.processes.collective import vote
 from fintts.train.report.summary import loss_plot_png
 from fintts.train.run import checkpoint
+from fintts.train.run.rng import capture_rng
 from fintts.train.run.state import TrainerState
+from fintts.train.session import exporting, reporting, stopping
+from fintts.train.session.session import Session
 from fintts.train.step.building import BuiltPhase
 
 
-def is_disk_full(err: BaseException | None) -> bool:
-    """ENOSPC or EDQUOT, also when a library reports it as its own error (safetensors: "No space left on device")."""
-    while err is not None:
-        if isinstance(err, OSError) and err.errno in checkpoint.DISK_FULL:
-            return True
-        if any(text in str(err) for text in (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))):
-            return True
-        err = err.__cause__ or err.__context__
-    return False
+def save(session: Session, *, final: bool = False, export: bool = True) -> bool:
+    """Save a checkpoint of this step and hand it to the store; ``False`` when the disk is full (then nothing changed).
+    ``final``: the session's last (it is published as such); ``export=False``: ``model/`` already holds this step's
+    export (the final save's, made before its wait)."""
+    facts, state, built, learnt = session.facts, session.state, session.built, session.learnt
+    store = facts.store
+    started = time.time()
+    rngs = gather_object([capture_rng()])
+    name = checkpoint.name_for_step(state.step)
+    full = False
+    if facts.main:
+        state.rng = rngs
+        state.guard = session.guard.state()
+        state.precision, state.versions = facts.precision, library_versions()
+        state.world_size, state.micro_batch_size = facts.world, built.micro
+        facts.record.end_step = state.step
+        facts.record.ended = time.time()
+        if state.best_step is not None and state.best_checkpoint is None:
+            state.best_checkpoint = name
+        if export and state.best_step is None and exporting.slow_part(session) is not None:
+            state.export_pending = True  # a kill before the export below is made leaves it to the next session
+        try:
+            checkpoint.save(
+                store.root, name,
+                lambda folder: write_checkpoint(folder, built, state, learnt.last_eval["files"] if learnt.last_eval else {},
+                                                plot=final or store.push_due()),
+            )
+        except Exception as err:
+            if not checkpoint.is_disk_full(err):
+                raise
+            full = True
+            if isinstance(err, checkpoint.LatestNotWritten):  # the folder is whole: it is the one to resume from
+                learnt.good.add(name)
+                facts.stopping(stopping.latest_not_written(name, store.root))
+            else:
+                facts.stopping(stopping.disk_full(name, state, store.root))
+        else:
+            learnt.good.add(name)
+            if export and state.best_step is None:  # no validated best yet: the newest weights are the model
+                exporting.export(session)
+            exporting.poll(session)  # a finished background export goes into this push
+            holder = state.best_checkpoint
+            phase_ends = [record["checkpoint"] for record in state.phases]  # each phase's last weights
+            store.prune(built.cfg.keep_last, ([holder] if holder else []) + phase_ends)
+            reporting.write_status(session, "running")
+            store.publish(name, final=final)
+            learnt.unlearnt_save = time.time() - started
+            learn(session)
+    (full,) = vote([full], facts.device)
+    facts.accelerator.wait_for_everyone()
+    return not full
 
 
-def replace_export(final: Path, write: Callable[[Path], None]) -> Exception | None:
-    """Replace the folder ``final`` with what ``write`` puts in a fresh one, never leaving a half-written folder.
+def learn(session: Session) -> None:
+    """The clock's reserve learns how long the newest checkpoint takes to become durable: its save and the run's recent
+    pushes (main process; after each save, each step, and the final wait).
 
-    A disk too full for the export (or any other ``OSError``) keeps the previous folder and
-    returns the error: an export never stops training or the checkpoint it accompanies.
+    A save alone is not what the final one needs: a run's first saves, while its first push was still under way, made
+    the reserve twice a save's seconds (0.6 s on the tests' Hub stand-in, whose pushes took 4 s there), and a final
+    push had no time. So a save is learnt once a push has been measured (the run's, from earlier sessions too), or when
+    the store has nothing left to push (a folder store: the save is all).
     """
-    fresh, stale = final.with_name(f".{final.name}-new"), final.with_name(f".{final.name}-old")
-    for leftover in (fresh, stale):
-        shutil.rmtree(leftover, ignore_errors=True)
-    try:
-        write(fresh)
-        if final.exists():
-            os.replace(final, stale)
-        os.replace(fresh, final)
-    except Exception as err:
-        if not (isinstance(err, OSError) or is_disk_full(err)):
-            raise
-        shutil.rmtree(fresh, ignore_errors=True)
-        if stale.exists() and not final.exists():
-            os.replace(stale, final)
-        return err
-    shutil.rmtree(stale, ignore_errors=True)
-    return None
+    facts, learnt = session.facts, session.learnt
+    if learnt.unlearnt_save is None:
+        return
+    store = facts.store
+    pushes = store.transfer_seconds()[-5:]
+    if not pushes and not store.wait(timeout=0):
+        return  # its push is under way, and none was measured before: learnt when it lands
+    learnt.durable = learnt.unlearnt_save + max(pushes or [0.0])
+    learnt.unlearnt_save = None
+    facts.clock.record(learnt.durable)
+    session.state.durable_seconds = list(facts.clock.measured)
 
 
 def write_checkpoint(folder: Path, built: BuiltPhase, state: TrainerState, samples: dict[str, bytes], *, plot: bool) -> None:

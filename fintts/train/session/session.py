@@ -34,7 +34,7 @@ class Learnt:
     #: seconds the newest checkpoint took to save and push (main process; ``None``: none yet)
     durable: float | None = None
     #: seconds the newest save took, until the clock learnt it with the run's pushes (main process; see
-    #: :func:`fintts.train.session.checkpointing.learn`)
+    #: :func:`fintts.train.session.saving.learn`)
     unlearnt_save: float | None = None
     #: the phase's newest validation (its files go into each checkpoint; a phase's build forgets it; ``None``: none yet)
     last_eval: dict[str, Any] | None = None

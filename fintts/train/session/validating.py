@@ -18,6 +18,7 @@ from accelerate.utils import gather_object
 
 from fintts.train.processes.collective import post_failure, vote
 from fintts.train.report.metrics import Board
+from fintts.train.report.summary import describe_peaks
 from fintts.train.run import checkpoint, validation
 from fintts.train.run.rng import isolated_rng
 from fintts.train.session import exporting
@@ -105,6 +106,6 @@ def keep_best(evaluated: dict[str, Any], session: Session, writer: Board, *, pea
         f"step {state.step}: "
         + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
         + (f" (best {state.best_value:.4g} at step {state.best_step})" if state.best_value is not None else "")
-        + f"; memory: {memory.describe(peaks)}"
+        + f"; memory: {describe_peaks(peaks)}"
     )
     return stop

@@ -12,14 +12,15 @@ measure each configuration it tries in one process.
 :func:`is_out_of_memory` tells a step that needed more memory than the device has from other
 failures, in every spelling the CUDA libraries use for it.
 
-torch is imported where a device is measured, not at the top: :func:`describe` is the
-summary's and ``fintts status``'s, which read a run on a laptop without torch's second of imports.
+torch is imported where a device is measured, not at the top. The figures are put in words for people by
+:func:`fintts.train.report.summary.describe_peaks`: the report reads a run on a laptop, so it imports
+nothing of the step's room (the step's room is below the report: it names its headline loss with
+:func:`fintts.train.report.status.main_loss_key`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,17 +74,6 @@ def reset_peaks(device: torch.device) -> None:
         _CLEAR_REFS.write_text("5")
     except OSError:
         pass  # an older kernel or a sandbox: the peak then runs from the process's start
-
-
-def describe(peaks: Sequence[dict[str, Any]]) -> str:
-    """One line for people: ``cuda:0 3.1/4.0 GiB, cuda:1 3.1/4.2 GiB peak allocated/reserved``."""
-    if not peaks:
-        return "not measured"
-    if all("allocated_gib" in p for p in peaks):
-        parts = [f"{p['device']} {p['allocated_gib']:.2f}/{p['reserved_gib']:.2f} GiB" for p in peaks]
-        return ", ".join(parts) + " peak allocated/reserved"
-    parts = [f"{p['device']} {p['rss_gib']:.2f} GiB" if p.get("rss_gib") is not None else f"{p['device']} ?" for p in peaks]
-    return ", ".join(parts) + " peak RSS"
 
 
 def is_out_of_memory(err: BaseException) -> bool:

@@ -1,34 +1,13 @@
-"""Checkpoint stores: a local folder (default), kept on a Hugging Face Hub repo too when one is named."""
+"""Checkpoint stores: a local folder (default), kept on a Hugging Face Hub repo too when one is named (:mod:`.hub`).
+
+Which of them a session opens is :mod:`fintts.train.session.store_choice`'s: the Hub store is built on
+the local one, so these files do not import :mod:`.hub` (the two folders would import each other).
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from fintts.errors import LeaseConflict, StoreError
-from fintts.train.config import TrainConfig
 from fintts.train.stores.base import Store
 from fintts.train.stores.local import LocalStore
 
-__all__ = ["LeaseConflict", "LocalStore", "Store", "StoreError", "open_store", "store_for"]
-
-
-def open_store(local_dir: str | Path, *, hub_repo: str = "", **hub_options: Any) -> Store:
-    """The run in ``local_dir``; with ``hub_repo`` (``user/name``) the Hub store, ``local_dir`` being its mirror."""
-    if hub_repo:
-        from fintts.train.stores.hub import HubStore  # imports torch (the trainer's state); a local store needs none
-
-        return HubStore(hub_repo, root=local_dir, **hub_options)
-    return LocalStore(local_dir)
-
-
-def store_for(cfg: TrainConfig, *, read_only: bool = False) -> Store:
-    """The store a run's config describes; ``read_only``: to look at it (no token needed for a public Hub repo)."""
-    if not cfg.hub_repo:
-        return open_store(cfg.local_dir())
-    return open_store(
-        cfg.local_dir(), hub_repo=cfg.hub_repo,
-        push_every=cfg.push_every or 0.0, storage_cap_gb=cfg.storage_cap_gb or None, allow_public=cfg.hub_public,
-        storage_limit_gb=cfg.storage_limit_gb or None,
-        request_timeout=cfg.hub_timeout, **({"read_only": True} if read_only else {}),
-    )
+__all__ = ["LeaseConflict", "LocalStore", "Store", "StoreError"]

@@ -42,6 +42,19 @@ def test_stopping_anywhere_and_resuming_is_bit_identical(reference, tmp_path, br
 
 
 @pytest.mark.slow
+def test_a_session_says_in_its_log_why_it_saves_and_why_it_stops(tmp_path):
+    # each reason in the words of fintts.train.decision's tables, at the step it was decided
+    said = []
+    train(write_config(tmp_path, max_steps=6, eval_every=0), store=tmp_path / "store", progress=False, log=said.append)
+    assert "step 5: saving a checkpoint (checkpoint_every_steps): every checkpoint_every_steps steps" in said, said
+    assert "step 6: the session stops (max_steps): reached max_steps" in said, said
+    assert "step 6: saving a checkpoint (final): the session ends: its last step" in said, said
+    said.clear()
+    train(write_config(tmp_path, max_steps=6, eval_every=0), store=tmp_path / "store", progress=False, log=said.append)
+    assert "step 6: the session stops (max_steps): reached max_steps" in said, said  # nothing left: said all the same
+
+
+@pytest.mark.slow
 def test_fp16_scaler_state_resumes_exactly(tmp_path):
     config = write_config(tmp_path, precision="fp16", adversarial=False, max_steps=20)
     train(config, store=tmp_path / "whole", **QUIET)

@@ -34,6 +34,11 @@ ran, or took it after this one's release — it would delete that session's newe
 first reads the lease at the head and goes on only when nobody holds the run or this session does,
 and reads the head again just before the deletion: a head that moved (someone else committed)
 deletes nothing. What is left is that writer's to free.
+
+**The lease as others see it.** A caller that does not write the run — ``fintts kaggle run``,
+which follows sessions from a laptop — reads who holds it (:func:`lease_now`) and, once Kaggle
+says that session's kernel ended, releases its lease for the next session (:func:`release_ended`).
+Both live here, beside the lease's own rules, so that ``lease.json`` has one owner.
 """
 
 from __future__ import annotations
@@ -76,6 +81,11 @@ class Lease:
     heartbeat_unix: float
     #: seconds without a heartbeat after which another session may take over.
     timeout: float
+
+    @classmethod
+    def at(cls, client: HubClient, revision: str) -> Lease | None:
+        """The lease in the run at ``revision`` (``None``: nobody holds the run there)."""
+        return cls.parse(client.read(LEASE, revision))
 
     @classmethod
     def parse(cls, data: bytes | None) -> Lease | None:
@@ -169,7 +179,7 @@ class LeaseHolder:
 
         def take() -> Any:
             head = self._client.head_state()
-            holder = Lease.parse(self._client.read(LEASE, head.sha))
+            holder = Lease.at(self._client, head.sha)
             if holder is not None and holder.session != session_id:
                 if not holder.stale(head.age) and not force:
                     raise LeaseConflict(holder.conflict_message(url, head.age))
@@ -261,7 +271,7 @@ class LeaseHolder:
 
     def _rewritable(self, head: str) -> bool:
         """May this session rewrite the run at ``head``: nobody's lease is there, or its own (held or just released)?"""
-        holder = Lease.parse(self._client.read(LEASE, head))
+        holder = Lease.at(self._client, head)
         if holder is None or holder.session == self.session:
             return True
         log.info("%s: session %s on %s holds the run now; its storage is left for it to free", self._client.url,
@@ -278,7 +288,7 @@ class LeaseHolder:
         """``head``, after making sure the lease is still ours if the branch moved since we last looked."""
         if self.lease is None or head == self.head:
             return head
-        holder = Lease.parse(self._client.read(LEASE, head))
+        holder = Lease.at(self._client, head)
         if holder is None or holder.session != self.lease.session:
             raise LeaseLost(
                 f"session {holder.session if holder else '(none)'} on {holder.host if holder else '?'} took over "
@@ -286,6 +296,28 @@ class LeaseHolder:
             )
         self.head = head
         return head
+
+
+def lease_now(client: HubClient) -> Lease | None:
+    """Who holds the run at the branch head now (``None``: nobody); a read, for a caller that does not write the run."""
+    return Lease.at(client, client.head())
+
+
+def release_ended(client: HubClient, ended: Callable[[Lease], bool], message: Callable[[Lease], str]) -> Lease | None:
+    """Delete the lease at the head when ``ended(lease)``: its holder is known to be gone (Kaggle said its kernel
+    ended), so the next session need not wait for the lease to expire. The lease released, or ``None``.
+
+    The delete is committed on the head the lease was read at (``parent_commit``: "the commit will fail if
+    ``revision`` does not point to ``parent_commit``", huggingface_hub 2.4 ``HfApi.create_commit``), so a lease
+    taken by a new session in the meantime is never deleted: the commit is refused instead, and the caller says
+    the lease stays.
+    """
+    head = client.head()
+    lease = Lease.at(client, head)
+    if lease is None or not ended(lease):
+        return None
+    client.commit([CommitOperationDelete(LEASE)], message(lease), parent=head)
+    return lease
 
 
 def iso(seconds: float) -> str:

@@ -13,7 +13,8 @@ from huggingface_hub import CommitOperationAdd, HfApi, constants
 from huggingface_hub.utils import hf_raise_for_status
 
 from fintts.train.config import ConfigError, load_config
-from fintts.train.stores import StoreError, store_for
+from fintts.train.session.store_choice import store_for
+from fintts.train.stores import StoreError
 from fintts.train.stores.hub import HubClient
 from fintts.train.stores.hub.errors import HubAuthError, HubError, HubRefused, HubRepoError, HubStorageFull, HubUnavailable, classify
 from fintts.train.stores.hub.plan import FREE, PRO, UNKNOWN, plan_of

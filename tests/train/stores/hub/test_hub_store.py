@@ -21,7 +21,8 @@ import pytest
 from huggingface_hub import HfApi, constants
 
 from fintts.train.run import checkpoint
-from fintts.train.stores import LeaseConflict, StoreError, open_store
+from fintts.train.session.store_choice import open_store
+from fintts.train.stores import LeaseConflict, StoreError
 from fintts.train.stores.hub import HubAuthError, HubStore, pull, push
 from fintts_stand_ins import HubServer
 from hub_helpers import FAST, REPO, TOKEN, export_model, latest_on_hub, make_store, save

@@ -10,6 +10,11 @@ On Kaggle, ``/kaggle/working`` is the only folder kept as the notebook version's
 and is limited (20 GB, Kaggle's notebook documentation). With a Hub repo the local folder
 is only the store's mirror: the trainer keeps ``keep_last`` checkpoints in it and the Hub
 keeps the run, so nothing more needs to fit there.
+
+It is a tool above the machine's room and the stores' (it reads the Hub token with
+:func:`fintts.train.stores.hub.auth.find_token`), not part of :mod:`fintts.train.machine`: the Hub
+store stands on the machine's platform facts (its lease names the host and Kaggle's session
+limit), so the machine's room imports nothing of the stores'.
 """
 
 from __future__ import annotations
