@@ -15,11 +15,12 @@ from typing import Any
 
 import torch
 
+from fintts.train import data_drift
 from fintts.train.config import ConfigDrift, fingerprint, fingerprint_changes
 from fintts.train.machine.platform import library_versions
 from fintts.train.processes.collective import announce, await_main
 from fintts.train.report import status
-from fintts.train.run import checkpoint, data_drift
+from fintts.train.run import checkpoint
 from fintts.train.run.rng import restore_rng
 from fintts.train.run.state import TrainerState
 from fintts.train.session.facts import SessionFacts
