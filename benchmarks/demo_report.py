@@ -33,8 +33,9 @@ import yaml
 from fintts.train.run import checkpoint
 from fintts.train.run.layout import MODEL_DIR, STATUS
 from fintts.tts.corpus import Item
+from fintts.tts.corpus.data_names import data_root
 from fintts.tts.corpus.selection import read_heldout_files
-from fintts.tts.demo import data_root, make_corpus
+from fintts.tts.demo import make_corpus
 from fintts.tts.demo.run import DEMO_SENTENCE, speech_only
 from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.heldout import score_heldout

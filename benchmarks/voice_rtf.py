@@ -41,8 +41,8 @@ import numpy as np
 import torch
 from transformers import VitsConfig, VitsModel, VitsTokenizer
 
+from fintts.tts.corpus.data_names import DEMO_CORPUS
 from fintts.tts.corpus.selection import read_heldout_files
-from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts.tts.eval import mel_cepstral_distortion
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.export import export_onnx, save_voice

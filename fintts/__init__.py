@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from fintts.tts.family import Voice
     from fintts.tts.voice import load_voice
 
-__version__ = "0.1.0"
+from fintts.version import __version__
+
 __all__ = ["Voice", "__version__", "load_voice"]
 
 

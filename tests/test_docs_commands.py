@@ -5,7 +5,7 @@ What counts as a command, and how strictly it is checked:
 - a line of a shell code block (```bash, or any block's ``$ fintts ...`` lines; comments and
   ``&&``/``;``/``|`` chains as a shell reads them), and an inline ```fintts ...``` in a table
   row: what a reader copies and runs. It must parse exactly as ``fintts`` parses it
-  (:func:`fintts.cli_args.parse`, without running it); placeholders (``DIR``, ``…``) are fine.
+  (:func:`fintts.cli.args.parse`, without running it); placeholders (``DIR``, ``…``) are fine.
   Table notation is read as meant: ``[--json]`` both with and without, ``wheels / push / run``
   each alternative.
 - an inline ```fintts ...``` in prose: often a reference (```fintts check --json```'s output), so its
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from fintts.cli import build_parser
-from fintts.cli_args import parse
+from fintts.cli.args import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

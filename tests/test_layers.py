@@ -33,12 +33,12 @@ LAPTOP = ("fintts", "fintts.tts.voice", "fintts.tts.say", "fintts.tts.hub_voice"
 #: `push`, every `fintts kaggle` command): a laptop runs them often, and torch with transformers costs seconds to import.
 LIGHT_COMMANDS = ("fintts.train.report.summary", "fintts.train.stores", "fintts.train.session.store_choice",
                   "fintts.train.stores.hub", "fintts.train.tools.plan",
-                  "fintts.tts.corpus", "fintts.tts.speakers", "fintts.kaggle.kernel", "fintts.kaggle.sessions",
+                  "fintts.tts.corpus", "fintts.tts.corpus.speakers", "fintts.kaggle.kernel", "fintts.kaggle.sessions",
                   "fintts.kaggle.corpus", "fintts.kaggle.wheels", "fintts.kaggle.quota", "fintts.kaggle.secret")
 #: The command line imports the library inside each command (fintts.cli's docstring says why), so that
 #: `fintts say` loads neither torch nor the trainer; its imports need no reason line by line. The
 #: Kaggle commands are part of it, in a module of their own.
-SHELL = ("fintts.cli", "fintts.kaggle.cli")
+SHELL = ("fintts.cli", "fintts.cli.commands", "fintts.cli.kaggle")
 
 
 @dataclass(frozen=True)
@@ -262,21 +262,12 @@ def folder_circles(imports: list[Import], modules: dict[str, Path] = MODULES) ->
     return found
 
 
-#: Folder circles that other parts of issue 54 are taking apart (the command line into a folder of its own, the
-#: families' shared speech code below them): being removed by issue 54's other parts. A circle among these parts (or
-#: fewer of them) passes; any other circle fails. Empty it as they land.
-FOLDER_CIRCLES_BEING_REMOVED = {
-    ("fintts", frozenset({"fintts (own files)", "fintts.kaggle"})),
-    ("fintts.tts", frozenset({"fintts.tts (own files)", "fintts.tts.vits", "fintts.tts.chatterbox", "fintts.tts.corpus",
-                              "fintts.tts.demo"})),
-}
 
 
 def test_no_two_folders_import_each_other():
     # in each folder, its own files and each sub-folder (all of it) are one part; no two parts may reach each other:
     # a room that imports a room that imports it back is one idea in two places
-    found = {key: ties for key, ties in folder_circles(import_graph()).items()
-             if not any(key[0] == folder and key[1] <= group for folder, group in FOLDER_CIRCLES_BEING_REMOVED)}
+    found = folder_circles(import_graph())
     assert not found, "folders that import each other:\n" + "\n".join(
         f"in {folder}: {' <-> '.join(sorted(group))}\n  " + "\n  ".join(ties) for (folder, group), ties in found.items())
 
@@ -369,7 +360,7 @@ def test_importing_the_trainer_and_its_stores_imports_no_task():
 #: The voice families: each a folder of fintts/tts with a face (family.py) registered in the fintts.families entry points.
 FAMILIES = tuple(sorted(p.parent.name for p in (PACKAGE / "tts").glob("*/family.py")))
 #: What dispatches to the families and so may name none: the command line, `say`, the voice lookup, the evaluation's figures.
-DISPATCHERS = ("fintts.cli", "fintts.tts.say", "fintts.tts.voice", "fintts.tts.hub_voice", "fintts.tts.eval")
+DISPATCHERS = ("fintts.cli", "fintts.cli.commands", "fintts.tts.say", "fintts.tts.voice", "fintts.tts.hub_voice", "fintts.tts.eval")
 
 
 def _family_of(module: str) -> str | None:

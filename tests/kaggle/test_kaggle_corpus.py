@@ -25,8 +25,8 @@ import corpus_sources as sources
 from fintts.kaggle.corpus import plan, refusal, stage
 from fintts.train.config import ConfigError
 from fintts.tts.corpus import ReadOptions, check_corpus
+from fintts.tts.corpus.data_names import DEMO_CORPUS
 from fintts.tts.corpus.selection import read_heldout_files
-from fintts.tts.demo import CORPUS as DEMO_CORPUS
 from fintts_stand_ins.kaggle_server import KaggleServer
 
 #: every test here starts a process (a fintts command, a server's session, espeak-ng or ffmpeg): not the unit tier

@@ -22,7 +22,7 @@ from fintts.kaggle.kernel import KAGGLE_PYTHON
 from fintts.kaggle.notebook import check_corpus
 from fintts.kaggle.parameters import load, read_parameters, with_parameters
 from fintts.kaggle.secret import MISSING
-from fintts.tts.demo import CORPUS as DEMO_CORPUS
+from fintts.tts.corpus.data_names import DEMO_CORPUS
 from fintts_stand_ins.kaggle_server import SECRETS_VARIABLE, secrets_module
 from hub_helpers import REPO, TOKEN
 from notebook_helpers import ROOT, output_types, run_notebook, text_output

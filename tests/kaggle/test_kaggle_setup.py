@@ -26,7 +26,7 @@ from test_kaggle_cli import KERNEL, REPO, local_kaggle, run, status
 from fintts.kaggle.kernel import MAX_TITLE, kernel_title, slug
 from fintts.kaggle.parameters import read_parameters
 from fintts.kaggle.secret import FOUND, MISSING
-from fintts.tts.demo import CORPUS as DEMO_CORPUS
+from fintts.tts.corpus.data_names import DEMO_CORPUS
 from hub_helpers import TOKEN
 from kaggle_helpers import run_pushed_notebook
 

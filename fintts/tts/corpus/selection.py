@@ -12,11 +12,11 @@ from pathlib import Path
 from fintts.train.config import ConfigError
 from fintts.tts.audio import header_seconds
 from fintts.tts.corpus import Item, ReadOptions, check_corpus, read_table
+from fintts.tts.corpus.data_names import data_root
 from fintts.tts.corpus.ljspeech import heldout_tables
 from fintts.tts.corpus.settings import CorpusSettings
-from fintts.tts.demo import data_root
+from fintts.tts.corpus.speakers import BEST, analyse_speakers
 from fintts.tts.hub_inputs import FetchFirst
-from fintts.tts.speakers import BEST, analyse_speakers
 from fintts.tts.text import FinnishText
 
 

@@ -44,8 +44,8 @@ from fintts.train.task import BoardEntry, Card, DataFingerprint, Evaluation, Opt
 from fintts.tts.audio import Span, resampled_length
 from fintts.tts.corpus.enough import too_few_to_judge
 from fintts.tts.corpus.selection import data_size, select_corpus
+from fintts.tts.corpus.speakers import BEST
 from fintts.tts.features import FeatureCache
-from fintts.tts.speakers import BEST
 from fintts.tts.spectrogram import Spectrogram, SpectrogramConfig
 from fintts.tts.text import FALLBACK_VOCAB, FinnishText
 from fintts.tts.vits.card import run_card, voice_license

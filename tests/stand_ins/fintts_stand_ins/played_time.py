@@ -65,9 +65,10 @@ def factor_in(path: Path) -> Callable[[], float]:
 def main(argv: list[str] | None = None) -> int:
     """``SPEED kaggle run ...``: the command, as :func:`fintts.cli.main` runs it, on a :func:`played` clock (``@FILE``: a
     :func:`warped` one)."""
-    from fintts import cli, cli_args
+    from fintts.cli import args as cli_args
+    from fintts.cli import commands as cli
+    from fintts.cli.kaggle import cmd_kaggle_run
     from fintts.errors import StoreError
-    from fintts.kaggle.cli import cmd_kaggle_run
 
     speed, *command = sys.argv[1:] if argv is None else argv
     args = cli_args.parse(cli.build_parser(), command)

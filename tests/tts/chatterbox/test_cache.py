@@ -10,7 +10,7 @@ from fintts.tts.chatterbox.cache import TokenCache
 from fintts.tts.chatterbox.frozen import TOKENS_PER_SECOND, RandomParts
 from fintts.tts.chatterbox.text import ChatterboxText
 from fintts.tts.corpus import Item
-from fintts.tts.demo import CORPUS
+from fintts.tts.corpus.data_names import DEMO_CORPUS
 
 
 def _items(root):
@@ -29,11 +29,11 @@ class _Counting(RandomParts):
 def test_tokens_are_made_once_and_found_again_from_another_path(tmp_path):
     text = ChatterboxText.builtin(256)
     cache = TokenCache(tmp_path / "cache", RandomParts.fingerprint, _Counting, text)
-    first = cache.tokens(_items(CORPUS), log=lambda _: None)
+    first = cache.tokens(_items(DEMO_CORPUS), log=lambda _: None)
     assert _Counting.made == 2
     assert abs(len(first[0].speech_tokens) - TOKENS_PER_SECOND * 1.0) < 200 and first[0].speaker.shape == (256,)
     moved = tmp_path / "moved"
-    shutil.copytree(CORPUS / "espeak_f2", moved / "espeak_f2")
+    shutil.copytree(DEMO_CORPUS / "espeak_f2", moved / "espeak_f2")
     again = TokenCache(tmp_path / "cache", RandomParts.fingerprint, _Counting, text).tokens(_items(moved), log=lambda _: None)
     assert _Counting.made == 2  # the same bytes: read, not made
     assert all(torch.equal(a.speech_tokens, b.speech_tokens) and torch.equal(a.text_ids, b.text_ids) for a, b in zip(first, again))
@@ -55,7 +55,7 @@ class _ReadsOtherwise(ChatterboxText):
 
 def test_a_changed_text_front_end_remakes_the_text_ids_and_not_the_speech_tokens(tmp_path):
     builtin = ChatterboxText.builtin(256)
-    items = _items(CORPUS)
+    items = _items(DEMO_CORPUS)
     before = TokenCache(tmp_path, RandomParts.fingerprint, _Counting, builtin).tokens(items, log=lambda _: None)
     made = _Counting.made
     changed = _ReadsOtherwise(builtin.json)
@@ -72,7 +72,7 @@ def test_a_changed_text_front_end_remakes_the_text_ids_and_not_the_speech_tokens
 def test_a_half_written_entry_is_made_again(tmp_path):
     text = ChatterboxText.builtin(256)
     cache = TokenCache(tmp_path, RandomParts.fingerprint, RandomParts, text)
-    item = _items(CORPUS)[0]
+    item = _items(DEMO_CORPUS)[0]
     whole = cache.tokens([item], log=lambda _: None)[0]
     cache.entry(item).write_bytes(cache.entry(item).read_bytes()[:20])  # a session killed while writing
     assert torch.equal(cache.tokens([item], log=lambda _: None)[0].speech_tokens, whole.speech_tokens)

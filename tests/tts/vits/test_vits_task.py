@@ -17,7 +17,7 @@ from fintts.train import ConfigDrift, TaskContext, train
 from fintts.train.report.card import render
 from fintts.train.run import checkpoint
 from fintts.tts.audio import load_audio
-from fintts.tts.demo import CORPUS as DEMO_CORPUS
+from fintts.tts.corpus.data_names import DEMO_CORPUS
 from fintts.tts.demo.run import progress_report
 from fintts.tts.eval import noise_floor_db
 from fintts.tts.vits.task import VitsTask, VitsTaskConfig

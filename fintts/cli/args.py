@@ -33,7 +33,7 @@ from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-import fintts
+from fintts.version import __version__
 
 #: ``fintts``'s exit codes (the table in :mod:`fintts.cli`'s docstring), here for every module of commands.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DRIFT, EXIT_STORE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -132,7 +132,7 @@ def add_corpus_arguments(p: argparse.ArgumentParser) -> None:
 def checked_corpus(args):
     """The corpus ``DATA`` names, read and checked with the options :func:`add_corpus_arguments` added."""
     from fintts.tts.corpus import ReadOptions, check_corpus  # the task's corpus reader: only the commands that read a corpus load it
-    from fintts.tts.demo import data_root
+    from fintts.tts.corpus.data_names import data_root
 
     options = ReadOptions(split=args.split or "", text_column=args.text_column or "", speaker_column=args.speaker_column or "",
                           audio_column=args.audio_column or "", cache_dir=Path(args.cache) if args.cache else None)
@@ -150,7 +150,7 @@ def add_version(parser: argparse.ArgumentParser) -> None:
     try:
         installed = version("fintts")
     except PackageNotFoundError:  # run from a source tree that was never installed
-        installed = fintts.__version__
+        installed = __version__
     parser.add_argument("--version", action="version", version=f"fintts {installed}")
 
 

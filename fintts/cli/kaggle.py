@@ -14,8 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from fintts import cli_args
-from fintts.cli_args import EXIT_OK
+from fintts.cli import args as cli_args
+from fintts.cli.args import EXIT_OK
 from fintts.errors import UsageError
 
 #: The owner a dry run stages without credentials (kernel-metadata.json's id and the wheels dataset); the person replaces it.

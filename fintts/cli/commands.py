@@ -12,14 +12,14 @@ Exit codes (stable, for scripts and notebooks):
 141 the output's reader went away (``fintts check DIR | head``): the command stopped quietly
 ==  ==========================================================================
 
-Every command that reads a config takes it the same ways (:mod:`fintts.cli_args`): ``CONFIG``
+Every command that reads a config takes it the same ways (:mod:`fintts.cli.args`): ``CONFIG``
 or ``--config CONFIG``, ``--data DIR``, and ``key=value`` overrides anywhere among the options.
 
 Exit 2, 3 and 4 come from fintts's own error types (:mod:`fintts.errors`); any other
 exception is a bug and ends with its traceback. Each command imports the library modules it
 uses inside its function: the base install runs ``fintts say`` and ``fintts pull`` without
 torch, and they load nothing of the trainer. The Kaggle commands (``fintts kaggle …``) are in
-:mod:`fintts.kaggle.cli`, under the same rule; what several commands share, in :mod:`fintts.cli_args`.
+:mod:`fintts.cli.kaggle`, under the same rule; what several commands share, in :mod:`fintts.cli.args`.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ import sys
 import time
 from pathlib import Path
 
-from fintts import cli_args
-from fintts.cli_args import EXIT_DRIFT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
+from fintts.cli import args as cli_args
+from fintts.cli.args import EXIT_DRIFT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE
+from fintts.cli.kaggle import add_kaggle_commands
 from fintts.errors import ConfigDrift, ConfigError, StoreError, UsageError
-from fintts.kaggle.cli import add_kaggle_commands
 
 #: What the base install leaves out (pyproject's [torch] and [train] extras): a command that
 #: needs it says which extra to install instead of showing a traceback.
@@ -235,7 +235,7 @@ def cmd_transcribe(args) -> int:
 
 
 def cmd_speakers(args) -> int:
-    from fintts.tts.speakers import analyse_speakers
+    from fintts.tts.corpus.speakers import analyse_speakers
 
     analysis = analyse_speakers(cli_args.checked_corpus(args))
     print(json.dumps(analysis.to_json(), indent=1) if args.json else analysis.format_text())

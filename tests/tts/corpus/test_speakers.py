@@ -12,8 +12,8 @@ import soundfile as sf
 
 from fintts.train import train
 from fintts.tts.corpus import check_corpus
-from fintts.tts.demo import CORPUS as DEMO_CORPUS
-from fintts.tts.speakers import analyse_speakers
+from fintts.tts.corpus.data_names import DEMO_CORPUS
+from fintts.tts.corpus.speakers import analyse_speakers
 from trainer_helpers import QUIET, in_process
 from vits_helpers import TRAINING_ONLY, tiny_config
 
