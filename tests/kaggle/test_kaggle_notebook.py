@@ -41,7 +41,9 @@ def test_the_training_notebook_runs_a_session_and_the_next_run_resumes_it(tmp_pa
     first = text_output(run_notebook(NOTEBOOK, cwd=tmp_path, parameters=parameters))
     assert "is installed" in first  # the install cell found this fintts and installed nothing
     assert "Good clips: 204" in first  # fintts check
-    assert "starting run 'demo'" in first and "fintts session summary" in first
+    # DATA is a folder where the config says `demo`: a run of its own by name (fintts.train.config.default_run_name),
+    # kept in the STORE the notebook was given
+    assert "starting run 'demo-corpus'" in first and "fintts session summary" in first
     status = json.loads((tmp_path / "runs/demo/status.json").read_text())
     assert status["state"] == "paused" and status["step"] > 0
 
@@ -51,7 +53,7 @@ def test_the_training_notebook_runs_a_session_and_the_next_run_resumes_it(tmp_pa
     carried = {**parameters, "CONFIG": "demo.yaml", "CONFIG_YAML": text}
     second = run_notebook(NOTEBOOK, cwd=tmp_path, parameters=carried)
     out = text_output(second)
-    assert f"resuming run 'demo' from step-{status['step']:08d}" in out
+    assert f"resuming run 'demo-corpus' from step-{status['step']:08d}" in out
     after = json.loads((tmp_path / "runs/demo/status.json").read_text())
     assert after["step"] > status["step"] and len(after["sessions"]) == 2
     shown = output_types(second)
