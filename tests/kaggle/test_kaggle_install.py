@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import shutil
@@ -157,3 +158,23 @@ def test_the_install_cell_installs_the_chatterbox_extra_for_a_chatterbox_config_
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{wheels / f'fintts-{VERSION}-py3-none-any.whl'}{extras}" in asked.read_text().splitlines()
+
+
+@pytest.mark.process
+def test_the_install_cell_adds_the_chatterbox_extra_to_an_installed_fintts_that_lacks_it(tmp_path):
+    # the dataset's fintts is the one installed (a session run again), but the chatterbox package is not there
+    installed = importlib.metadata.version("fintts")
+    wheels = tmp_path / "input" / "fintts-wheels"
+    wheels.mkdir(parents=True)
+    (wheels / f"fintts-{installed}-py3-none-any.whl").write_bytes(b"")
+    asked = stand_in_pip(tmp_path / "stand_ins")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "stand_ins")}
+    for config, extras in (("task: vits\n", None), ("task: chatterbox\n", "[train,chatterbox]")):
+        script = install_cell(WHEELS=str(wheels), CONFIG="run.yaml", CONFIG_YAML=config, INPUT=str(tmp_path / "input"))
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+        assert result.returncode == 0, result.stdout + result.stderr
+        lines = asked.read_text().splitlines() if asked.exists() else []
+        if extras is None:
+            assert lines == [] and f"fintts {installed} is installed" in result.stdout
+        else:
+            assert f"{wheels / f'fintts-{installed}-py3-none-any.whl'}{extras}" in lines
