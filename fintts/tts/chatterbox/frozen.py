@@ -68,8 +68,8 @@ class ReleasedParts:
             from chatterbox.models.voice_encoder import VoiceEncoder
         except ImportError as err:
             raise ConfigError(f"weights: {folder} is a Chatterbox release, whose speech tokenizer and speaker encoder run "
-                             f"through the chatterbox package ({err}); pip install chatterbox-light where torch and torchaudio "
-                             "match (Kaggle's image), or use weights: random for a dry run") from err
+                             f"through the chatterbox package ({err}); pip install chatterbox-light (fintts[chatterbox]) where torch "
+                             "and torchaudio match (Kaggle's image), or use weights: random for a dry run") from err
         self.folder, self.device = Path(folder), device
         self.s3gen = S3Gen()
         self.s3gen.load_state_dict(torch.load(self.folder / "s3gen.pt", map_location="cpu", weights_only=True))
