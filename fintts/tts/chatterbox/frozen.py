@@ -71,6 +71,7 @@ class RandomParts:
 
     @contextlib.contextmanager
     def on(self, device: torch.device) -> Iterator[RandomParts]:
+        """As :meth:`ReleasedParts.on`; the stand-in runs on the CPU wherever T3 is."""
         yield self
 
     def waveform(self, tokens: Tensor, reference: dict[str, Tensor]) -> Tensor:
