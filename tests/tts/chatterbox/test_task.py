@@ -6,14 +6,17 @@ import json
 
 import pytest
 import torch
-from chatterbox_helpers import PHASES, TINY_MODEL, tiny_config
+from chatterbox_helpers import PHASES, TINY, TINY_MODEL, tiny_config
 from safetensors.torch import load_file
 
 from fintts.train import train
 from fintts.train.config import ConfigError, load_config
 from fintts.train.run import checkpoint
+from fintts.train.task import TaskContext
+from fintts.tts.chatterbox.frozen import FROZEN_FILES
+from fintts.tts.chatterbox.settings import ChatterboxTaskConfig
 from fintts.tts.chatterbox.t3 import T3, T3Settings
-from fintts.tts.chatterbox.task import partners
+from fintts.tts.chatterbox.task import ChatterboxTask, partners
 from fintts.tts.corpus import Item
 from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights, train_cli
 
@@ -127,6 +130,28 @@ def test_the_exported_folder_has_what_from_local_reads(phased):
     description = json.loads((model / "chatterbox.json").read_text())
     assert description["reference_clip"].startswith(json.loads((store / "status.json").read_text())["about"]["speaker"])
     assert "license: mit" in (model / "README.md").read_text()
+
+
+def test_without_the_chatterbox_package_a_release_s_samples_are_skipped_with_one_line_and_the_metrics_kept(tmp_path):
+    """Where S3Gen cannot be loaded (here: no chatterbox package, a folder of the release's names standing for the
+    release beside a tiny random T3), each validation still scores and decodes; the samples are skipped, said once."""
+    said = []
+    context = TaskContext(seed=0, device=torch.device("cpu"), autocast_dtype=None, cache_dir=tmp_path / "cache",
+                          log=said.append, progress=False)
+    settings = {k: v for k, v in TINY.items() if k not in ("task", "max_steps", "batch_size", "eval_every", "num_workers", "lr")}
+    task = ChatterboxTask(ChatterboxTaskConfig(**settings), context)
+    models = task.build_models()
+    task.train_data()
+    task.release = tmp_path / "release"  # what build_models sets from weights: a folder, whose S3Gen needs the package
+    task.release.mkdir()
+    for name in FROZEN_FILES:
+        (task.release / name).write_bytes(b"")
+    with torch.no_grad():
+        evaluations = [task.evaluate(models, step) for step in (1, 2)]
+    assert all(not e.files and not e.board and set(e.metrics) == {"val/loss", "val/token_accuracy", "val/length_ratio"}
+               for e in evaluations)
+    assert len([line for line in said if line.startswith("samples: skipped")]) == 1
+    assert "chatterbox package" in next(line for line in said if line.startswith("samples: skipped"))
 
 
 def test_a_clip_is_conditioned_on_another_clip_of_its_speaker():
