@@ -10,10 +10,12 @@ session holds ``HF_TOKEN``). The dataset holds:
 
 - ``fintts-<version>-py3-none-any.whl``, built from this checkout;
 - fintts's ``configs/*.yaml``, so the notebook names a config by its file name;
-- with ``--offline``, for sessions without the internet: a wheel of every package fintts
-  needs (and what they need) **except torch and its CUDA libraries** (``triton``,
-  ``nvidia-*``, ``cuda-*``) — Kaggle's image always has torch, built for its GPUs, and a
-  second one would be gigabytes. Versions are resolved on this machine and downloaded for
+- with ``--offline``, for sessions without the internet: a wheel of every package
+  ``fintts[train,chatterbox]`` needs (and what they need) — the chatterbox extra too, as the
+  dataset serves every config and the notebook installs it for ``task: chatterbox`` — **except
+  torch, torchaudio and torch's CUDA libraries** (``triton``, ``nvidia-*``, ``cuda-*``) —
+  Kaggle's image always has torch and torchaudio, built for its GPUs, and a second torch would
+  be gigabytes. Versions are resolved on this machine and downloaded for
   Kaggle's Python (:data:`KAGGLE_PYTHON`, ``--python-version``) and Linux (manylinux up to
   glibc 2.35, x86-64); packages published only as source are built into wheels here. pip
   then installs from the folder what the image lacks and keeps what it has.
@@ -41,8 +43,12 @@ from fintts.train.config import SHIPPED_CONFIGS, ConfigError
 
 #: Kaggle's image is Ubuntu 22.04 (glibc 2.35) on x86-64: manylinux wheels up to 2.35 run there.
 KAGGLE_GLIBC_MINOR = 35
-#: Packages never shipped: Kaggle's image has torch, built for its CUDA, and these come with it.
-IMAGE_HAS = re.compile(r"^(torch|triton|nvidia-.*|cuda-.*)$")
+#: Packages never shipped: Kaggle's image has torch, built for its CUDA, and these come with it; torchaudio (which
+#: chatterbox-light asks for) too: Kaggle/docker-python's Dockerfile.tmpl keeps the Colab base image's torch packages
+#: and its tests/test_torchaudio.py loads audio with it. A torchaudio from the registry would want another torch.
+IMAGE_HAS = re.compile(r"^(torch|torchaudio|triton|nvidia-.*|cuda-.*)$")
+#: What the dataset's dependency wheels are resolved for: training, and Chatterbox's package (docs/chatterbox.md)
+EXTRAS = "train,chatterbox"
 METADATA = "dataset-metadata.json"
 #: What a wheel of fintts is built from (copied, so the checkout is not written into).
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "fintts")
@@ -88,8 +94,8 @@ def _dependency_wheels(wheel: Path, out: Path, python: str, log: Callable[[str],
     """Every package the fintts wheel pulls in, but torch's, as wheels for Kaggle (see the module's docstring)."""
     with tempfile.TemporaryDirectory(prefix="fintts-resolve-") as tmp:
         report = Path(tmp) / "report.json"
-        # [train]: the training stack
-        _pip("install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report), f"{wheel}[train]")
+        # the training stack and the chatterbox package: one dataset serves every config
+        _pip("install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report), f"{wheel}[{EXTRAS}]")
         resolved = [item["metadata"] for item in json.loads(report.read_text())["install"]]
     wanted = [f"{m['name']}=={m['version']}" for m in resolved if m["name"].lower() != "fintts" and not IMAGE_HAS.match(m["name"].lower())]
     log(f"downloading {len(wanted)} dependency wheels for Python {python} on Kaggle's Linux; torch is Kaggle's own")

@@ -130,6 +130,18 @@ SAVES: dict[SaveReason, str] = {
 }
 
 
+#: A save due by steps or time (never a phase's end or the final one) is skipped when the disk has no room for it, and
+#: the session trains on: the main process reads the free space before it writes (session.disk_room); the save's vote
+#: then sends every process on together, as after any save that is not full (session.saving.save). The next due save tries again.
+NO_ROOM = "the disk has no room for it"
+
+
+def no_room_line(step: int, needed: int, free: int) -> str:
+    """What the session logs of a save it skipped (:data:`NO_ROOM`): the figures, and what would make room."""
+    return (f"step {step}: the checkpoint was not saved: {NO_ROOM} (it needs ~{needed / 1e9:.2f} GB, {free / 1e9:.2f} GB "
+            "is free); training goes on and the next due save tries again. Free space or lower keep_last")
+
+
 @dataclasses.dataclass
 class Flags:
     """What one process found after a step. Each flag is this process's own view."""

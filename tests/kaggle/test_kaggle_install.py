@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import shutil
@@ -131,3 +132,49 @@ def test_the_install_cell_installs_the_datasets_wheel_when_the_index_offers_anot
              "print(hasattr(fintts, 'IMPOSTOR'), hasattr(fintts, 'load_voice'), bool(u.find_spec('fintts_index_only_dep')))")
     found = subprocess.run([python, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert found.stdout.split() == ["False", "True", "True"], found.stdout + found.stderr  # the dataset's fintts, the index's dependency
+
+
+def stand_in_pip(folder: Path) -> Path:
+    """A ``pip`` module that installs nothing and writes the arguments it was run with to ``folder/asked``, one a line."""
+    (folder / "pip").mkdir(parents=True)
+    (folder / "pip" / "__init__.py").write_text("")
+    asked = folder / "asked"
+    (folder / "pip" / "__main__.py").write_text(f"import sys\nopen({str(asked)!r}, 'a').write('\\n'.join(sys.argv[1:]) + '\\n')\n")
+    return asked
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(("config", "extras"), [("chatterbox-fi.yaml", "[train,chatterbox]"), ("mms-fin.yaml", "[train]")])
+def test_the_install_cell_installs_the_chatterbox_extra_for_a_chatterbox_config_only(tmp_path, config, extras):
+    # the dataset as `fintts kaggle wheels` lays it out: the wheel (pip is a stand-in here, so its name is enough) and
+    # the shipped configs; the cell reads the config's task before fintts is there to read it
+    wheels = tmp_path / "input" / "fintts-wheels"
+    wheels.mkdir(parents=True)
+    (wheels / f"fintts-{VERSION}-py3-none-any.whl").write_bytes(b"")
+    shutil.copy2(ROOT / "configs" / config, wheels / config)
+    asked = stand_in_pip(tmp_path / "stand_ins")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "stand_ins")}
+    script = install_cell(WHEELS=str(wheels), CONFIG=config, INPUT=str(tmp_path / "input"))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{wheels / f'fintts-{VERSION}-py3-none-any.whl'}{extras}" in asked.read_text().splitlines()
+
+
+@pytest.mark.process
+def test_the_install_cell_adds_the_chatterbox_extra_to_an_installed_fintts_that_lacks_it(tmp_path):
+    # the dataset's fintts is the one installed (a session run again), but the chatterbox package is not there
+    installed = importlib.metadata.version("fintts")
+    wheels = tmp_path / "input" / "fintts-wheels"
+    wheels.mkdir(parents=True)
+    (wheels / f"fintts-{installed}-py3-none-any.whl").write_bytes(b"")
+    asked = stand_in_pip(tmp_path / "stand_ins")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "stand_ins")}
+    for config, extras in (("task: vits\n", None), ("task: chatterbox\n", "[train,chatterbox]")):
+        script = install_cell(WHEELS=str(wheels), CONFIG="run.yaml", CONFIG_YAML=config, INPUT=str(tmp_path / "input"))
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+        assert result.returncode == 0, result.stdout + result.stderr
+        lines = asked.read_text().splitlines() if asked.exists() else []
+        if extras is None:
+            assert lines == [] and f"fintts {installed} is installed" in result.stdout
+        else:
+            assert f"{wheels / f'fintts-{installed}-py3-none-any.whl'}{extras}" in lines

@@ -339,17 +339,25 @@ def latest_complete(root: Path, log: Callable[[str], None] = print) -> Path | No
 
 def prune(root: Path, keep_last: int, protect: Iterable[str] = ()) -> list[str]:
     """Delete all but the newest ``keep_last`` checkpoints and the ``protect``-ed ones; return the deleted."""
-    names = list_names(root)
-    keep = set(names[-keep_last:] if keep_last > 0 else []) | set(protect)
-    pointed = read_latest(root)
-    if pointed:
-        keep.add(pointed)
-    removed = [n for n in names if n not in keep]
+    removed = prunable(root, keep_last, protect)
     for name in removed:
         shutil.rmtree(root / CHECKPOINTS / name, ignore_errors=True)
     for stale in (root / CHECKPOINTS).glob(".partial-*") if (root / CHECKPOINTS).is_dir() else ():
         shutil.rmtree(stale, ignore_errors=True)
     return removed
+
+
+def size_of(root: Path, name: str) -> int:
+    """Bytes the files of checkpoint ``name`` take: what the next save is expected to need (a phase's checkpoints
+    are all alike in size), learnt from the newest one rather than estimated."""
+    return sum(path.stat().st_size for path in regular_files(root / CHECKPOINTS / name))
+
+
+def prunable(root: Path, keep_last: int, protect: Iterable[str] = ()) -> list[str]:
+    """What :func:`prune` with these arguments would delete (nothing is deleted here)."""
+    names = list_names(root)
+    keep = set(names[-keep_last:] if keep_last > 0 else []) | set(protect) | {read_latest(root)}
+    return [n for n in names if n not in keep]
 
 
 def torch_save(obj: Any, path: Path) -> None:

@@ -405,7 +405,7 @@ def _act(session: Session, decision: Decision, done: StepDone, pace: _Pace) -> D
         facts.stopping(stopping.diverged(done.diverged or "the steps of another process diverged", step=state.step, latest=latest))
     elif decision.save is not None:
         started = time.time()
-        if not saving.save(session):
+        if not saving.save(session, skippable=True):  # due by steps or time: skipped when the disk has no room
             decision = Decision(stop=StopReason.DISK_FULL)
             facts.log(stop_line(decision.stop, state.step))
         facts.spent("checkpoints", started)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from accelerate.utils import gather_object
 
+from fintts.train.decision import no_room_line
 from fintts.train.machine.platform import library_versions
 from fintts.train.processes.collective import vote
 from fintts.train.report.summary import loss_plot_png
@@ -25,20 +26,22 @@ from fintts.train.run import checkpoint
 from fintts.train.run.rng import capture_rng
 from fintts.train.run.state import TrainerState
 from fintts.train.session import exporting, reporting, stopping
+from fintts.train.session.disk_room import make_room
 from fintts.train.session.session import Session
 from fintts.train.step.building import BuiltPhase
 
 
-def save(session: Session, *, final: bool = False, export: bool = True) -> bool:
+def save(session: Session, *, final: bool = False, export: bool = True, skippable: bool = False) -> bool:
     """Save a checkpoint of this step and hand it to the store; ``False`` when the disk is full (then nothing changed).
     ``final``: the session's last (it is published as such); ``export=False``: ``model/`` already holds this step's
-    export (the final save's, made before its wait)."""
+    export (the final save's, made before its wait); ``skippable``: a save due by steps or time, which is skipped
+    (``True``, nothing written) when the disk has no room for it (:mod:`fintts.train.session.disk_room`)."""
     facts, state, built, learnt = session.facts, session.state, session.built, session.learnt
     store = facts.store
     started = time.time()
     rngs = gather_object([capture_rng()])
     name = checkpoint.name_for_step(state.step)
-    full = False
+    full = skipped = False
     if facts.main:
         state.rng = rngs
         state.guard = session.guard.state()
@@ -48,6 +51,17 @@ def save(session: Session, *, final: bool = False, export: bool = True) -> bool:
         facts.record.ended = time.time()
         if state.best_step is not None and state.best_checkpoint is None:
             state.best_checkpoint = name
+        protect = [held for held in (state.best_checkpoint, *(r["checkpoint"] for r in state.phases)) if held]
+        room = make_room(store, built.cfg.keep_last, protect) if skippable else None
+        if room is not None and room.pruned:
+            facts.log(f"step {state.step}: deleted {', '.join(room.pruned)} before this save, which keep_last deletes "
+                      "after it, to make room for it on the disk")
+        skipped = room is not None and not room.fits
+        if skipped:
+            facts.log(no_room_line(state.step, room.needed, room.free))
+            if state.best_checkpoint == name:  # the best is not in it: the next save that is written holds it
+                state.best_checkpoint = None
+    if facts.main and not skipped:
         if export and state.best_step is None and exporting.slow_part(session) is not None:
             state.export_pending = True  # a kill before the export below is made leaves it to the next session
         try:
@@ -77,6 +91,8 @@ def save(session: Session, *, final: bool = False, export: bool = True) -> bool:
             store.publish(name, final=final)
             learnt.unlearnt_save = time.time() - started
             learn(session)
+    # a skipped save needs no vote of its own: the other processes do the same either way (their random streams above,
+    # this vote), and a skipped one is not full, so all go on together
     (full,) = vote([full], facts.device)
     facts.accelerator.wait_for_everyone()
     return not full

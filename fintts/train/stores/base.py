@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import json
+import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,13 @@ class Store(abc.ABC):
     def prune(self, keep_last: int, protect: Iterable[str] = ()) -> list[str]:
         """Drop checkpoints beyond the newest ``keep_last`` and ``protect``; return their names."""
         return checkpoint.prune(self.root, keep_last, protect)
+
+    def free_bytes(self) -> int:
+        """Bytes free on the disk under :attr:`root`, where checkpoints are written (the trainer checks a save fits)."""
+        folder = self.root
+        while not folder.exists():  # a new run's folder is made by its first write
+            folder = folder.parent
+        return shutil.disk_usage(folder).free
 
     def transfer_seconds(self) -> list[float]:
         """Measured seconds of this run's recent publishes (earlier sessions too), for the clock's reserve."""

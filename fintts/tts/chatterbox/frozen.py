@@ -12,11 +12,16 @@ matching torch and torchaudio; a CPU-only torch beside the registry's torchaudio
 so it is imported only here and only when a run names a release. :class:`RandomParts` stand in
 for them with fixed random projections of the audio (``weights: random``): a tiny run on a CPU,
 the tests and the GPU check exercise everything around them without the release.
+
+S3Gen also turns speech tokens into 24 kHz audio: the validation's samples (:meth:`ReleasedParts.waveform`; the
+stand-in's :meth:`RandomParts.waveform` is a tone per token, so the whole path runs on a CPU without the release).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -28,6 +33,8 @@ SAMPLE_RATE = 16_000
 TOKENS_PER_SECOND = 25
 SPEECH_CODES = 6561
 SPEAKER_SIZE = 256
+#: S3Gen's output rate (upstream's ``S3GEN_SR``)
+DECODER_RATE = 24_000
 #: the release's frozen files, copied into an exported folder beside the trained T3
 FROZEN_FILES = ("ve.pt", "s3gen.pt")
 
@@ -58,6 +65,22 @@ class RandomParts:
         embedding = (self._frames(wav) @ self.speaker_projection).mean(0)
         return embedding / embedding.norm()
 
+    def decoder_conditioning(self, wav24k: Tensor) -> dict[str, Tensor]:
+        """The stand-in decoder needs no reference."""
+        return {}
+
+    @contextlib.contextmanager
+    def on(self, device: torch.device) -> Iterator[RandomParts]:
+        """As :meth:`ReleasedParts.on`; the stand-in runs on the CPU wherever T3 is."""
+        yield self
+
+    def waveform(self, tokens: Tensor, reference: dict[str, Tensor]) -> Tensor:
+        """The random-weights stand-in for S3Gen, not speech: 40 ms of a tone per speech token (its pitch from the
+        token's id), at S3Gen's rate, so a ``weights: random`` run's validation writes samples the way a release's does."""
+        hop = DECODER_RATE // TOKENS_PER_SECOND
+        pitch = 100.0 + (tokens.cpu() % 80).float() * 10.0
+        return 0.3 * torch.sin(2 * torch.pi * pitch[:, None] * torch.arange(hop)[None] / DECODER_RATE).flatten()
+
 
 class ReleasedParts:
     """Chatterbox's S3Tokenizer (inside ``s3gen.pt``) and VoiceEncoder (``ve.pt``), through the ``chatterbox`` package."""
@@ -68,8 +91,8 @@ class ReleasedParts:
             from chatterbox.models.voice_encoder import VoiceEncoder
         except ImportError as err:
             raise ConfigError(f"weights: {folder} is a Chatterbox release, whose speech tokenizer and speaker encoder run "
-                             f"through the chatterbox package ({err}); pip install chatterbox-light where torch and torchaudio "
-                             "match (Kaggle's image), or use weights: random for a dry run") from err
+                             f"through the chatterbox package ({err}); pip install chatterbox-light (fintts[chatterbox]) where torch "
+                             "and torchaudio match (Kaggle's image), or use weights: random for a dry run") from err
         self.folder, self.device = Path(folder), device
         self.s3gen = S3Gen()
         self.s3gen.load_state_dict(torch.load(self.folder / "s3gen.pt", map_location="cpu", weights_only=True))
@@ -94,6 +117,28 @@ class ReleasedParts:
         """S3Gen's reference (``Conditionals.gen``) for a clip at 24 kHz, its first 10 s as upstream takes."""
         reference = self.s3gen.embed_ref(wav24k[: 10 * 24_000].numpy(), 24_000, device=self.device)
         return {key: value.cpu() if torch.is_tensor(value) else value for key, value in reference.items()}
+
+    @contextlib.contextmanager
+    def on(self, device: torch.device) -> Iterator[ReleasedParts]:
+        """S3Gen on ``device`` for a block (a validation's samples), back where it was after: its gigabyte is not held on
+        the GPU beside training between validations."""
+        home = self.device
+        self.s3gen.to(device)
+        self.device = device
+        try:
+            yield self
+        finally:
+            self.s3gen.to(home)
+            self.device = home
+
+    @torch.inference_mode()
+    def waveform(self, tokens: Tensor, reference: dict[str, Tensor]) -> Tensor:
+        """24 kHz audio of speech tokens in the voice of ``reference`` (:meth:`decoder_conditioning`), as upstream's
+        ``ChatterboxMultilingualTTS.generate`` calls S3Gen (resemble-ai/chatterbox, src/chatterbox/mtl_tts.py:
+        ``self.s3gen.inference(speech_tokens=..., ref_dict=self.conds.gen)``, the ids S3Gen lacks, >= 6561, dropped first)."""
+        gen = {key: value.to(self.device) if torch.is_tensor(value) else value for key, value in reference.items()}
+        wav, _ = self.s3gen.inference(speech_tokens=tokens.to(self.device), ref_dict=gen)
+        return wav.squeeze(0).float().cpu()
 
 
 def files_fingerprint(folder: Path, names: tuple[str, ...] | list[str]) -> str:

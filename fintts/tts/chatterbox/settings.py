@@ -65,6 +65,9 @@ class ChatterboxTaskConfig(CorpusSettings):
     checkpoint_over_positions: int = free_setting(0, speed=True)
     #: held-out clips scored for ``val/loss`` each validation
     val_items: int = free_setting(16)
+    #: held-out clips spoken at each validation (T3 greedily, then S3Gen, in the voice of their speaker's conditioning
+    #: clip) into the checkpoint's samples/, TensorBoard and the Hub; 0: none (and no ``val/length_ratio``)
+    samples: int = free_setting(2)
     lora: ChatterboxLora = dataclasses.field(default_factory=ChatterboxLora)
     #: the clip whose speaker embedding and speech prompt become the exported voice's conds.pt (its id; empty: the
     #: trained speaker's longest clip of at most 10 s)
@@ -81,6 +84,8 @@ class ChatterboxTaskConfig(CorpusSettings):
             raise ConfigError(f"text_loss_weight: must be 0 (the speech tokens' loss alone) or positive, not {self.text_loss_weight}")
         if self.max_speech_tokens <= 0:
             raise ConfigError(f"max_speech_tokens: must be positive, not {self.max_speech_tokens}")
+        if self.samples < 0:
+            raise ConfigError(f"samples: must be 0 (none) or the number of held-out clips to speak, not {self.samples}")
         if self.checkpoint_over_positions < 0:
             raise ConfigError(f"checkpoint_over_positions: must be 0 (never) or positive, not {self.checkpoint_over_positions}")
         super().__post_init__()

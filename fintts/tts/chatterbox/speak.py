@@ -1,7 +1,9 @@
 """Speaking an exported Chatterbox folder: through upstream's own classes, where they are installed.
 
-What speaks it today is the ``chatterbox`` package (chatterbox-light or chatterbox-tts):
-``ChatterboxMultilingualTTS.from_local`` reads the folder :mod:`fintts.tts.chatterbox.export`
+What speaks it today is the ``chatterbox`` package (chatterbox-light, which ``fintts[chatterbox]``
+installs, or upstream's master; both take ``from_local(..., t3_model=FILE)``, which the folder's
+T3 file needs. chatterbox-tts 0.1.7, the registry's, takes no ``t3_model``: it is named with what
+to install instead). ``ChatterboxMultilingualTTS.from_local`` reads the folder :mod:`fintts.tts.chatterbox.export`
 writes, and its ``generate`` turns text into 24 kHz audio with T3, S3Gen and the built-in voice
 (``conds.pt``) or a reference clip's. That package needs torch with a matching torchaudio (Kaggle's
 image has the pair; the registry's torchaudio does not load beside a CPU-only torch 2.13), so
@@ -15,6 +17,8 @@ The text goes through our Finnish normaliser first (numbers, dates, units read o
 
 from __future__ import annotations
 
+import importlib.metadata
+import inspect
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -63,5 +67,16 @@ def load_chatterbox_voice(folder: Path, speaker: str | int | None = None, *, ref
         from chatterbox.mtl_tts import ChatterboxMultilingualTTS
     except ImportError as err:
         raise VoiceError(f"{folder} is a Chatterbox voice, which speaks through the chatterbox package ({err}): "
-                         "pip install chatterbox-light where torch and torchaudio match (Kaggle's image does)") from None
+                         "pip install chatterbox-light (fintts[chatterbox]) where torch and torchaudio match "
+                         "(Kaggle's image does)") from None
+    if "t3_model" not in inspect.signature(ChatterboxMultilingualTTS.from_local).parameters:
+        raise VoiceError(f"{folder}'s T3 is {description['t3_file']}, which {installed_chatterbox()}'s from_local cannot "
+                         "load (it takes no t3_model): pip uninstall chatterbox-tts, then pip install chatterbox-light "
+                         "(fintts[chatterbox]) or upstream's master")
     return ChatterboxVoice(ChatterboxMultilingualTTS.from_local(folder, device, t3_model=description["t3_file"]), reference)
+
+
+def installed_chatterbox() -> str:
+    """The distribution and version that installed the ``chatterbox`` import name (two publish it), for an error."""
+    names = importlib.metadata.packages_distributions().get("chatterbox", [])
+    return f"{names[0]} {importlib.metadata.version(names[0])}" if names else "the installed chatterbox package"

@@ -23,13 +23,14 @@ own position, not the next one.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from transformers import LlamaConfig, LlamaModel
+from transformers import DynamicCache, LlamaConfig, LlamaModel
 
 from fintts.errors import ConfigError
 
@@ -245,6 +246,37 @@ class T3(nn.Module):
         picked = torch.gather(hidden, 1, torch.stack(index)[..., None].expand(-1, -1, hidden.shape[-1]))
         text_logits = self.text_head(hidden[:, cond.shape[1]: cond.shape[1] + text.shape[1] - 1]) if with_text else None
         return self.speech_head(picked), text_logits
+
+    @torch.no_grad()
+    def generate(self, cond: Tensor, text: Tensor, max_tokens: int) -> Tensor:
+        """Speech tokens for one item, greedily (each step's most likely token; deterministic, no random stream used),
+        until the stop token or ``max_tokens``: the validation's samples and length ratio (fintts.tts.chatterbox.task).
+
+        ``cond`` (1, rows, width) is :meth:`conditioning`'s; ``text`` (T,) the ids with their start and stop tokens. The
+        sequence is training's ``[cond | text | start, t_1 …]`` with the same position tables, read once and then one
+        token a step through the Llama's key/value cache. Upstream's ``T3.inference`` samples instead (temperature,
+        min-p, classifier-free guidance against an unconditioned copy): this is the plain argmax, what teacher-forced
+        ``val/token_accuracy`` scores, free-running. Returns the tokens without the stop token (long, on ``text``'s device).
+        """
+        s = self.settings
+        start = torch.full((1, 1), s.start_speech_token, device=text.device)
+        prefix = torch.cat([cond, (self.text_emb(text) + self.text_pos_emb(len(text)))[None],
+                            self.speech_emb(start) + self.speech_pos_emb(1)[None]], dim=1)
+        # transformers 5.24 renamed LlamaModel.forward's past_key_values ``cache`` (the old name warns of its removal in
+        # 5.40: modeling_llama.py, ``@deprecate_kwarg``); the 4.x releases pyproject allows know the old name only.
+        name = "cache" if "cache" in inspect.signature(self.tfmr.forward).parameters else "past_key_values"
+        cache = {name: DynamicCache()}
+        hidden = self.tfmr(inputs_embeds=prefix, use_cache=True, **cache).last_hidden_state
+        positions, tokens = self.speech_pos_emb.emb.weight, []
+        for n in range(1, max_tokens + 1):
+            token = self.speech_head(hidden[:, -1]).argmax(-1)  # (1,)
+            if int(token) == s.stop_speech_token:
+                break
+            tokens.append(token)
+            if n < max_tokens:
+                embed = (self.speech_emb(token) + positions[n])[:, None]
+                hidden = self.tfmr(inputs_embeds=embed, use_cache=True, **cache).last_hidden_state
+        return torch.cat(tokens) if tokens else torch.zeros(0, dtype=torch.long, device=text.device)
 
     def targets(self, speech: Tensor, speech_lens: Tensor) -> Tensor:
         """``[t_1 … t_S, stop]`` per item, :data:`IGNORE` past its end."""

@@ -14,8 +14,9 @@ Phases, as the seeds' workflow goes: ``fi`` (the whole T3 on the Finnish corpus;
 whose export folds the adapter into T3 (:mod:`fintts.tts.chatterbox.adapter`).
 
 Tokens, text ids and speaker embeddings come from the token cache (:mod:`fintts.tts.chatterbox.cache`),
-made once per clip. Validation is ``val/loss`` on held-out clips (the monitored metric); hearing
-the voice needs S3Gen, which stays outside training.
+made once per clip. Validation is ``val/loss`` on held-out clips (the monitored metric), with the argmax's
+``val/token_accuracy``; a few held-out clips are spoken (T3 greedily, then the frozen S3Gen) into the checkpoint's
+``samples/``, whence TensorBoard, the Hub and the notebook's summary, with ``val/length_ratio`` of their tokens.
 
 The export is the folder upstream's ``ChatterboxMultilingualTTS.from_local`` reads
 (:mod:`fintts.tts.chatterbox.export`).
@@ -33,18 +34,28 @@ from safetensors.torch import load_file
 from torch import nn
 
 from fintts.train.config import ConfigError
-from fintts.train.task import Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
+from fintts.train.run.layout import SAMPLES_DIR
+from fintts.train.task import BoardEntry, Card, DataFingerprint, Evaluation, OptimizerGroup, Task, TrainData, unwrap
 from fintts.tts.audio import load_audio
 from fintts.tts.chatterbox.adapter import add_lora, merged_weights
 from fintts.tts.chatterbox.cache import ClipTokens, TokenCache
 from fintts.tts.chatterbox.export import card_fields, model_card, write_voice
-from fintts.tts.chatterbox.frozen import FROZEN_FILES, TOKENS_PER_SECOND, RandomParts, ReleasedParts, files_fingerprint
+from fintts.tts.chatterbox.frozen import (
+    DECODER_RATE,
+    FROZEN_FILES,
+    SPEECH_CODES,
+    TOKENS_PER_SECOND,
+    RandomParts,
+    ReleasedParts,
+    files_fingerprint,
+)
 from fintts.tts.chatterbox.settings import RANDOM, ChatterboxTaskConfig
 from fintts.tts.chatterbox.t3 import IGNORE, T3, T3Settings, speech_loss
 from fintts.tts.chatterbox.text import VOCAB_FILE, ChatterboxText
 from fintts.tts.corpus import Item
 from fintts.tts.corpus.selection import data_size, select_corpus
 from fintts.tts.hub_inputs import snapshot
+from fintts.tts.wav import wav_bytes
 
 
 @dataclasses.dataclass
@@ -229,24 +240,85 @@ class ChatterboxTask(Task):
         return {"loss": speech + weight * text, "speech": speech.detach(), "text": text.detach()}
 
     def evaluate(self, models, step: int) -> Evaluation:
+        """``val/loss`` (monitored) and ``val/token_accuracy`` (the argmax's share of the speech tokens right, teacher-forced)
+        on the held-out clips; ``samples`` of them spoken (T3 greedily, then S3Gen), with ``val/length_ratio``.
+
+        The trainer runs this on its own seeded random stream (``isolated_rng``): the samples are the same bytes from the
+        same weights, and training's stream is untouched (a resumed run stays bit-identical)."""
         model = unwrap(models["model"])
         by_speaker: dict[str, str] = {}  # a held-out clip is conditioned on its speaker's first training clip
         for item in sorted(self.items, key=lambda i: i.id):
             if item.id in self.partners:
                 by_speaker.setdefault(item.speaker, item.id)
-        scored = [(self._clips[i.id], self._clips[by_speaker[i.speaker]])
-                  for i in self.heldout if i.speaker in by_speaker and self._fits(i.id)][: self.config.val_items]
+        chosen = [i for i in self.heldout if i.speaker in by_speaker and self._fits(i.id)][: self.config.val_items]
+        scored = [(self._clips[i.id], self._clips[by_speaker[i.speaker]]) for i in chosen]
         if not scored:
             self.context.log("no held-out clips: val/loss cannot be computed (add heldout.csv or more clips per speaker)")
             return Evaluation({})
-        total, count = 0.0, 0
+        total, right, count = 0.0, 0, 0
         device = next(model.parameters()).device
         for start in range(0, len(scored), 4):
             batch = _to(self._collate(scored[start: start + 4]), device)
             logits, targets, _ = _forward(model, batch)
-            real = int((targets != IGNORE).sum())
-            total, count = total + float(speech_loss(logits, targets)) * real, count + real
-        return Evaluation({"val/loss": total / count})
+            real = targets != IGNORE
+            total, count = total + float(speech_loss(logits, targets)) * int(real.sum()), count + int(real.sum())
+            right += int(((logits.argmax(-1) == targets) & real).sum())
+        metrics = {"val/loss": total / count, "val/token_accuracy": right / count}
+        if not self.config.samples:
+            return Evaluation(metrics)
+        spoken = [(item, pair, by_speaker[item.speaker]) for item, pair in zip(chosen, scored)][: self.config.samples]
+        return self._speak(model, spoken, metrics, device)
+
+    def _speak(self, model: nn.Module, spoken: list[tuple[Item, tuple[ClipTokens, ClipTokens], str]],
+               metrics: dict[str, float], device: torch.device) -> Evaluation:
+        """Each clip's text spoken: T3's greedy tokens (at most 1.5 × the clip's own count, or ``max_speech_tokens``), then
+        S3Gen in the voice of the clip T3 was conditioned on; ``val/length_ratio`` is their count over the clip's."""
+        t3, decoded = unwrap_t3(model), []
+        for _, (target, cond), _ in spoken:
+            batch = _to(self._collate([(target, cond)]), device)
+            conditioning = t3.conditioning(batch.speaker, batch.prompt, batch.prompt_mask, batch.emotion)
+            cap = min(self._max_speech, -(-3 * len(target.speech_tokens) // 2))
+            decoded.append(t3.generate(conditioning, batch.text[0], cap).cpu())
+        metrics["val/length_ratio"] = sum(len(tokens) / len(target.speech_tokens)
+                                          for tokens, (_, (target, _), _) in zip(decoded, spoken)) / len(spoken)
+        decoder = self._decoder()
+        if decoder is None:
+            return Evaluation(metrics)
+        files: dict[str, bytes] = {}
+        board: dict[str, BoardEntry] = {}
+        with decoder.on(device):
+            for n, (tokens, (item, _, reference)) in enumerate(zip(decoded, spoken)):
+                tokens = tokens[tokens < SPEECH_CODES]  # the special ids (start, stop...) S3Gen has no code for
+                if not len(tokens):
+                    self.context.log(f"sample {n} ({item.id}): T3 said stop at once; nothing to hear")
+                    continue
+                wav = decoder.waveform(tokens, self._decoder_conditioning(decoder, reference)).numpy()
+                name = f"{SAMPLES_DIR}/{n}-{item.speaker}"
+                files[f"{name}.wav"] = wav_bytes(wav, DECODER_RATE)
+                files[f"{name}.txt"] = (item.text + "\n").encode()  # what it should say: how a person hears ä/ö go wrong
+                board[name] = BoardEntry("audio", wav, {"sample_rate": DECODER_RATE})
+        return Evaluation(metrics, files, board)
+
+    def _decoder(self) -> RandomParts | ReleasedParts | None:
+        """S3Gen (on the CPU between validations), loaded once a session; ``None``, said once, where the chatterbox
+        package is not installed: the samples are skipped, the metrics are not."""
+        if not hasattr(self, "_s3gen"):
+            try:
+                self._s3gen = RandomParts() if self.release is None else ReleasedParts(self.release, torch.device("cpu"))
+            except ConfigError as err:
+                self._s3gen = None
+                self.context.log(f"samples: skipped this session, S3Gen cannot be loaded ({str(err).split(';')[0]})")
+        return self._s3gen
+
+    def _decoder_conditioning(self, decoder: RandomParts | ReleasedParts, clip_id: str) -> dict[str, torch.Tensor]:
+        """S3Gen's reference of a conditioning clip, made once a session per clip."""
+        if not hasattr(self, "_references"):
+            self._references: dict[str, dict[str, torch.Tensor]] = {}
+        references = self._references
+        if clip_id not in references:
+            item = next(i for i in self.items if i.id == clip_id)
+            references[clip_id] = decoder.decoder_conditioning(load_audio(item.audio, DECODER_RATE, item.span))
+        return references[clip_id]
 
     # ------------------------------------------------------------------ export
     def plain_weights(self, models) -> dict[str, torch.Tensor]:

@@ -160,3 +160,20 @@ def test_a_micro_batch_over_the_positions_bound_recomputes_its_layers_with_the_s
         assert grads.keys() == plain_grads.keys()
         for name, grad in grads.items():
             torch.testing.assert_close(grad, plain_grads[name], rtol=0, atol=0, msg=name)
+
+
+def test_greedy_generation_through_the_cache_is_the_argmax_of_training_s_forward_pass_on_its_own_output():
+    """Each token generate picks one at a time (the key/value cache) is the argmax training's packed pass gives at that
+    position when fed the tokens before it: the same sequence, the same position tables; it stops at max_tokens."""
+    torch.manual_seed(0)
+    settings = T3Settings.from_overrides(TINY_MODEL)
+    t3 = T3(settings).eval()
+    item = _item(settings, 6, 1, 4, seed=3)
+    batch = _batch([item])
+    cond = t3.conditioning(batch["speaker"], batch["prompt"], batch["prompt_mask"], batch["emotion"])
+    tokens = t3.generate(cond, item["text"], max_tokens=12)
+    assert len(tokens) == 12  # a random T3 does not say stop: the cap ends it
+    with torch.no_grad():
+        logits = t3(**{**batch, "speech": tokens[None], "speech_lens": torch.tensor([len(tokens)])})
+    assert torch.equal(logits[0, :-1].argmax(-1), tokens)
+    assert torch.equal(t3.generate(cond, item["text"], max_tokens=5), tokens[:5])

@@ -6,14 +6,17 @@ import json
 
 import pytest
 import torch
-from chatterbox_helpers import PHASES, TINY_MODEL, tiny_config
+from chatterbox_helpers import PHASES, TINY, TINY_MODEL, tiny_config
 from safetensors.torch import load_file
 
 from fintts.train import train
 from fintts.train.config import ConfigError, load_config
 from fintts.train.run import checkpoint
+from fintts.train.task import TaskContext
+from fintts.tts.chatterbox.frozen import FROZEN_FILES
+from fintts.tts.chatterbox.settings import ChatterboxTaskConfig
 from fintts.tts.chatterbox.t3 import T3, T3Settings
-from fintts.tts.chatterbox.task import partners
+from fintts.tts.chatterbox.task import ChatterboxTask, partners
 from fintts.tts.corpus import Item
 from trainer_helpers import QUIET, assert_bit_identical, built_once, cli, final_weights, train_cli
 
@@ -47,6 +50,27 @@ def test_training_resumes_bit_identically_and_validates_at_its_cadence(tmp_path)
     status = json.loads((tmp_path / "once" / "status.json").read_text())
     assert status["step"] == 4 and [e["step"] for e in status["evals"]] == [2, 4]
     assert all(0 < e["val/loss"] < 10 for e in status["evals"])
+    assert all(0 <= e["val/token_accuracy"] <= 1 and 0 < e["val/length_ratio"] <= 1.51 for e in status["evals"])
+
+
+@pytest.mark.slow
+def test_each_validation_speaks_held_out_clips_into_the_checkpoint_the_same_bytes_each_run(tmp_path):
+    """``samples: 2``: two held-out clips spoken (greedy T3, the stand-in S3Gen's tones) with what they should say, into
+    each validation's checkpoint (whence TensorBoard, the Hub push and the notebook's newest samples); seeded, so two
+    runs (one of them resumed) write the same bytes."""
+    config = tiny_config(tmp_path, max_steps=2, eval_every=1)
+    train(config, store=tmp_path / "once", **QUIET)
+    train(config, store=tmp_path / "twice", max_steps=1, **QUIET)
+    assert sorted(p.name for p in (_checkpoint(tmp_path / "twice", 1) / "samples").iterdir())[-1] == "1-espeak_m3.wav"
+    train(config, store=tmp_path / "twice", **QUIET)
+    spoken = {p.name: p.read_bytes() for p in (_checkpoint(tmp_path / "once", 2) / "samples").iterdir()}
+    assert sorted(spoken) == ["0-espeak_f2.txt", "0-espeak_f2.wav", "1-espeak_m3.txt", "1-espeak_m3.wav"]
+    assert all(len(data) > 44 for name, data in spoken.items() if name.endswith(".wav"))  # more than a header: sound
+    assert spoken == {p.name: p.read_bytes() for p in (_checkpoint(tmp_path / "twice", 2) / "samples").iterdir()}
+    assert list((tmp_path / "once" / "tb").rglob("events.out.tfevents.*"))
+    train(tiny_config(tmp_path, max_steps=1, eval_every=1, samples=0), store=tmp_path / "silent", **QUIET)
+    assert not (_checkpoint(tmp_path / "silent", 1) / "samples").exists()
+    assert "val/length_ratio" not in json.loads((tmp_path / "silent" / "status.json").read_text())["evals"][0]
 
 
 @pytest.mark.slow
@@ -106,6 +130,28 @@ def test_the_exported_folder_has_what_from_local_reads(phased):
     description = json.loads((model / "chatterbox.json").read_text())
     assert description["reference_clip"].startswith(json.loads((store / "status.json").read_text())["about"]["speaker"])
     assert "license: mit" in (model / "README.md").read_text()
+
+
+def test_without_the_chatterbox_package_a_release_s_samples_are_skipped_with_one_line_and_the_metrics_kept(tmp_path):
+    """Where S3Gen cannot be loaded (here: no chatterbox package, a folder of the release's names standing for the
+    release beside a tiny random T3), each validation still scores and decodes; the samples are skipped, said once."""
+    said = []
+    context = TaskContext(seed=0, device=torch.device("cpu"), autocast_dtype=None, cache_dir=tmp_path / "cache",
+                          log=said.append, progress=False)
+    settings = {k: v for k, v in TINY.items() if k not in ("task", "max_steps", "batch_size", "eval_every", "num_workers", "lr")}
+    task = ChatterboxTask(ChatterboxTaskConfig(**settings), context)
+    models = task.build_models()
+    task.train_data()
+    task.release = tmp_path / "release"  # what build_models sets from weights: a folder, whose S3Gen needs the package
+    task.release.mkdir()
+    for name in FROZEN_FILES:
+        (task.release / name).write_bytes(b"")
+    with torch.no_grad():
+        evaluations = [task.evaluate(models, step) for step in (1, 2)]
+    assert all(not e.files and not e.board and set(e.metrics) == {"val/loss", "val/token_accuracy", "val/length_ratio"}
+               for e in evaluations)
+    assert len([line for line in said if line.startswith("samples: skipped")]) == 1
+    assert "chatterbox package" in next(line for line in said if line.startswith("samples: skipped"))
 
 
 def test_a_clip_is_conditioned_on_another_clip_of_its_speaker():
@@ -168,7 +214,7 @@ def test_clips_longer_than_max_speech_tokens_are_left_out_and_named(tmp_path):
 @pytest.mark.slow
 def test_a_session_on_a_fresh_disk_reads_the_speech_tokens_the_first_one_made(tmp_path, hub_env):
     """The Hub store carries the token cache (cache/carried/) with the checkpoints: Kaggle's disks start empty."""
-    config = tiny_config(tmp_path, max_steps=4, eval_every=0)
+    config = tiny_config(tmp_path, max_steps=4, eval_every=2)
     hub = ("--hub-repo", "alice/chatterbox-fi", "--push-every", "0", "--no-progress")
     first = cli("train", str(config), "--store", str(tmp_path / "session-1"), *hub, "max_steps=2", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
@@ -179,6 +225,8 @@ def test_a_session_on_a_fresh_disk_reads_the_speech_tokens_the_first_one_made(tm
     assert "token cache: making" not in second.stdout + second.stderr  # every clip's speech tokens came from the Hub
     carried = [p for p in hub_env.files("alice/chatterbox-fi") if p.startswith("cache/carried/chatterbox/")]
     assert carried and len(carried) == len(list((tmp_path / "session-2" / "cache" / "carried").rglob("*.safetensors")))
+    spoken = [p for p in hub_env.files("alice/chatterbox-fi") if p.startswith("checkpoints/step-00000004/samples/")]
+    assert "checkpoints/step-00000004/samples/0-espeak_f2.wav" in spoken  # each validation's samples reach the Hub
 
 
 @pytest.mark.slow
