@@ -24,7 +24,11 @@ class Backoff:
     retry_after_cap: float = 3600.0  # the Hub's commit quota is hourly
 
     def delay(self, failures: int, retry_after: float | None = None) -> float:
-        wait = min(self.cap, self.base * 2 ** max(failures - 1, 0)) * random.uniform(1 - self.jitter, 1)
+        # the doubling stops once it is past any cap: 2**n of an int grows without bound, and a float times it overflows
+        # (OverflowError) after ~1,000 failures, which a loop retrying a long outage at short waits reaches; the thread
+        # that pushes died of it in a suite run (test_hub_service.py's outage in the final push)
+        doublings = min(max(failures - 1, 0), 62)
+        wait = min(self.cap, self.base * 2.0**doublings) * random.uniform(1 - self.jitter, 1)
         if retry_after is not None:
             wait = max(wait, min(retry_after, self.retry_after_cap))
         return wait
