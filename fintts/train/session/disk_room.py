@@ -7,9 +7,11 @@ disk: its checkpoints are 6.41 GB, and with ``keep_last: 1`` the latest, the bes
 the main process compares the free space with what the newest checkpoint took (a phase's checkpoints are all alike in
 size: learnt, not estimated), plus :data:`HEADROOM`. When it does not fit it first deletes what ``keep_last`` would
 delete once this one is written (never ``latest``, the best or a phase's end: :func:`fintts.train.run.checkpoint.prune`'s
-rules); only when that would make room, so nothing is given up for a save that is then skipped anyway. Otherwise the
-save is skipped, with one line saying so, and the session trains on: the next due save tries again (a new best frees
-the old one's folder then). The best checkpoint itself is kept: its folder is what ``fintts publish`` and a status name,
+rules); only when that would make room, so nothing is given up for a save that is then skipped anyway. Otherwise,
+where a checkpoint kept now (the best) would make room once a later save frees it, the save is skipped, with one line
+saying so, and the session trains on: the next due save tries again (a new best frees the old one's folder then). Where
+nothing could ever make room, the save goes ahead and a full disk ends the session as before, its hours not spent on
+steps no save could keep. The best checkpoint itself is kept: its folder is what ``fintts publish`` and a status name,
 and ``model/`` is not always its export. The answer is the main process's alone (only it reads the disk); the other
 processes do the same whether it writes or not (they give their random streams, then vote on a full disk), and a
 skipped save is not a full one, so the save's vote sends every process on together (:func:`fintts.train.session.saving.save`).
@@ -51,6 +53,11 @@ def make_room(store: Store, keep_last: int, protect: Iterable[str]) -> Room:
     protect = set(protect)
     early = checkpoint.prunable(store.root, max(keep_last - 1, 0), protect)
     if free + sum(checkpoint.size_of(store.root, name) for name in early) < needed:
-        return Room(fits=False, needed=needed, free=free)
+        # skipping helps only where a later save can find the room a checkpoint kept now (the best) will give back;
+        # where even they all would not make room, no save ever fits: this one goes ahead, and the full disk ends the
+        # session with `latest` intact (saving.py) rather than training on for hours that no save can keep
+        latest = checkpoint.read_latest(store.root)
+        kept = sum(checkpoint.size_of(store.root, name) for name in checkpoint.list_names(store.root) if name != latest)
+        return Room(fits=free + kept < needed, needed=needed, free=free)
     pruned = tuple(store.prune(max(keep_last - 1, 0), protect))
     return Room(fits=True, needed=needed, free=store.free_bytes(), pruned=pruned)
