@@ -11,6 +11,14 @@ import os
 # threads (the launcher gives each process its share) is unchanged: a test that sets OMP_NUM_THREADS still wins.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+# hf_xet reads its settings once per process, when huggingface_hub makes the process's one XetSession: at the first
+# upload of any kind, whichever test makes it (a fixture's setenv after that changes nothing). Its defaults (5 retries
+# from a 3-s base, measured: about 8 minutes before a CAS outage is raised) outlast a test's wait, so the tests' brief
+# retries are set here, for every worker and every process they start. Durations need a unit: "0.05" is a parse error
+# that falls back to 3 s (hf_xet's log says "default due to parse error").
+os.environ.setdefault("HF_XET_CLIENT_RETRY_MAX_ATTEMPTS", "1")
+os.environ.setdefault("HF_XET_CLIENT_RETRY_BASE_DELAY", "50ms")
+os.environ.setdefault("HF_XET_TELEMETRY_ENABLED", "false")
 
 import _posixsubprocess  # noqa: E402
 import subprocess  # noqa: E402

@@ -11,11 +11,9 @@ from hub_helpers import TOKEN
 
 @pytest.fixture
 def xet_hub(tmp_path, monkeypatch):
-    """A Xet-backed Hub stand-in, with the real hf_xet used for large files and told to retry briefly."""
+    """A Xet-backed Hub stand-in, with the real hf_xet used for large files (its brief retries are set for the whole
+    process in tests/conftest.py: hf_xet reads them once)."""
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", False)
-    monkeypatch.setenv("HF_XET_CLIENT_RETRY_MAX_ATTEMPTS", "1")
-    monkeypatch.setenv("HF_XET_CLIENT_RETRY_BASE_DELAY", "0.05")
-    monkeypatch.setenv("HF_XET_TELEMETRY_ENABLED", "false")
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     with HubServer(tmp_path / "hub", token=TOKEN, xet=True) as server:
         yield server

@@ -39,14 +39,22 @@ def chatterbox_package(root, *, distribution: str, version: str, t3_model: bool)
 
 @pytest.fixture
 def installed(tmp_path, monkeypatch):
-    """Install a stand-in ``chatterbox`` for the test (on sys.path), and forget it afterwards."""
+    """Install a stand-in ``chatterbox`` for the test (on sys.path), and forget it afterwards.
+
+    Forgotten before too: pytest puts ``tests/tts`` on sys.path, where ``chatterbox`` (this folder, without an
+    ``__init__``) imports as a namespace package, and an earlier test on the same worker may have left it imported.
+    """
+    def forget():
+        for name in [name for name in sys.modules if name == "chatterbox" or name.startswith("chatterbox.")]:
+            del sys.modules[name]
+
     def install(**kwargs):
         chatterbox_package(tmp_path / "site", **kwargs)
         monkeypatch.syspath_prepend(str(tmp_path / "site"))
         importlib.invalidate_caches()
+        forget()
     yield install
-    for name in [name for name in sys.modules if name == "chatterbox" or name.startswith("chatterbox.")]:
-        del sys.modules[name]
+    forget()
 
 
 @pytest.fixture
