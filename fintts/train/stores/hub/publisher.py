@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from fintts.train.retry import Backoff
-from fintts.train.stores.hub.errors import HubDeadline, HubError, LeaseLost
+from fintts.train.stores.hub.errors import HubDeadline, HubError, HubUnexpected, LeaseLost
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,7 @@ class Publisher:
                 self.landed(job)
                 self._after_push(job)
             except Exception as err:
-                failure = self._classify(err)
+                failure = self._failure(err)
                 failures += 1
                 with self._cond:
                     self._failed(job, failure, failures)
@@ -237,13 +237,22 @@ class Publisher:
                 self.committed()
             except Exception as err:
                 failures += 1
-                failure = self._classify(err)
+                failure = self._failure(err)
                 with self._cond:
                     self._failed("heartbeat", failure, failures)
             else:
                 failures = 0
                 with self._cond:
                     self._beat_retry_at = 0.0
+
+    def _failure(self, err: BaseException) -> HubError:
+        """``err`` classified; an error in classifying it is an unexpected failure too, tried again: the thread that
+        pushes must outlive anything a push raises, or the session's checkpoints would stop reaching the Hub unsaid."""
+        try:
+            return self._classify(err)
+        except Exception as bug:
+            log.exception("%s: describing a failed push raised %s", self.label, type(bug).__name__)
+            return HubUnexpected(f"unexpected {type(err).__name__} (describing it failed: {type(bug).__name__}); it is tried again")
 
     def _beat_due(self) -> bool:
         now = time.monotonic()

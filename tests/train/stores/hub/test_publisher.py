@@ -62,3 +62,27 @@ def test_a_final_wait_does_not_outlast_a_refusal_of_the_checkpoint_it_waits_for(
         assert "413" in hub.last_error and hub.busy() == {"step-00000100"}  # still due, still kept on disk
     finally:
         hub.close(timeout=0.0)
+
+
+def test_a_failure_that_cannot_be_described_is_tried_again_and_pushing_goes_on():
+    """Whatever a push raises, and whatever describing it raises, the pushing thread lives: the next try lands."""
+    tried: list[str] = []
+
+    def push(target: Target) -> None:
+        tried.append(target.name)
+        if len(tried) == 1:
+            raise ValueError("an error nobody expected")
+
+    def classify(err: BaseException) -> HubError:
+        if isinstance(err, ValueError):
+            raise RuntimeError("and describing it failed too")
+        return HubError(str(err))
+
+    hub = Publisher(push=push, heartbeat=lambda: None, after_push=lambda target: None, classify=classify, push_every=0.0,
+                    heartbeat_every=3600.0, backoff=QUICK, label="test")
+    try:
+        hub.publish("step-00000100", lambda: None, final=True)
+        assert hub.wait(timeout=10), hub.last_error
+        assert tried == ["step-00000100", "step-00000100"] and hub.last_error is None
+    finally:
+        hub.close()
