@@ -151,9 +151,12 @@ class ChatterboxTask(Task):
 
     def _release_folder(self) -> Path:
         """The folder holding the release's files: ``weights`` itself, or its Hub repo's snapshot (downloaded once, by
-        the process of the session that holds the token: :mod:`fintts.tts.hub_inputs`)."""
+        the process of the session that holds the token: :mod:`fintts.tts.hub_inputs`).
+
+        A resumed session takes T3 from its checkpoint, so the release's T3 (2.14 GB of its 3.2) is neither needed nor
+        fetched then: a Kaggle session on a fresh container downloads the frozen parts and the vocabulary alone."""
         cfg = self.config
-        needed = [cfg.t3_file, VOCAB_FILE, *FROZEN_FILES]
+        needed = [*([] if self.context.resuming else [cfg.t3_file]), VOCAB_FILE, *FROZEN_FILES]
         folder = Path(cfg.weights).expanduser()
         if not folder.is_dir():
             from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError  # as snapshot_download raises

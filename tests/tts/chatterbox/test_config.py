@@ -53,3 +53,42 @@ def test_the_releases_v3_t3_is_taken_from_a_folder_by_its_name_or_v3(tmp_path):
         ChatterboxTask(ChatterboxTaskConfig(weights=str(release)), context)._release_folder()
     with pytest.raises(ConfigError, match="t3_file: 'v4'"):
         ChatterboxTaskConfig(t3_file="v4")
+
+
+#: A session's look for the release on the Hub, as ``build_models`` makes it (in a process: huggingface_hub reads the
+#: local Hub's address at import).
+FETCH_RELEASE = """
+import json, torch
+from pathlib import Path
+from fintts.train.task import TaskContext
+from fintts.tts.chatterbox.settings import ChatterboxTaskConfig
+from fintts.tts.chatterbox.task import ChatterboxTask
+context = TaskContext(seed=0, device=torch.device("cpu"), autocast_dtype=None, cache_dir=Path("cache"), resuming=%(resuming)s)
+folder = ChatterboxTask(ChatterboxTaskConfig(weights="%(repo)s"), context)._release_folder()
+print(json.dumps(sorted(p.name for p in folder.iterdir())))
+"""
+
+
+def test_a_resumed_session_fetches_the_release_without_its_t3(hub_env, tmp_path, monkeypatch):
+    """A resumed session's T3 comes from its checkpoint: of the release on the Hub it downloads the frozen parts and the
+    vocabulary, not T3 (2.14 GB of the release's 3.2 in every fresh Kaggle container); a first session downloads T3."""
+    from huggingface_hub import HfApi
+
+    from hub_helpers import TOKEN
+    from trainer_helpers import run_python
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    repo, release = "resemble-stand-in/chatterbox", tmp_path / "release"
+    release.mkdir()
+    for name in (RELEASE_T3, VOCAB_FILE, *FROZEN_FILES):
+        (release / name).write_bytes(name.encode())
+    api = HfApi(endpoint=hub_env.endpoint, token=TOKEN)
+    api.create_repo(repo)
+    api.upload_folder(repo_id=repo, folder_path=release)
+    seen = len(hub_env.requests)
+    for resuming, has_t3 in ((True, False), (False, True)):
+        fetched = run_python(FETCH_RELEASE % {"resuming": resuming, "repo": repo}, cwd=tmp_path)
+        assert fetched.returncode == 0, fetched.stderr[-3000:]
+        assert (RELEASE_T3 in json.loads(fetched.stdout)) == has_t3 and VOCAB_FILE in fetched.stdout, fetched.stdout
+    t3_downloads = [r.path for r in hub_env.requests[seen:] if r.method == "GET" and r.path.endswith("/" + RELEASE_T3)]
+    assert len(t3_downloads) == 1, t3_downloads
