@@ -10,9 +10,16 @@ fetches it at resume, before the task is built).
 Keys: the folder is named by the fingerprint of the frozen weights (other weights make other
 tokens); an entry by the clip's audio bytes (sha256; with its span when it is a stretch of a
 longer recording), which is all its speech tokens and speaker embedding depend on. Changed audio
-is a new entry; the same corpus at another path finds its entries. An entry's name says its
-content and it is never rewritten, so the run's store may carry the folder between sessions by
-adding the files it lacks (:attr:`fintts.train.task.TaskContext.carried_dir`).
+is a new entry; the same corpus at another path finds its entries.
+
+Files: entries are written in shards of up to :data:`SHARD_CLIPS` clips, each a safetensors file
+named by the entries it holds and never rewritten, so the run's store may carry the folder between
+sessions by adding the files it lacks (:attr:`fintts.train.task.TaskContext.carried_dir`). One
+file per clip would put a corpus's thousands of clips into one Hub commit and folder, where the
+Hub recommends under 100 files a commit and 10k entries a folder ("Repository limitations and
+recommendations", huggingface.co/docs/hub/repositories-recommendations); a shard is written
+each :data:`SHARD_CLIPS` clips made, so a session stopped while making them keeps what it made.
+A file of one clip, as fintts wrote them before shards, is read as a shard of one.
 
 The text ids are not kept: they are made from the transcript every session (microseconds a
 clip, no frozen part). Kept, they would have to be keyed by everything the text front end does
@@ -31,8 +38,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
 from tqdm.auto import tqdm
 
 from fintts.train.run.checkpoint import sha256_file
@@ -40,6 +47,9 @@ from fintts.tts.audio import load_audio
 from fintts.tts.chatterbox.frozen import SAMPLE_RATE
 from fintts.tts.chatterbox.text import ChatterboxText
 from fintts.tts.corpus import Item
+
+#: Clips per shard file: a corpus of 10,000 clips makes 50 files (a clip's entry is a few kB).
+SHARD_CLIPS = 200
 
 
 @dataclasses.dataclass
@@ -61,31 +71,54 @@ class TokenCache:
         self.folder = Path(root) / f"speech-{key}"
         self._digests: dict[tuple, str] = {}
 
-    def entry(self, item: Item) -> Path:
+    def key(self, item: Item) -> str:
+        """The entry's name: the clip's audio bytes and its span, which are all its speech tokens depend on."""
         stat = item.audio.stat()
         file_key = (item.audio, stat.st_size, stat.st_mtime_ns)
         if file_key not in self._digests:
             self._digests[file_key] = sha256_file(item.audio)
-        digest = hashlib.sha256(f"{self._digests[file_key]}\n{item.span!r}".encode()).hexdigest()
-        return self.folder / f"{digest[:40]}.safetensors"
+        return hashlib.sha256(f"{self._digests[file_key]}\n{item.span!r}".encode()).hexdigest()[:40]
 
     def tokens(self, items: Sequence[Item], *, progress: bool = False, log: Callable[[str], None] = print,
                warn: Callable[[str], None] | None = None) -> list[ClipTokens]:
-        """Every item's tokens: speech tokens and speaker embedding read from the cache, made (and kept) for those it
-        lacks; the text ids made from the transcript now."""
-        entries = [self.entry(item) for item in items]
-        missing = sum(not entry.is_file() for entry in entries)
+        """Every item's tokens: speech tokens and speaker embedding read from the cache, made (and kept, a shard each
+        :data:`SHARD_CLIPS` clips) for those it lacks; the text ids made from the transcript now."""
+        keys = [self.key(item) for item in items]
+        found = self._index()
+        missing = len({key for key in keys if key not in found})
         if missing:
             log(f"token cache: making {missing} of {len(items)} clips' speech tokens and speaker embeddings in {self.folder}")
+        made: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        unsaved: list[str] = []
         result = []
-        for item, entry in tqdm(list(zip(items, entries)), desc="speech tokens", disable=not (progress and missing), leave=False):
-            speech = self._load(entry)
+        for item, key in tqdm(list(zip(items, keys)), desc="speech tokens", disable=not (progress and missing), leave=False):
+            speech = made.get(key) or self._read(found.get(key), key)
             if speech is None:
-                speech = self._make(item)
-                self._store(entry, *speech)
+                speech = made[key] = self._make(item)
+                unsaved.append(key)
+                if len(unsaved) == SHARD_CLIPS:
+                    self._store({k: made[k] for k in unsaved})
+                    unsaved = []
             text_ids = torch.tensor(self.text.encode(item.text, warn=warn), dtype=torch.long)
             result.append(ClipTokens(text_ids, *speech))
+        if unsaved:
+            self._store({k: made[k] for k in unsaved})
         return result
+
+    def _index(self) -> dict[str, tuple[Path, str]]:
+        """Where each entry is: its file and the prefix of its tensors' names. A file that cannot be read (half
+        written by a killed session, cut short in a download) holds nothing: its clips are made again."""
+        index: dict[str, tuple[Path, str]] = {}
+        for path in sorted(self.folder.glob("*.safetensors")) if self.folder.is_dir() else []:
+            try:
+                with safe_open(str(path), framework="pt") as handle:
+                    names = list(handle.keys())
+            except (SafetensorError, OSError):
+                continue
+            if "speech_tokens" in names:  # a file of one clip, named by its key (fintts before shards)
+                index[path.stem] = (path, "")
+            index.update((name.split(".")[0], (path, name.split(".")[0] + ".")) for name in names if name.endswith(".speaker"))
+        return index
 
     def _make(self, item: Item) -> tuple[torch.Tensor, torch.Tensor]:
         if self._frozen is None:
@@ -93,22 +126,32 @@ class TokenCache:
         wav = load_audio(item.audio, SAMPLE_RATE, item.span)
         return self._frozen.speech_tokens(wav).long(), self._frozen.speaker_embedding(wav).float()
 
-    def _load(self, entry: Path) -> tuple[torch.Tensor, torch.Tensor] | None:
+    @staticmethod
+    def _read(where: tuple[Path, str] | None, key: str) -> tuple[torch.Tensor, torch.Tensor] | None:
+        if where is None:
+            return None
+        path, prefix = where
         try:
-            saved = load_file(str(entry))
-            return saved["speech_tokens"].long(), saved["speaker"]
-        except (FileNotFoundError, SafetensorError, KeyError, OSError):  # absent or half-written by a killed session
+            with safe_open(str(path), framework="pt") as handle:
+                return handle.get_tensor(prefix + "speech_tokens").long(), handle.get_tensor(prefix + "speaker")
+        except (SafetensorError, OSError):  # removed or damaged since the index was read
             return None
 
-    def _store(self, entry: Path, speech_tokens: torch.Tensor, speaker: torch.Tensor) -> None:
-        """Written under a temporary name and renamed: processes making the same entry at once both leave a whole file."""
+    def _store(self, entries: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """One shard, named by the entries it holds, written under a temporary name and renamed: processes making the
+        same entries at once both leave a whole file of that name."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        tensors = {"speech_tokens": speech_tokens.to(torch.int16), "speaker": speaker.contiguous()}
-        handle, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{entry.name}.", suffix=".tmp")
+        tensors = {}
+        for key, (speech_tokens, speaker) in entries.items():
+            tensors[f"{key}.speech_tokens"] = speech_tokens.to(torch.int16)
+            tensors[f"{key}.speaker"] = speaker.contiguous()
+        name = hashlib.sha256("\n".join(sorted(entries)).encode()).hexdigest()[:40]
+        shard = self.folder / f"shard-{name}.safetensors"
+        handle, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{shard.name}.", suffix=".tmp")
         os.close(handle)
         try:
             save_file(tensors, tmp)
-            os.replace(tmp, entry)
+            os.replace(tmp, shard)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

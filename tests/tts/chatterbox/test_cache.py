@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
 import torch
+from safetensors.torch import save_file
 
+from fintts.tts.chatterbox import cache as cache_module
 from fintts.tts.chatterbox.cache import TokenCache
 from fintts.tts.chatterbox.frozen import TOKENS_PER_SECOND, RandomParts
 from fintts.tts.chatterbox.text import ChatterboxText
@@ -13,8 +16,8 @@ from fintts.tts.corpus import Item
 from fintts.tts.corpus.data_names import DEMO_CORPUS
 
 
-def _items(root):
-    wavs = sorted((root / "espeak_f2" / "wavs").glob("*.flac"))[:2]
+def _items(root, count=2):
+    wavs = sorted((root / "espeak_f2" / "wavs").glob("*.flac"))[:count]
     return [Item(f"espeak_f2/{wav.stem}", wav, "Hyvää päivää.", "espeak_f2") for wav in wavs]
 
 
@@ -69,10 +72,51 @@ def test_a_changed_text_front_end_remakes_the_text_ids_and_not_the_speech_tokens
     assert _Counting.made == made
 
 
-def test_a_half_written_entry_is_made_again(tmp_path):
+def test_a_half_written_shard_is_made_again(tmp_path):
     text = ChatterboxText.builtin(256)
     cache = TokenCache(tmp_path, RandomParts.fingerprint, RandomParts, text)
     item = _items(DEMO_CORPUS)[0]
     whole = cache.tokens([item], log=lambda _: None)[0]
-    cache.entry(item).write_bytes(cache.entry(item).read_bytes()[:20])  # a session killed while writing
+    (shard,) = cache.folder.glob("*.safetensors")
+    shard.write_bytes(shard.read_bytes()[:20])  # a session killed while writing, a download cut short
     assert torch.equal(cache.tokens([item], log=lambda _: None)[0].speech_tokens, whole.speech_tokens)
+
+
+class _Failing(RandomParts):
+    """Frozen parts that fail at the third clip they are given (a session stopped while it makes tokens)."""
+
+    made = 0
+
+    def speech_tokens(self, wav):
+        type(self).made += 1
+        if type(self).made == 3:
+            raise RuntimeError("stopped")
+        return super().speech_tokens(wav)
+
+
+def test_entries_are_kept_in_shards_and_a_stopped_session_keeps_the_shards_it_wrote(tmp_path, monkeypatch):
+    """A corpus's clips go to the Hub in a few files, not one each (the Hub asks for under 100 files a commit)."""
+    monkeypatch.setattr(cache_module, "SHARD_CLIPS", 2)
+    text, items = ChatterboxText.builtin(256), _items(DEMO_CORPUS, 5)
+    with pytest.raises(RuntimeError, match="stopped"):
+        TokenCache(tmp_path, RandomParts.fingerprint, _Failing, text).tokens(items, log=lambda _: None)
+    cache = TokenCache(tmp_path, RandomParts.fingerprint, _Counting, text)
+    assert len(list(cache.folder.glob("*.safetensors"))) == 1  # the first two clips' shard
+    made, said = _Counting.made, []
+    whole = cache.tokens(items, log=said.append)
+    assert _Counting.made - made == 3 and said[0].startswith("token cache: making 3 of 5")
+    assert len(list(cache.folder.glob("*.safetensors"))) == 3  # 2 + 2 + 1 clips
+    again = TokenCache(tmp_path, RandomParts.fingerprint, _Counting, text).tokens(items, log=lambda _: None)
+    assert _Counting.made - made == 3 and all(torch.equal(a.speech_tokens, b.speech_tokens) for a, b in zip(whole, again))
+
+
+def test_a_file_of_one_clip_written_before_shards_is_read(tmp_path):
+    """A run whose carried cache fintts wrote a file per clip (named by the clip's key) reads it, making nothing."""
+    text, item = ChatterboxText.builtin(256), _items(DEMO_CORPUS)[0]
+    cache = TokenCache(tmp_path, RandomParts.fingerprint, _Counting, text)
+    cache.folder.mkdir(parents=True)
+    tokens, speaker = torch.arange(7, dtype=torch.int16), torch.ones(256)
+    save_file({"speech_tokens": tokens, "speaker": speaker}, str(cache.folder / f"{cache.key(item)}.safetensors"))
+    made = _Counting.made
+    (clip,) = cache.tokens([item], log=lambda _: None)
+    assert _Counting.made == made and clip.speech_tokens.tolist() == list(range(7)) and torch.equal(clip.speaker, speaker)
