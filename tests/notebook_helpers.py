@@ -10,7 +10,7 @@ minus the variables that would make fintts believe it runs on Kaggle.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +23,16 @@ ROOT = Path(__file__).resolve().parents[1]
 NOT_KAGGLE = ("KAGGLE_KERNEL_RUN_TYPE", "KAGGLE_URL_BASE")
 
 
-def run_notebook(path: Path, *, cwd: Path, parameters: Mapping[str, Any] = {}, timeout: float = 600) -> Any:
+def run_notebook(path: Path, *, cwd: Path, parameters: Mapping[str, Any] = {}, timeout: float = 600,
+                 on_cell: Callable[[str, int], None] | None = None) -> Any:
+    """``on_cell(cell_source, kernel_pid)``: told as each cell starts (a test signals the kernel there, as Kaggle does)."""
     notebook = nbformat.from_dict(with_parameters(load(path), parameters) if parameters else load(path))
     saved = {name: os.environ.pop(name) for name in NOT_KAGGLE if name in os.environ}
+    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
+    if on_cell is not None:
+        client.on_cell_execute = lambda cell, cell_index: on_cell(cell.source, client.km.provisioner.pid)
     try:
-        NotebookClient(notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+        client.execute()
     finally:
         os.environ.update(saved)
     return notebook
