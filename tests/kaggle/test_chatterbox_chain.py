@@ -47,9 +47,9 @@ from trainer_helpers import KAGGLE_MARK
 from tts.chatterbox.chatterbox_helpers import TINY_MODEL
 
 CONFIG = ROOT / "configs" / "chatterbox-fi.yaml"
-#: Steps between validations and periodic checkpoints: a session ends at its first periodic checkpoint (one or two steps
-#: later, where the signal lands), before the next one.
-STEPS = 3
+#: Steps between validations and periodic checkpoints: a session ends at its first periodic checkpoint (a step or so
+#: later, where the signal lands), which must come before the next one for the chain to have SESSIONS sessions.
+STEPS = 4
 SESSIONS = 3
 MAX_STEPS = SESSIONS * STEPS
 CORPUS = "alice/my-voice"
@@ -139,6 +139,7 @@ def test_the_shipped_chatterbox_config_runs_as_a_chain_of_kaggle_sessions_that_i
         chain = run("-m", "fintts", "kaggle", "run", "--corpus", CORPUS, "--hub-repo", REPO, "--config", str(config),
                     "--poll", "0.1", env=env, cwd=tmp_path, timeout=1200)
         out = chain.stdout
+        (tmp_path / "laptop.log").write_text(out + chain.stderr)  # what the person saw, for whoever reads a failure
         logs = {version: ended[version]["log"] for version in ended}
         assert chain.returncode == 0, out + chain.stderr + "\n".join(logs.values())
         assert "the run is finished" in out
@@ -158,6 +159,7 @@ def test_the_shipped_chatterbox_config_runs_as_a_chain_of_kaggle_sessions_that_i
         assert steps[0][0] == 0 and steps[-1][1] == MAX_STEPS, steps
         assert all(end == start for (_, end), (start, _) in zip(steps, steps[1:])), steps
         assert [status["state"] for status in statuses] == ["paused"] * (SESSIONS - 1) + ["finished"], steps
+        assert {record["host"] for record in statuses[-1]["sessions"]} == {"kaggle"}
 
         # the first session made every clip's speech tokens; the next ones fetched them from the Hub and made none
         first, *later = (ended[version]["log"] for version in sorted(ended))
