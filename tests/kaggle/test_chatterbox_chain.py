@@ -12,16 +12,22 @@ environment that sees this machine's packages (torch, transformers...) but neith
 package, as Kaggle's image has neither (test_kaggle_install.py ``kaggle_like_python``). So the install cell really
 installs: ``pip install fintts-….whl[train,chatterbox]`` from the wheels dataset, offline (``PIP_NO_INDEX``: the dataset
 must be enough), and the session trains with the fintts it installed, not this checkout. The dataset holds this checkout's
-wheel and a stand-in ``chatterbox-light`` 1.0.2 wheel without dependencies: the real one asks for torchaudio, which
-needs a torch of its own version (Kaggle's image has the pair; this machine's CPU torch 2.13 has none), and a run on
-``weights: random`` never imports it (tests/tts/chatterbox/test_chatterbox_light.py runs upstream's real code).
+wheel and a stand-in ``chatterbox-light`` 1.0.2 wheel without dependencies: the real one's (torchaudio, diffusers,
+s3tokenizer, einops, pyloudnorm) are not on this machine, and the registry's torchaudio is a CUDA build whose extension
+does not load beside a CPU torch (Kaggle's image has torch and torchaudio as a pair); a run on ``weights: random`` never
+imports the package (tests/tts/chatterbox/test_chatterbox_light.py runs upstream's real code, in a venv of its own).
 
 Kaggle ends each session at its first periodic checkpoint (SIGTERM to the kernel, as :mod:`test_session_chain` does), so
-every session holds one validation; the third trains to ``max_steps``.
+every session holds one validation; the third trains to ``max_steps``. What is asserted is what the person sees: each
+session's notebook output, the Hub's files as each session ends, status.json. Then the laptop, on a disk of its own, pulls
+the voice: the folder the last session exported, whole. A voice of random weights makes no speech (its stand-in speech
+tokenizer is no S3Gen's), so ``fintts say`` says so; a release-based folder speaking through upstream's classes is
+test_chatterbox_light.py's (real-size parts: too large to train through three sessions on a CPU).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -31,6 +37,7 @@ import time
 from pathlib import Path
 
 import pytest
+import soundfile as sf
 import yaml
 from test_kaggle_cli import REPO, USER, local_kaggle, run
 from test_kaggle_install import VERSION, built_wheel, dataset_wheel, kaggle_like_python
@@ -117,10 +124,6 @@ def kaggle_session(kaggle, hub, tmp_path: Path, ended: dict[int, dict]):
 
 def sound(data: bytes) -> bool:
     """Whether a wav holds audio that is not silence."""
-    import io
-
-    import soundfile as sf
-
     audio, _ = sf.read(io.BytesIO(data))
     return len(audio) > 0 and float(abs(audio).max()) > 1e-3
 
