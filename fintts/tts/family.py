@@ -72,6 +72,8 @@ class Family:
     ``merge(folder, out, speaker, *, onnx)`` → (the speaker folded in, the voice's speakers).
     ``pulled(folder, repo_id)``: what the family adds to a voice ``fintts pull`` downloaded (VITS: the ONNX graphs a run
     did not ship).
+    ``weights_only_files``: pickled files of its voice folder that ``fintts pull`` downloads, where the rest of them stay
+    on the Hub: only those its loader reads with ``torch.load(weights_only=True)``, which runs no code on torch >= 2.6.
     """
 
     name: str
@@ -84,6 +86,7 @@ class Family:
     evaluate: Callable[..., Scores] | None = None
     merge: Callable[..., tuple[str, list[str]]] | None = None
     pulled: Callable[[Path, str], None] | None = None
+    weights_only_files: tuple[str, ...] = ()
 
     def operation(self, name: str) -> Callable[..., Any]:
         """The operation ``name`` (one of :data:`COMMANDS`), or a :class:`~fintts.errors.UsageError` in one line."""

@@ -8,8 +8,10 @@ choosing, and the voice's family adds what the run did not ship (a VITS voice: `
 with no ``model/`` whose root is a voice (what ``fintts publish`` writes, or any transformers VITS repo) is taken from its
 root: the voice's own files, by name, never the whole repo.
 
-Only what loads without running code is downloaded: safetensors, JSON, ONNX, text. A
-``pytorch_model.bin`` (or any pickled file) in the repo is left there, since unpickling can run
+Only what loads without running code is downloaded: safetensors, JSON, ONNX, text, and the pickled
+files the voice's family names as read only with ``torch.load(weights_only=True)`` (a Chatterbox
+voice's ``conds.pt``, ``ve.pt`` and ``s3gen.pt``: :attr:`fintts.tts.family.Family.weights_only_files`).
+Any other ``pytorch_model.bin`` (or pickled file) in the repo is left there, since unpickling can run
 code; a VITS voice with no ``model.safetensors`` is refused.
 
 The token is ``huggingface_hub``'s: ``$HF_TOKEN`` or the cached ``hf auth login``, only
@@ -42,9 +44,9 @@ def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
 
-    def fetch(patterns: list[str]) -> Path:
+    def fetch(patterns: list[str], pickled: bool = False) -> Path:
         # a published voice of several speakers keeps them all in all-speakers/ (fintts publish): the root's one is enough
-        ignored = [*PICKLED, "all-speakers/*"]
+        ignored = [*([] if pickled else PICKLED), "all-speakers/*"]
         return Path(snapshot_download(repo_id, allow_patterns=patterns, ignore_patterns=ignored, local_dir=out_dir,
                                       endpoint=endpoint, token=token, library_name="fintts"))
 
@@ -53,6 +55,10 @@ def download_voice(repo_id: str, out_dir: str | Path | None = None, *, endpoint:
         folder = root / VOICE_DIR
         if not (folder.is_dir() and any(folder.iterdir())) and (fetch(list(ROOT_VOICE)) / "config.json").is_file():
             folder = root  # a published voice: the repo is the voice
+        found = voice_in(folder)
+        if found is not None and found[0] == folder and found[1].weights_only_files:
+            where = "" if folder == root else f"{VOICE_DIR}/"
+            fetch([where + name for name in found[1].weights_only_files], pickled=True)
     except (RepositoryNotFoundError, GatedRepoError):
         raise VoiceError(f"Hub repo {repo_id} not found, or it is private and this machine is not logged in: check the "
                          "name (user/name), then log in with `hf auth login` or set HF_TOKEN to a read token") from None

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import torch
 from torch.utils.data import Sampler
 
+from fintts.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class EpochPlan:
@@ -31,9 +33,9 @@ class EpochPlan:
     bucket_windows: int = 32
 
     def __post_init__(self) -> None:
-        if self.n_items < self.batch_size:
-            raise ValueError(
-                f"the dataset has {self.n_items} usable items, fewer than batch_size={self.batch_size}; "
+        if self.n_items < self.batch_size:  # bad input, said in one line (a ValueError was a traceback)
+            raise ConfigError(
+                f"batch_size: the dataset has {self.n_items} usable items, fewer than batch_size={self.batch_size}; "
                 "lower batch_size or add data"
             )
 

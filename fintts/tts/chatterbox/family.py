@@ -18,4 +18,10 @@ def owns(folder: Path) -> bool:
     return (folder / DESCRIPTION_FILE).is_file()
 
 
-FAMILY = Family(name="chatterbox", task="chatterbox", owns=owns, load_voice=load_chatterbox_voice)
+#: what upstream's ``from_local`` reads with ``torch.load(weights_only=True)``: ``ve.pt`` and ``s3gen.pt`` itself, ``conds.pt``
+#: (the built-in voice) through ``Conditionals.load`` (resemble-ai/chatterbox src/chatterbox/mtl_tts.py; chatterbox-light
+#: 1.0.2 the same): without them a pulled voice cannot speak
+PICKLED_PARTS = ("conds.pt", "ve.pt", "s3gen.pt")
+
+FAMILY = Family(name="chatterbox", task="chatterbox", owns=owns, load_voice=load_chatterbox_voice,
+                weights_only_files=PICKLED_PARTS)

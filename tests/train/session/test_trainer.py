@@ -281,6 +281,13 @@ def test_sampler_seeks_without_loading_and_splits_steps_across_devices():
     assert plan.steps(3) == steps and plan.steps(4) != steps
 
 
+def test_fewer_items_than_a_batch_is_a_config_error_naming_batch_size():
+    """Said in one line with exit code 2 by the command line (a ConfigError), not a traceback: the shipped Chatterbox
+    config's batch_size 8 on a corpus of a few clips meets it."""
+    with pytest.raises(ConfigError, match=r"^batch_size: the dataset has 4 usable items, fewer than batch_size=8; "):
+        EpochPlan(4, 8, seed=0)
+
+
 @pytest.mark.slow
 def test_a_session_is_one_value_with_nothing_missing_once_it_started(tmp_path):
     """The running session is built whole at its start (its facts, state, phase, guard, exports, what it learnt): no

@@ -9,9 +9,12 @@ import json
 import sys
 
 import pytest
+from huggingface_hub import CommitOperationAdd, HfApi
 
+from fintts.tts.hub_voice import pull_voice
 from fintts.tts.voice import load_voice
 from fintts.tts.voice_format import VoiceError
+from hub_helpers import TOKEN
 
 T3_FILE = "t3_mtl23ls_v2.safetensors"
 
@@ -81,3 +84,21 @@ def test_chatterbox_tts_0_1_7_is_named_with_what_to_install_instead(installed, v
     said = str(caught.value)
     assert "chatterbox-tts 0.1.7" in said and "t3_model" in said and "pip install chatterbox-light" in said
     assert "\n" not in said
+
+
+def test_fintts_pull_brings_the_pickled_parts_upstream_reads_weights_only_and_no_other_pickle(hub, tmp_path, monkeypatch):
+    """A Chatterbox voice on the Hub: its conds.pt (the built-in voice), ve.pt and s3gen.pt, which upstream's from_local
+    reads with torch.load(weights_only=True), come with ``fintts pull`` (without them the pulled voice cannot speak);
+    any other pickled file in model/ stays on the Hub."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    files = {"chatterbox.json": json.dumps({"t3_file": T3_FILE}), T3_FILE: "T3", "grapheme_mtl_merged_expanded_v1.json": "{}",
+             "README.md": "card", "conds.pt": "conds", "ve.pt": "ve", "s3gen.pt": "s3gen", "other.pt": "?",
+             "pytorch_model.bin": "?"}
+    api = HfApi(endpoint=hub.endpoint, token=TOKEN)
+    api.create_repo("alice/cb-voice", private=True)
+    api.create_commit("alice/cb-voice", [CommitOperationAdd(f"model/{name}", data.encode()) for name, data in files.items()],
+                      commit_message="a run's push")
+    folder = pull_voice("alice/cb-voice", tmp_path / "laptop", endpoint=hub.endpoint, token=TOKEN)
+    assert folder == tmp_path / "laptop" / "model"
+    assert {path.name: path.read_text() for path in folder.iterdir()} == {
+        name: data for name, data in files.items() if name not in ("other.pt", "pytorch_model.bin")}
