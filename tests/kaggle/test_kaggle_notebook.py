@@ -36,7 +36,6 @@ from vits_helpers import TINY, TRAINING_ONLY
 NOTEBOOK = ROOT / "notebooks" / "kaggle_train.ipynb"
 
 
-@pytest.mark.slow
 def ended_at_a_checkpoint_after(store: Path, step: int) -> Callable[[str, int], None]:
     """An ``on_cell`` hook: once the training cell starts, SIGTERM the kernel when ``store`` holds a checkpoint past
     ``step``, as Kaggle ends a session at its limit (the kernel's ``launch`` passes it to the training). A session so
@@ -58,6 +57,7 @@ def ended_at_a_checkpoint_after(store: Path, step: int) -> Callable[[str, int], 
     return on_cell
 
 
+@pytest.mark.slow
 def test_the_training_notebook_runs_a_session_and_the_next_run_resumes_it(tmp_path):
     # the demo config, validating after every step (4 held-out clips) so the last cell has samples to play, and saving
     # after every step: each session ends (SIGTERM) after its first checkpoint, its budget only a bound
