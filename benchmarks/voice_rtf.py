@@ -14,7 +14,9 @@ way a run exports its voice (``save_voice``: transformers files, ``model.onnx``,
 * ``transformers eager``: ``VitsModel.from_pretrained(folder)`` called under
   ``torch.no_grad()``, as plain transformers users do (the baseline);
 * ``fintts torch``, ``fintts onnx fp32``, ``fintts onnx int8`` (the default):
-  ``load_voice(folder, backend=..., int8=...).synthesize(text)``, front end included.
+  ``load_voice(folder, backend=..., int8=...).synthesize(text)``, front end included;
+* ``fintts onnx int8, no spin``: the default with onnxruntime's threads sleeping instead of
+  spinning between operators (a session setting ``load_voice`` does not make).
 
 ``--voice DIR`` times an exported voice instead (no export), and each ``--graph LABEL=FILE``
 adds a contender: the voice with that graph in place of ``model.int8.onnx`` (a graph made by
@@ -55,12 +57,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+import onnxruntime as ort
 import torch
 from transformers import VitsConfig, VitsModel, VitsTokenizer
 
 from fintts.tts.corpus.data_names import DEMO_CORPUS
 from fintts.tts.corpus.selection import read_heldout_files
 from fintts.tts.eval import mel_cepstral_distortion, noise_floor_db
+from fintts.tts.onnx_backend import cpu_cores
 from fintts.tts.text import FinnishText
 from fintts.tts.vits.export import export_onnx, save_voice
 from fintts.tts.vits.heldout import score_heldout
@@ -111,7 +115,21 @@ def onnx_voices(folder: Path, graphs: dict[str, Path], seed: int) -> dict:
     voices = {"fintts onnx fp32": load_voice(folder, backend="onnx", int8=False, seed=seed),
               "fintts onnx int8": load_voice(folder, backend="onnx", int8=True, seed=seed)}
     voices.update({label: load_voice(copy, backend="onnx", int8=True, seed=seed) for label, copy in graphs.items()})
+    voices["fintts onnx int8, no spin"] = no_spinning(load_voice(folder, backend="onnx", int8=True, seed=seed), folder)
     return voices
+
+
+def no_spinning(voice, folder: Path):
+    """``voice`` with its session opened again as :class:`~fintts.tts.onnx_backend.OnnxBackend` opens it, but with
+    threads that sleep instead of spinning while they wait for work (``session.intra_op.allow_spinning``): a spinning
+    thread keeps a core busy, which on a shared machine is a core taken from the others."""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads, options.inter_op_num_threads = cpu_cores(), 1
+    options.execution_mode, options.log_severity_level = ort.ExecutionMode.ORT_SEQUENTIAL, 3
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    voice.backend.session = ort.InferenceSession(str(folder / ONNX_INT8_FILE), options, providers=["CPUExecutionProvider"])
+    return voice
 
 
 def contenders(folder: Path, graphs: dict[str, Path], seed: int):
@@ -256,17 +274,17 @@ def main() -> None:
     print(f"\n{voice}, {result['parameters'] / 1e6:.2f} M parameters; {len(SENTENCE)} characters; "
           f"{result['cpu_cores']} cores; load {result['loadavg_before']} before, {result['loadavg_after']} after; "
           f"{result['rounds']} interleaved rounds, medians")
-    print(f"{'':<20} {'RTF':>7} {'min':>7} {'speed-up vs eager':>18} {'speech s':>9}")
+    print(f"{'':<26} {'RTF':>7} {'min':>7} {'speed-up vs eager':>18} {'speech s':>9}")
     for name, row in result["rows"].items():
-        print(f"{name:<20} {row['rtf_median']:>7.3f} {row['rtf_min']:>7.3f} {row['speedup_vs_eager']:>17.2f}x "
+        print(f"{name:<26} {row['rtf_median']:>7.3f} {row['rtf_min']:>7.3f} {row['speedup_vs_eager']:>17.2f}x "
               f"{row['speech_seconds']:>9.2f}")
     print(f"first audio of {len(THREE)} characters in three sentences (medians; load at the end {result['loadavg_end']}):")
     for name, row in result["first_audio"].items():
-        print(f"  {name:<20} first chunk {row['first_median']:.2f} s, all three {row['all_median']:.2f} s")
+        print(f"  {name:<26} first chunk {row['first_median']:.2f} s, all three {row['all_median']:.2f} s")
     print(f"against the float32 graph's output, same seed, {result['fidelity']['sentences']} held-out texts (means):")
     for name, row in result["fidelity"]["rows"].items():
         difference = "n/a (other lengths)" if row["signal_to_difference_db"] is None else f"{row['signal_to_difference_db']:.1f} dB"
-        print(f"  {name:<20} MCD {row['mcd_vs_fp32']:.3f} dB, signal-to-difference {difference}, "
+        print(f"  {name:<26} MCD {row['mcd_vs_fp32']:.3f} dB, signal-to-difference {difference}, "
               f"noise floor {row['noise_floor_db']:.1f} dB")
     if "export_seconds" in result:
         print("export: " + ", ".join(f"{k} {v:.1f} s" for k, v in result["export_seconds"].items()))
