@@ -12,12 +12,14 @@ no torch can speak:
   with ranges calibrated on Finnish sentences through this very voice) and their leaky ReLUs,
   so that a block runs from one int8 convolution to the next without converting back to
   float32 in between; onnxruntime runs it with the CPU's integer dot-product instructions.
-  Where the time goes and what each choice cost is measured by benchmarks/voice_profile.py
-  and benchmarks/voice_rtf.py (benchmarks/README.md, "The laptop voice"): the residual blocks
-  are 87% of the float32 graph's time on an MMS-sized voice; the last stage's blocks work at
-  the full sample rate right before the output, and in int8 their rounding was most of the
-  difference from float32 (MMS-sized: 54 → 70 dB signal-to-difference with them in float32),
-  so they stay float32, which the leaky ReLUs in int8 pay for. Everything else stays float32:
+  Where the time goes and what each choice cost is measured by benchmarks/voice_profile.py,
+  int8_variants.py and voice_rtf.py (benchmarks/README.md, "The laptop voice"): the residual
+  blocks are 86% of the float32 graph's time on an MMS-sized voice; the last stage's blocks
+  work at the full sample rate right before the output, and in int8 their rounding was most
+  of the difference from float32, so they stay float32; the leaky ReLUs in int8 win back most
+  of the time that costs (an MMS-sized voice: signal-to-difference from float32 54 → 61 dB,
+  MCD 0.29 → 0.14 dB, 2-11% slower than every block's convolutions in int8). Everything else
+  stays float32:
   the text encoder and the duration predictor are cheap and their rounding (``ceil``) would
   turn small errors into other timing; quantising the flow as well gave no more speed, and
   the decoder's first and last layers as well took the demo voice's held-out MCD from
