@@ -7,15 +7,23 @@ no torch can speak:
 
 * ``model.onnx``: float32, weight norm folded; the same numbers as the torch model given
   the same noise (to float32 rounding; the tests hold it to that).
-* ``model.int8.onnx``: the same graph with the convolutions of HiFi-GAN's residual
-  blocks — 93% of the multiply-adds of an MMS-sized voice — quantised to int8 (weights
-  per channel, activations per tensor with ranges calibrated on Finnish sentences through
-  this very voice), which onnxruntime runs with the CPU's integer dot-product
-  instructions: about twice as fast as float32. Everything else stays float32: the text
-  encoder and the duration predictor are cheap and their rounding (``ceil``) would turn
-  small errors into other timing; quantising the flow as well gave no more speed, and the
-  decoder's first and last layers as well took the demo voice's held-out MCD from +0.23 dB
-  to +0.61 dB over float32 (benchmarks/voice_rtf.py measures the former).
+* ``model.int8.onnx``: the same graph with HiFi-GAN's residual blocks in int8 but those of
+  its last upsampling stage: their convolutions (weights per channel, activations per tensor
+  with ranges calibrated on Finnish sentences through this very voice) and their leaky ReLUs,
+  so that a block runs from one int8 convolution to the next without converting back to
+  float32 in between; onnxruntime runs it with the CPU's integer dot-product instructions.
+  Where the time goes and what each choice cost is measured by benchmarks/voice_profile.py,
+  int8_variants.py and voice_rtf.py (benchmarks/README.md, "The laptop voice"): the residual
+  blocks are 86% of the float32 graph's time on an MMS-sized voice; the last stage's blocks
+  work at the full sample rate right before the output, and in int8 their rounding was most
+  of the difference from float32, so they stay float32; the leaky ReLUs in int8 win back most
+  of the time that costs (an MMS-sized voice: signal-to-difference from float32 54 → 61 dB,
+  MCD 0.29 → 0.14 dB, 5% slower on a quiet 2-core machine than every block's convolutions in int8). Everything else
+  stays float32:
+  the text encoder and the duration predictor are cheap and their rounding (``ceil``) would
+  turn small errors into other timing; quantising the flow as well gave no more speed, and
+  the decoder's first and last layers as well took the demo voice's held-out MCD from
+  +0.23 dB to +0.61 dB over float32.
 
 Exporting needs torch, ``onnx`` and onnxruntime; it takes seconds for the demo voice and
 tens of seconds for an MMS-sized one (see the README's table).
@@ -33,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import VitsModel
+from transformers import VitsConfig, VitsModel
 
 from fintts.train.run.layout import CARD
 from fintts.tts.onnx_backend import INPUTS, OUTPUTS
@@ -53,8 +61,8 @@ CALIBRATION_SENTENCES = (
     "Suomen kieli on kaunis ja vanha kieli, jota puhuu noin viisi miljoonaa ihmistä.",
     "Kokous pidetään 22.11.2026 kello 14.15 Helsingissä.",
 )
-#: Where the int8 convolutions are (node-name prefix): HiFi-GAN's residual blocks.
-QUANTIZED_PARTS = ("/decoder/resblocks",)
+#: What runs in int8 inside the quantised parts (:func:`quantized_parts`).
+QUANTIZED_OPS = ("Conv", "LeakyRelu")
 _OPSET = 17
 
 
@@ -94,7 +102,7 @@ def export_onnx(vits: VitsModel, out_dir: Path, text: FinnishText, *, int8: bool
         model.load_state_dict({name: tensor.float() for name, tensor in vits.state_dict().items()})
     model = fold_weight_norm(model)
     synthesizer = VitsSynthesizer(model)
-    feeds = list(_feeds(model, text, sentences))
+    feeds = list(graph_feeds(model.config, text, sentences))
     names = list(INPUTS if model.config.num_speakers > 1 else INPUTS[:-1])
     # New files, renamed into place at the end: a graph already in ``out_dir`` may be a hard link shared with the
     # voice a session serves or pushes (the background export works in a linked copy), never rewritten in place.
@@ -110,7 +118,7 @@ def export_onnx(vits: VitsModel, out_dir: Path, text: FinnishText, *, int8: bool
                               "waveform": {1: "samples"}},
             )
         if int8:
-            _quantize(partial, quantized, [{k: f[k] for k in names} for f in feeds])
+            _quantize(partial, quantized, [{k: f[k] for k in names} for f in feeds], quantized_parts(model.config))
         os.replace(partial, graph)
         written = [graph]
         if int8:
@@ -122,9 +130,10 @@ def export_onnx(vits: VitsModel, out_dir: Path, text: FinnishText, *, int8: bool
     return written
 
 
-def _feeds(vits: VitsModel, text: FinnishText, sentences: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
-    """Graph inputs for ``sentences``: noise as the voice draws it, speakers in turn."""
-    config, rng = vits.config, np.random.default_rng(0)
+def graph_feeds(config: VitsConfig, text: FinnishText, sentences: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
+    """Graph inputs for ``sentences`` (calibration, and the benchmarks' profiles): noise as the voice draws it, speakers
+    in turn, all of :data:`~fintts.tts.onnx_backend.INPUTS` (a graph without ``duration_noise`` takes the others)."""
+    rng = np.random.default_rng(0)
     for n, sentence in enumerate(sentences):
         ids = np.asarray([text.encode(sentence)], dtype=np.int64)
         tokens = ids.shape[1]
@@ -138,12 +147,19 @@ def _feeds(vits: VitsModel, text: FinnishText, sentences: Sequence[str]) -> Iter
         }
 
 
-def _quantize(graph: Path, out: Path, feeds: list[dict[str, np.ndarray]]) -> Path:
+def quantized_parts(config: VitsConfig) -> tuple[str, ...]:
+    """Node-name prefixes of the parts ``model.int8.onnx`` runs in int8: HiFi-GAN's residual blocks of every upsampling
+    stage but the last (block ``i`` belongs to stage ``i // len(resblock_kernel_sizes)``; see the module docstring)."""
+    blocks = len(config.resblock_kernel_sizes) * (len(config.upsample_rates) - 1)
+    return tuple(f"/decoder/resblocks.{block}/" for block in range(blocks))
+
+
+def _quantize(graph: Path, out: Path, feeds: list[dict[str, np.ndarray]], parts: tuple[str, ...]) -> Path:
     import onnx  # and the quantizer: only an ONNX export needs them, not saving a voice
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     model = onnx.load(str(graph), load_external_data=False).graph
-    nodes = [node.name for node in model.node if node.op_type == "Conv" and node.name.startswith(QUANTIZED_PARTS)]
+    nodes = [node.name for node in model.node if node.op_type in QUANTIZED_OPS and node.name.startswith(parts)]
     inputs = {node.name for node in model.input}  # without duration_noise where durations are deterministic
 
     class Sentences(CalibrationDataReader):
@@ -158,7 +174,7 @@ def _quantize(graph: Path, out: Path, feeds: list[dict[str, np.ndarray]]) -> Pat
     quiet.setLevel(logging.ERROR)  # onnxruntime.quantization logs advice on the root logger
     try:
         quantize_static(
-            str(graph), str(out), Sentences(), quant_format=QuantFormat.QDQ, op_types_to_quantize=["Conv"],
+            str(graph), str(out), Sentences(), quant_format=QuantFormat.QDQ, op_types_to_quantize=list(QUANTIZED_OPS),
             nodes_to_quantize=nodes, per_channel=True, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
         )
     finally:
