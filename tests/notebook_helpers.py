@@ -9,8 +9,12 @@ minus the variables that would make fintts believe it runs on Kaggle.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
-from collections.abc import Callable, Mapping
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from fintts.kaggle.parameters import load, with_parameters
+from fintts.train.run import checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_KAGGLE = ("KAGGLE_KERNEL_RUN_TYPE", "KAGGLE_URL_BASE")
@@ -53,3 +58,28 @@ def text_output(notebook: Any) -> str:
 def output_types(notebook: Any) -> set[str]:
     """The MIME types of the cells' rich outputs (``image/png``, ``text/html`` of audio players...)."""
     return {kind for cell in notebook.cells for output in cell.get("outputs", []) for kind in output.get("data", {})}
+
+
+@contextlib.contextmanager
+def stopped_at_a_checkpoint(store: Path, after: int, below: float = math.inf) -> Iterator[Callable[[str, int], None]]:
+    """An ``on_cell`` hook that, once the training cell starts, SIGTERMs the kernel when ``store``'s newest checkpoint is
+    past step ``after`` (and before ``below``), as Kaggle ends a session at its limit: the kernel's ``launch`` passes
+    it to the training, which saves and ends paused. A session so ended has the same steps on a busy machine as on an
+    idle one, where a budget of seconds may buy none. The watch ends with the block."""
+    done = threading.Event()
+
+    def watch(kernel: int) -> None:
+        while not done.wait(0.05):
+            latest = checkpoint.read_latest(store)
+            if latest and after < checkpoint.step_of(latest) < below:
+                os.kill(kernel, signal.SIGTERM)
+                return
+
+    def on_cell(source: str, kernel: int) -> None:
+        if "launch(" in source:
+            threading.Thread(target=watch, args=(kernel,), daemon=True).start()
+
+    try:
+        yield on_cell
+    finally:
+        done.set()

@@ -29,9 +29,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import signal
-import threading
 import time
 from pathlib import Path
 
@@ -41,7 +38,7 @@ import yaml
 from test_kaggle_cli import REPO, USER, local_kaggle, run
 from test_kaggle_install import VERSION, built_wheel, dataset_wheel, kaggle_like_python
 from test_kaggle_setup import make_corpus
-from test_session_chain import as_uploaded, hub_step, saved_step
+from test_session_chain import as_uploaded, hub_step
 
 from fintts.kaggle.secret import TOKEN_SLUG
 from fintts.train.machine.platform import START_VARIABLE
@@ -49,7 +46,7 @@ from fintts.train.run import checkpoint
 from fintts.tts.chatterbox.cache import SHARD_CLIPS
 from hub_helpers import TOKEN, latest_on_hub
 from kaggle_helpers import run_pushed_notebook
-from notebook_helpers import ROOT
+from notebook_helpers import ROOT, stopped_at_a_checkpoint
 from trainer_helpers import KAGGLE_MARK
 from tts.chatterbox.chatterbox_helpers import TINY_MODEL
 
@@ -95,24 +92,10 @@ def kaggle_session(kaggle, hub, tmp_path: Path, ended: dict[int, dict]):
         image.mkdir()
         python = Path(kaggle_like_python(image))
         resumed = hub_step(hub)
-        done = threading.Event()
-
-        def kaggle_ends_it(kernel: int) -> None:
-            while not done.wait(0.05):
-                if resumed < saved_step(store) < MAX_STEPS:
-                    os.kill(kernel, signal.SIGTERM)  # the kernel's launch passes it on: a stop, then the final push
-                    return
-
-        def on_cell(source: str, kernel: int) -> None:
-            if "launch(" in source:
-                threading.Thread(target=kaggle_ends_it, args=(kernel,), daemon=True).start()
-
         on_kaggle = {KAGGLE_MARK: "Batch", START_VARIABLE: repr(time.time()), "PIP_NO_INDEX": "1"}
-        try:
+        with stopped_at_a_checkpoint(store, resumed, MAX_STEPS) as on_cell:  # then its final push
             ok, log = run_pushed_notebook(kaggle, push, version, folder, env=on_kaggle, on_cell=on_cell, timeout=600,
                                           python=python)
-        finally:
-            done.set()
         (tmp_path / f"session-v{version}.log").write_text(log)  # the notebook's output, kept for whoever reads a failure
         status = json.loads((store / "status.json").read_text()) if (store / "status.json").is_file() else {}
         ended[version] = {"log": log, "status": status, "resumed": resumed, "image": image / "venv",

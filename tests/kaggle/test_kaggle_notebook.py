@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
-import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
@@ -26,35 +22,13 @@ from fintts.kaggle.kernel import KAGGLE_PYTHON
 from fintts.kaggle.notebook import check_corpus
 from fintts.kaggle.parameters import load, read_parameters, with_parameters
 from fintts.kaggle.secret import MISSING
-from fintts.train.run import checkpoint
 from fintts.tts.corpus.data_names import DEMO_CORPUS
 from fintts_stand_ins.kaggle_server import SECRETS_VARIABLE, secrets_module
 from hub_helpers import REPO, TOKEN
-from notebook_helpers import ROOT, output_types, run_notebook, text_output
+from notebook_helpers import ROOT, output_types, run_notebook, stopped_at_a_checkpoint, text_output
 from vits_helpers import TINY, TRAINING_ONLY
 
 NOTEBOOK = ROOT / "notebooks" / "kaggle_train.ipynb"
-
-
-def ended_at_a_checkpoint_after(store: Path, step: int) -> Callable[[str, int], None]:
-    """An ``on_cell`` hook: once the training cell starts, SIGTERM the kernel when ``store`` holds a checkpoint past
-    ``step``, as Kaggle ends a session at its limit (the kernel's ``launch`` passes it to the training). A session so
-    ended has the same steps on a busy machine as on an idle one, where a budget of seconds may buy none."""
-    def on_cell(source: str, kernel: int) -> None:
-        if "launch(" not in source:
-            return
-
-        def watch() -> None:
-            deadline = time.time() + 300
-            while time.time() < deadline:
-                latest = checkpoint.read_latest(store)
-                if latest and checkpoint.step_of(latest) > step:
-                    os.kill(kernel, signal.SIGTERM)
-                    return
-                time.sleep(0.05)
-
-        threading.Thread(target=watch, daemon=True).start()
-    return on_cell
 
 
 @pytest.mark.slow
@@ -66,7 +40,8 @@ def test_the_training_notebook_runs_a_session_and_the_next_run_resumes_it(tmp_pa
     store = tmp_path / "runs" / "demo"
     parameters = {"CONFIG": str(tmp_path / "demo.yaml"), "DATA": str(DEMO_CORPUS), "STORE": "runs/demo", "BUDGET": "10m"}
 
-    first = text_output(run_notebook(NOTEBOOK, cwd=tmp_path, parameters=parameters, on_cell=ended_at_a_checkpoint_after(store, 0)))
+    with stopped_at_a_checkpoint(store, 0) as on_cell:
+        first = text_output(run_notebook(NOTEBOOK, cwd=tmp_path, parameters=parameters, on_cell=on_cell))
     assert "is installed" in first  # the install cell found this fintts and installed nothing
     assert "Good clips: 204" in first  # fintts check
     # DATA is a folder where the config says `demo`: a run of its own by name (fintts.train.config.default_run_name),
@@ -79,7 +54,8 @@ def test_the_training_notebook_runs_a_session_and_the_next_run_resumes_it(tmp_pa
     text = (tmp_path / "demo.yaml").read_text()
     (tmp_path / "demo.yaml").unlink()
     carried = {**parameters, "CONFIG": "demo.yaml", "CONFIG_YAML": text}
-    second = run_notebook(NOTEBOOK, cwd=tmp_path, parameters=carried, on_cell=ended_at_a_checkpoint_after(store, status["step"]))
+    with stopped_at_a_checkpoint(store, status["step"]) as on_cell:
+        second = run_notebook(NOTEBOOK, cwd=tmp_path, parameters=carried, on_cell=on_cell)
     out = text_output(second)
     assert f"resuming run 'demo-corpus' from step-{status['step']:08d}" in out
     after = json.loads((tmp_path / "runs/demo/status.json").read_text())

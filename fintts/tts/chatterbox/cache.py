@@ -92,7 +92,7 @@ class TokenCache:
         unsaved: list[str] = []
         result = []
         for item, key in tqdm(list(zip(items, keys)), desc="speech tokens", disable=not (progress and missing), leave=False):
-            speech = made.get(key) or self._read(found.get(key), key)
+            speech = made.get(key) or self._read(found.get(key))
             if speech is None:
                 speech = made[key] = self._make(item)
                 unsaved.append(key)
@@ -117,7 +117,8 @@ class TokenCache:
                 continue
             if "speech_tokens" in names:  # a file of one clip, named by its key (fintts before shards)
                 index[path.stem] = (path, "")
-            index.update((name.split(".")[0], (path, name.split(".")[0] + ".")) for name in names if name.endswith(".speaker"))
+            keys = (name.removesuffix(".speaker") for name in names if name.endswith(".speaker"))
+            index.update((key, (path, key + ".")) for key in keys)
         return index
 
     def _make(self, item: Item) -> tuple[torch.Tensor, torch.Tensor]:
@@ -127,7 +128,7 @@ class TokenCache:
         return self._frozen.speech_tokens(wav).long(), self._frozen.speaker_embedding(wav).float()
 
     @staticmethod
-    def _read(where: tuple[Path, str] | None, key: str) -> tuple[torch.Tensor, torch.Tensor] | None:
+    def _read(where: tuple[Path, str] | None) -> tuple[torch.Tensor, torch.Tensor] | None:
         if where is None:
             return None
         path, prefix = where
