@@ -87,7 +87,8 @@ def build_folder(work: Path) -> dict:
     settings = T3Settings()
     text = ChatterboxText.builtin(settings.text_vocab_size)
     clip = ClipTokens(text_ids=torch.tensor(text.encode("hei")), speech_tokens=speech, speaker=speaker)
-    write_voice(voice, weights=T3(settings).state_dict(), settings=settings, text=text, release=release,
+    write_voice(voice, weights=T3(settings).state_dict(), settings=settings, text=text, weights_from=str(release),
+                release=release,
                 t3_file="t3_mtl23ls_v2.safetensors", reference_id="bench/reference", clip=clip, emotion=0.5, gen=gen,
                 card="benchmark")
     return {"part": "folder", "folder": str(voice), "made": True, "reference_tokens": int(speech.numel())}

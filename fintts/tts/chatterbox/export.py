@@ -7,7 +7,8 @@
 (``{"t3": T3Cond's fields, "gen": S3Gen's reference}``). So the folder holds: T3 with any adapter
 folded in (fp32, as released), the frozen parts copied (hard-linked where the disk allows) from the
 release, the vocabulary, and conds.pt made from one clip of the trained speaker; beside them
-``chatterbox.json`` (what fintts needs to read the folder back: T3's sizes, the reference clip) and
+``chatterbox.json`` (what fintts needs to read the folder back: the weights it started from, T3's sizes, the
+reference clip) and
 the card (``license: mit``: the code and weights are MIT, and so is what is fine-tuned from them).
 A run on ``weights: random`` has no frozen parts to copy, and its conds.pt has no decoder part.
 """
@@ -40,7 +41,7 @@ _OPTIONAL_FILES = ("Cangjie5_TC.json",)
 
 
 def write_voice(out_dir: Path, *, weights: Mapping[str, torch.Tensor], settings: T3Settings, text: ChatterboxText,
-                release: Path | None, t3_file: str, reference_id: str, clip: ClipTokens, emotion: float,
+                weights_from: str, release: Path | None, t3_file: str, reference_id: str, clip: ClipTokens, emotion: float,
                 gen: Mapping[str, Any], card: str) -> None:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -56,8 +57,8 @@ def write_voice(out_dir: Path, *, weights: Mapping[str, torch.Tensor], settings:
         "cond_prompt_speech_emb": None, "emotion_adv": torch.full((1, 1, 1), float(emotion)),
     }
     torch.save({"t3": t3_cond, "gen": dict(gen)}, out_dir / CONDS_FILE)
-    description = {"family": "chatterbox-multilingual", "language": "fi", "t3_file": t3_file, "reference_clip": reference_id,
-                   "t3": dataclasses.asdict(settings)}
+    description = {"family": "chatterbox-multilingual", "language": "fi", "weights": weights_from, "t3_file": t3_file,
+                   "reference_clip": reference_id, "t3": dataclasses.asdict(settings)}
     (out_dir / DESCRIPTION_FILE).write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
     (out_dir / CARD).write_text(card, encoding="utf-8")
 

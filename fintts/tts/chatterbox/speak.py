@@ -8,7 +8,8 @@ writes, and its ``generate`` turns text into 24 kHz audio with T3, S3Gen and the
 (``conds.pt``) or a reference clip's. That package needs torch with a matching torchaudio (Kaggle's
 image has the pair; the registry's torchaudio does not load beside a CPU-only torch 2.13), so
 fintts imports it only here, when a person asks for such a voice. There is no ONNX path for this
-family yet: the laptop's light install cannot speak it.
+family yet: the laptop's light install cannot speak it. A dry run's folder (``weights: random``) has no S3Gen and is
+spoken by fintts's own T3 and the stand-in decoder's tones instead (:mod:`fintts.tts.chatterbox.dry_voice`).
 
 The text goes through our Finnish normaliser first (numbers, dates, units read out); upstream's
 ``generate`` then applies its own punctuation clean-up, lower case, NFKD and the ``[fi]`` tag, as
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from fintts.tts.chatterbox.settings import RANDOM
 from fintts.tts.chatterbox.text import finnish_normaliser
 from fintts.tts.streamed_voice import StreamedVoice
 from fintts.tts.voice_format import VoiceError
@@ -59,10 +61,15 @@ def load_chatterbox_voice(folder: Path, speaker: str | int | None = None, *, ref
     VITS's options (backend, int8, speed, noise, seed) mean nothing to T3 and are left unused.
     """
     description = json.loads((folder / DESCRIPTION_FILE).read_text(encoding="utf-8"))
+    if description.get("weights") == RANDOM:  # a dry run's: fintts's T3 and the stand-in decoder's tones
+        from fintts.tts.chatterbox.dry_voice import load_dry_run_voice
+
+        return load_dry_run_voice(folder, description)
     missing = [name for name in ("ve.pt", "s3gen.pt") if not (folder / name).is_file()]
-    if missing:
-        raise VoiceError(f"{folder} has no {', '.join(missing)}: it was trained with weights: random, whose stand-in "
-                         "speech tokenizer makes no speech; train from the release (weights: ResembleAI/chatterbox)")
+    if missing:  # (exports before chatterbox.json named their weights: a random run's has neither file)
+        raise VoiceError(f"{folder} has no {', '.join(missing)}: a voice trained from the release has them beside its T3 "
+                         "(copy them from ResembleAI/chatterbox), and one trained with weights: random before fintts "
+                         "named its weights in chatterbox.json speaks again once exported anew")
     try:  # chatterbox-light and chatterbox-tts install this import name; torchaudio comes with them
         from chatterbox.mtl_tts import ChatterboxMultilingualTTS
     except ImportError as err:

@@ -331,7 +331,8 @@ class ChatterboxTask(Task):
 
     def export(self, models, out_dir: Path) -> None:
         reference = self._reference_item()
-        write_voice(out_dir, weights=self.plain_weights(models), settings=self.settings, text=self.text, release=self.release,
+        write_voice(out_dir, weights=self.plain_weights(models), settings=self.settings, text=self.text,
+                    weights_from=self.config.weights, release=self.release,
                     t3_file=self.config.t3_file, reference_id=reference.id, clip=self._clips[reference.id],
                     emotion=self.config.emotion_adv, gen=self._decoder_reference(reference),
                     card=model_card(self.describe(), self.config.weights))

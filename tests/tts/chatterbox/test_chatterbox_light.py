@@ -108,7 +108,8 @@ def test_our_exported_t3_loads_strictly_in_upstreams_class_and_computes_what_our
     from fintts.tts.chatterbox.text import ChatterboxText
 
     write_voice(tmp_path / "voice", weights=ours.state_dict(), settings=ours.settings, text=ChatterboxText.builtin(2454),
-                release=None, t3_file="t3_mtl23ls_v2.safetensors", reference_id="x", clip=clip, emotion=0.5, gen={}, card="")
+                weights_from="random", release=None, t3_file="t3_mtl23ls_v2.safetensors", reference_id="x", clip=clip,
+                emotion=0.5, gen={}, card="")
     del ours
     torch.save({"speaker": speaker, "prompt": prompt, "text": text, "speech": speech}, tmp_path / "inputs.pt")
     script = """
@@ -168,7 +169,8 @@ del parts
 settings = T3Settings()
 text = ChatterboxText.builtin(settings.text_vocab_size)
 clip = ClipTokens(text_ids=torch.tensor(text.encode("hei")), speech_tokens=speech, speaker=speaker)
-write_voice(Path("voice"), weights=short_speaking_t3(4), settings=settings, text=text, release=release,
+write_voice(Path("voice"), weights=short_speaking_t3(4), settings=settings, text=text, weights_from=str(release),
+            release=release,
             t3_file="t3_mtl23ls_v2.safetensors", reference_id="x/clip", clip=clip, emotion=0.5, gen=gen, card="card")
 said = "Hyvää huomenta, 12 kissaa!"
 theirs = MTLTokenizer(str(Path("voice") / VOCAB_FILE)).encode(punc_norm(finnish_normaliser().normalize(said)), language_id="fi")

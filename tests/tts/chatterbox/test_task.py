@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import shutil
 
+import numpy as np
 import pytest
+import soundfile as sf
 import torch
 from chatterbox_helpers import PHASES, TINY, TINY_MODEL, tiny_config
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
+import fintts
 from fintts.train import train
 from fintts.train.config import ConfigError, load_config
 from fintts.train.run import checkpoint
@@ -174,21 +178,38 @@ def test_an_adapter_needs_one_speaker_and_ends_the_run(tmp_path):
 
 
 @pytest.mark.process
-def test_fintts_say_names_what_speaks_a_chatterbox_voice(phased, tmp_path):
-    """A random-weights export cannot speak (its stand-in tokenizer makes no speech); a release-based one speaks through
-    the chatterbox package, which this environment lacks (torchaudio beside a CPU-only torch): both are said, exit code 2."""
+def test_fintts_say_speaks_a_dry_runs_voice_in_tones_and_names_what_speaks_a_releases(phased, tmp_path):
+    """A random-weights export is spoken as its validation's samples were (its own T3 greedily, a 40-ms tone per speech
+    token at 24 kHz), saying first that it is no speech; a release-based one speaks through the chatterbox package, which
+    this environment lacks (torchaudio beside a CPU-only torch): that is said, exit code 2, no file."""
     _, store = phased
-    result = cli("say", "Hyvää huomenta.", "--voice", str(store / "model"), "-o", str(tmp_path / "out.wav"), cwd=tmp_path)
-    assert result.returncode == 2 and "weights: random" in result.stderr, result.stderr[-2000:]
+    out = tmp_path / "out.wav"
+    result = cli("say", "Hyvää huomenta.", "--voice", str(store / "model"), "-o", str(out), cwd=tmp_path)
+    assert result.returncode == 0 and "weights: random" in result.stderr and "not speech" in result.stderr, result.stderr
+    audio, rate = sf.read(out)
+    assert rate == 24_000 and len(audio) and len(audio) % 960 == 0 and np.abs(audio).max() > 0.2
+
+    # what speaks is the folder's T3: the same text twice is the same audio; another speech head says other tokens
     voice = tmp_path / "voice"
-    voice.mkdir()
-    for path in (store / "model").iterdir():
-        (voice / path.name).write_bytes(path.read_bytes())
+    shutil.copytree(store / "model", voice)
+    said = fintts.load_voice(voice).synthesize("Hyvää huomenta.", warn=None)[0]
+    assert np.array_equal(said, fintts.load_voice(voice).synthesize("Hyvää huomenta.", warn=None)[0])
+    assert np.abs(said - audio).max() < 1e-4  # the WAV's 16 bits
+    weights = load_file(str(voice / "t3_mtl23ls_v2.safetensors"))
+    weights["speech_head.weight"] = torch.flip(weights["speech_head.weight"], dims=[0])
+    save_file(weights, str(voice / "t3_mtl23ls_v2.safetensors"))
+    other = fintts.load_voice(voice).synthesize("Hyvää huomenta.", warn=None)[0]
+    assert len(other) != len(said) or not np.array_equal(other, said)
+
+    description = json.loads((voice / "chatterbox.json").read_text())
+    (voice / "chatterbox.json").write_text(json.dumps({**description, "weights": "ResembleAI/chatterbox"}))
+    result = cli("say", "Hyvää huomenta.", "--voice", str(voice), "-o", str(tmp_path / "no.wav"), cwd=tmp_path)
+    assert result.returncode == 2 and "copy them from ResembleAI/chatterbox" in result.stderr, result.stderr[-2000:]
     for name in ("ve.pt", "s3gen.pt"):
         (voice / name).write_bytes(b"")
-    result = cli("say", "Hyvää huomenta.", "--voice", str(voice), "-o", str(tmp_path / "out.wav"), cwd=tmp_path)
+    result = cli("say", "Hyvää huomenta.", "--voice", str(voice), "-o", str(tmp_path / "no.wav"), cwd=tmp_path)
     assert result.returncode == 2 and "pip install chatterbox-light" in result.stderr, result.stderr[-2000:]
-    assert not (tmp_path / "out.wav").exists()
+    assert not (tmp_path / "no.wav").exists()
 
 
 @pytest.mark.process
