@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors.torch import load_file
 
 from fintts.tts.chatterbox.frozen import DECODER_RATE, RandomParts
 from fintts.tts.chatterbox.t3 import T3, T3Settings
@@ -57,8 +58,6 @@ class DryRunVoice(StreamedVoice):
 
 def load_dry_run_voice(folder: Path, description: dict[str, Any]) -> DryRunVoice:
     """The folder :mod:`fintts.tts.chatterbox.export` wrote for a ``weights: random`` run (``chatterbox.json`` says so)."""
-    from safetensors.torch import load_file
-
     t3 = T3(T3Settings(**description["t3"]))
     t3.load_state_dict(load_file(str(folder / description["t3_file"])), strict=True)
     conds = torch.load(folder / "conds.pt", map_location="cpu", weights_only=True)["t3"]

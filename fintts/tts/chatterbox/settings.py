@@ -6,18 +6,10 @@ import dataclasses
 from typing import Any
 
 from fintts.train.config import ConfigError, free_setting
+from fintts.tts.chatterbox.release import RANDOM, RELEASE_REPO, RELEASE_T3, RELEASE_T3_V3, T3_VERSIONS
 from fintts.tts.corpus.settings import CorpusSettings
 from fintts.tts.lora_settings import LoraSettings
 
-#: weights: T3 from random weights at ``model:``'s sizes, with random stand-ins for the frozen parts (tests, dry runs, the GPU check)
-RANDOM = "random"
-#: the Hub repo that holds the release (MIT): t3_mtl23ls_v2.safetensors, s3gen.pt, ve.pt, the grapheme vocabulary, conds.pt
-RELEASE_REPO = "ResembleAI/chatterbox"
-RELEASE_T3 = "t3_mtl23ls_v2.safetensors"
-#: the release's newer T3, the same layout (upstream's ``from_pretrained(t3_model="v3")`` reads it; docs/chatterbox.md)
-RELEASE_T3_V3 = "t3_mtl23ls_v3.safetensors"
-#: ``t3_file``'s short names, as upstream's ``mtl_tts._resolve_multilingual_t3_model`` takes them
-T3_VERSIONS = {"v2": RELEASE_T3, "v3": RELEASE_T3_V3}
 #: the Llama's projections, the usual LoRA targets for a transformer (names under the T3 module)
 DEFAULT_TARGETS = (r"tfmr\.layers\.\d+\.(self_attn\.(q_proj|k_proj|v_proj|o_proj)|mlp\.(gate_proj|up_proj|down_proj))",)
 

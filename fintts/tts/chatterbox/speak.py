@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from fintts.tts.chatterbox.settings import RANDOM
+from fintts.tts.chatterbox.release import RANDOM
 from fintts.tts.chatterbox.text import finnish_normaliser
 from fintts.tts.streamed_voice import StreamedVoice
 from fintts.tts.voice_format import VoiceError

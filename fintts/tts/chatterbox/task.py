@@ -49,7 +49,8 @@ from fintts.tts.chatterbox.frozen import (
     ReleasedParts,
     files_fingerprint,
 )
-from fintts.tts.chatterbox.settings import RANDOM, ChatterboxTaskConfig
+from fintts.tts.chatterbox.release import RANDOM
+from fintts.tts.chatterbox.settings import ChatterboxTaskConfig
 from fintts.tts.chatterbox.t3 import IGNORE, T3, T3Settings, speech_loss
 from fintts.tts.chatterbox.text import VOCAB_FILE, ChatterboxText
 from fintts.tts.corpus import Item

@@ -14,7 +14,8 @@ from chatterbox_helpers import TINY_MODEL
 from fintts.train.config import ConfigError
 from fintts.train.task import TaskContext
 from fintts.tts.chatterbox.frozen import FROZEN_FILES
-from fintts.tts.chatterbox.settings import RELEASE_T3, RELEASE_T3_V3, ChatterboxTaskConfig
+from fintts.tts.chatterbox.release import RELEASE_T3, RELEASE_T3_V3
+from fintts.tts.chatterbox.settings import ChatterboxTaskConfig
 from fintts.tts.chatterbox.task import ChatterboxTask
 from fintts.tts.chatterbox.text import VOCAB_FILE
 from trainer_helpers import cli
