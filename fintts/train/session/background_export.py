@@ -287,6 +287,11 @@ class BackgroundExport:
             return
         self._job = _Job(self.generation, folder, time.time(), process, derive, tries)
 
+    def hurry(self) -> bool:
+        """Give the running export the session's own priority (:meth:`_Job.hurry`), as the final save's wait does:
+        ``False`` where this user may not."""
+        return self._job is None or self._job.hurry()
+
     def settle(self, deadline: float | None, interrupted: Callable[[], bool] = lambda: False,
                say: Callable[[str], None] = lambda line: None) -> float | None:
         """Finish the newest export before ``deadline`` (a ``time.time()``; ``None``: none) unless ``interrupted()``; the
@@ -298,7 +303,7 @@ class BackgroundExport:
             job = self._job
             if job is not None:
                 if not job.done():
-                    slow = "" if job.hurry() else " (at the lowest priority: this user may not raise it)"
+                    slow = "" if self.hurry() else " (at the lowest priority: this user may not raise it)"
                     bound = "" if deadline is None else f", at most {max(0.0, deadline - time.time()):.0f} s more"
                     say(f"waiting for the slow part of the export of {self.final} at step {self._step} (started "
                         f"{time.time() - job.started:.0f} s ago){slow}{bound}; Ctrl-C stops waiting: the next session "
@@ -308,7 +313,7 @@ class BackgroundExport:
                     time.sleep(WAIT_STEP)
                     if time.time() - hurried >= HURRY_EVERY:
                         hurried = time.time()
-                        job.hurry()
+                        self.hurry()
                     if time.time() - said >= SAY_EVERY:
                         said = time.time()
                         say(f"still waiting for the export of {self.final} at step {self._step} ({said - started:.0f} s so far)")
