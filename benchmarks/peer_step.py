@@ -8,7 +8,8 @@
 is a fresh subprocess (``--threads`` torch threads, 2 by default) that builds its side's models,
 takes ``--warmup`` untimed steps and ``--steps`` timed ones. Per side: the median and minimum
 of all its timed steps, and the peak RSS growth of its processes over their size once the
-models were built (optimizer state, activations, gradients). Prints a table and one JSON object.
+models were built (optimizer state, activations, gradients); the load average before and after.
+Prints a table and one JSON object.
 
 Both sides train ``VitsConfig()``'s defaults (the MMS-TTS architecture: generator 36.3M
 parameters, discriminator 46.7M) from random weights, on the same synthetic batches
@@ -73,6 +74,8 @@ VARIANTS = {
     "ours": "fintts's step as this checkout has it",
     "base": "fintts's step as the checkout at --base has it (imported from there)",
     "ours-loop-adamw": "fintts's step with torch's for-loop AdamW (the step before the fused-optimizer lever)",
+    "ours-compiled-discriminator": "fintts's step with torch.compile of the discriminator (fixed windows; the compile "
+                                   "is in the first warm-up step)",
 }
 
 
@@ -110,14 +113,13 @@ def batches(config, args) -> list[dict[str, torch.Tensor]]:
 
 def run_steps(step, prepared: list, args, rss_baseline: int) -> dict:
     times, first_losses = [], None
-    for index, batch in enumerate(prepared):
+    for batch in prepared:
         start = time.perf_counter()
         losses = step(batch)
-        elapsed = time.perf_counter() - start
-        if index >= args.warmup:
-            times.append(elapsed)
+        times.append(time.perf_counter() - start)
         first_losses = first_losses or losses
-    return {"times": times, "peak_rss_growth_gib": (peak_rss_bytes() - rss_baseline) / 2**30, "first_losses": first_losses}
+    return {"times": times[args.warmup:], "warmup_times": times[:args.warmup],
+            "peak_rss_growth_gib": (peak_rss_bytes() - rss_baseline) / 2**30, "first_losses": first_losses}
 
 
 # ---------------------------------------------------------------------------------------------- peer
@@ -248,6 +250,8 @@ def ours_side(args, variant: str) -> dict:
             defaults = {k: group.optimizer.defaults[k] for k in ("lr", "betas", "eps", "weight_decay")}
             group.optimizer = torch.optim.AdamW(group.optimizer.param_groups[0]["params"], foreach=False, fused=False, **defaults)
         task._updates.optimizer = groups[0].optimizer
+    if variant == "ours-compiled-discriminator":
+        models["discriminator"] = torch.compile(models["discriminator"])
     group_params = {g.name: [p for name in g.models for p in models[name].parameters() if p.requires_grad] for g in groups}
     built = BuiltPhase(
         config=None, task=task, raw_models=models, models=models, groups=groups, group_params=group_params,
@@ -292,7 +296,7 @@ def summary(side: str, runs: list[dict]) -> dict:
     memory = [run["peak_rss_growth_gib"] for run in runs]
     return {"side": side, "runs": len(runs), "timed_steps": len(times), "median_s": statistics.median(times),
             "min_s": min(times), "peak_rss_growth_gib": max(memory), "peak_rss_growth_gib_median": statistics.median(memory),
-            "times": times, "first_losses": runs[0]["first_losses"],
+            "times": times, "warmup_times": [t for run in runs for t in run["warmup_times"]], "first_losses": runs[0]["first_losses"],
             **{k: runs[0][k] for k in ("generator_parameters", "discriminator_parameters", "optimizer", "fintts") if k in runs[0]}}
 
 
@@ -319,10 +323,13 @@ def main(argv: list[str] | None = None) -> dict:
     if "base" in args.sides and not (args.base and (args.base / "fintts").is_dir()):
         parser.error("the side 'base' needs --base DIR, a checkout of fintts")
 
-    passed = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("--json")]
+    passed = ["--peer", str(args.peer), "--batch", str(args.batch), "--steps", str(args.steps), "--warmup", str(args.warmup),
+              "--threads", str(args.threads), "--tokens", str(args.tokens), "--seconds", *map(str, args.seconds)]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
     results: dict[str, list[dict]] = {side: [] for side in args.sides}
     order = abba(args.sides, args.rounds)
+    load_before, started = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    print(f"{started}, load average {' '.join(f'{x:.2f}' for x in load_before)}", flush=True)
     for index, side in enumerate(order, 1):
         side_env = env if side != "base" else env | {"PYTHONPATH": os.pathsep.join([str(args.base), env.get("PYTHONPATH", "")])}
         done = subprocess.run([sys.executable, __file__, *passed, "--side", side], env=side_env, check=True,
@@ -332,8 +339,11 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"[{index}/{len(order)}] {side}: " + " ".join(f"{t:.2f}" for t in run["times"])
               + f" s, peak RSS +{run['peak_rss_growth_gib']:.2f} GiB", flush=True)
 
+    load_after, ended = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    print(f"{ended}, load average {' '.join(f'{x:.2f}' for x in load_after)}", flush=True)
     sides = {side: summary(side, runs) for side, runs in results.items()}
     report = {"order": order, "torch": torch.__version__, "threads": args.threads, "sides": sides,
+              "started": started, "ended": ended, "load_before": load_before, "load_after": load_after,
               "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("json", "side")}}
     if "peer" in sides:
         peer = sides["peer"]
