@@ -73,7 +73,8 @@ from vits_step import parameter_count, peak_rss_bytes, synthetic_batch
 VARIANTS = {
     "ours": "fintts's step as this checkout has it",
     "base": "fintts's step as the checkout at --base has it (imported from there)",
-    "ours-loop-adamw": "fintts's step with torch's for-loop AdamW (the step before the fused-optimizer lever)",
+    "ours-loop-adamw": "fintts's step with torch's for-loop AdamW (its default on the CPU; against the fused-AdamW lever "
+                       "of af4b6ca, measured and taken out)",
     "ours-compiled-discriminator": "fintts's step with torch.compile of the discriminator (fixed windows; the compile "
                                    "is in the first warm-up step)",
 }

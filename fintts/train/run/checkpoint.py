@@ -422,34 +422,6 @@ def load_files(folder: Path, *, models: Mapping[str, Any], optimizers: Mapping[s
     saved_optimizers = torch.load(folder / OPTIMIZERS, map_location="cpu", weights_only=True)
     saved_schedulers = torch.load(folder / SCHEDULERS, weights_only=True)
     for name, optimizer in optimizers.items():
-        kernels = [{key: group.get(key) for key in KERNEL_SETTINGS} for group in optimizer.param_groups]
         optimizer.load_state_dict(saved_optimizers[name])
-        _keep_kernels(optimizer, kernels)
         schedulers[name].load_state_dict(saved_schedulers[name])
     return torch.load(folder / SCALER, weights_only=True)
-
-
-#: An optimizer's settings that choose its kernels, not its maths: the optimizer built now chose them for its device.
-KERNEL_SETTINGS = ("foreach", "fused")
-
-
-def _keep_kernels(optimizer: Any, kernels: list[dict[str, Any]]) -> None:
-    """Put back the kernels ``optimizer`` was built with, which loading a checkpoint replaced with the saved ones.
-
-    torch's ``Optimizer.load_state_dict`` takes every group setting from the checkpoint (torch 2.13,
-    ``torch/optim/optimizer.py``, ``load_state_dict``'s ``update_group``), so a run saved before its task chose
-    fused AdamW on the CPU would stay unfused, and one saved fused on a CPU would run fused on a GPU, with
-    its step counters on the device (``_process_value_according_to_param_policy`` moves them there for a fused
-    group). A group that is neither fused nor capturable gets its step counters back on the CPU, where torch
-    keeps them for it and where reading them costs no device sync.
-    """
-    import torch  # see torch_save
-
-    for group, chosen in zip(optimizer.param_groups, kernels, strict=True):
-        group.update(chosen)
-        if group.get("fused") or group.get("capturable"):
-            continue
-        for parameter in group["params"]:
-            state = optimizer.state.get(parameter, {})
-            if torch.is_tensor(state.get("step")):
-                state["step"] = state["step"].to("cpu")

@@ -249,13 +249,7 @@ class VitsTask(Task):
 
         def adamw(module: nn.Module) -> torch.optim.Optimizer:
             trainable = [p for p in module.parameters() if p.requires_grad]  # an adapter phase freezes the base
-            # On the CPU torch's fused AdamW, one multithreaded kernel per parameter, instead of its default there, a
-            # dozen tensor ops per parameter: the same update to float rounding, a tenth of the time for the MMS-sized
-            # models (benchmarks/README.md, "a training step against finetune-hf-vits"). On a GPU torch's default
-            # (foreach) stays: a fused optimizer keeps its step counters on the device, where reading them syncs.
-            fused = True if all(p.device.type == "cpu" for p in trainable) else None
-            return torch.optim.AdamW(trainable, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay,
-                                     fused=fused)
+            return torch.optim.AdamW(trainable, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
 
         clip = cfg.clip_grad_norm or None
         generator = adamw(models[GENERATOR])

@@ -311,56 +311,6 @@ def test_the_tasks_step_runs_the_discriminator_on_the_real_window_once_with_the_
             torch.testing.assert_close(reused_grads[name], grads[name], msg=name)
 
 
-def test_the_tasks_adamw_is_fused_on_the_cpu_and_trains_as_torchs_for_loop_adamw(tmp_path):
-    """Given the same gradients, the same updates to float rounding (lr 1e-2: weight decay moves weights visibly); over a
-    few GAN steps, the same losses to float rounding (parameters whose true gradient is 0, as attention's key bias, take
-    steps from rounding noise, so from the second step on the weights are compared through the losses)."""
-    batch = VitsBatch(**synthetic_batch(), speaker_ids=None)
-    runs = []
-    for fused in (True, False):
-        task, models, groups = _tiny_task_adamw(tmp_path, fused)
-        start, gradients = _weights(models), torch.Generator().manual_seed(1)
-        for _ in range(3):
-            for group in groups:
-                for parameter in group.optimizer.param_groups[0]["params"]:
-                    parameter.grad = torch.randn(parameter.shape, generator=gradients)
-                group.optimizer.step()
-                group.optimizer.zero_grad(set_to_none=True)
-        updates = {name: weight - start[name] for name, weight in _weights(models).items()}
-        task, models, groups = _tiny_task_adamw(tmp_path, fused)
-        losses = []
-        torch.manual_seed(5)
-        for _ in range(3):
-            for group in groups:
-                terms = task.step(models, batch, group.name)
-                _backward(terms["loss"], models[group.models[0]])
-                losses.append(terms["loss"].detach())
-            for group in groups:
-                group.optimizer.step()
-                group.optimizer.zero_grad(set_to_none=True)
-        runs.append((updates, torch.stack(losses)))
-    (fused_updates, fused_losses), (updates, losses) = runs
-    for name in updates:
-        torch.testing.assert_close(fused_updates[name], updates[name], rtol=1e-5, atol=1e-6, msg=name)
-    torch.testing.assert_close(fused_losses, losses, rtol=1e-4, atol=1e-6)
-
-
-def _tiny_task_adamw(tmp_path, fused: bool):
-    """:func:`_tiny_task` at lr 1e-2 with its optimizers (fused, the lever), or torch's for-loop AdamW of the same settings."""
-    task, models, groups = _tiny_task(tmp_path, lr=1e-2)
-    assert [group.optimizer.defaults["fused"] for group in groups] == [True, True]
-    if not fused:  # torch's default on the CPU
-        for group in groups:
-            cfg = task.config
-            group.optimizer = torch.optim.AdamW(group.optimizer.param_groups[0]["params"], lr=cfg.lr, betas=tuple(cfg.betas),
-                                                eps=cfg.eps, weight_decay=cfg.weight_decay, foreach=False)
-    return task, models, groups
-
-
-def _weights(models: dict[str, nn.Module]) -> dict[str, torch.Tensor]:
-    return {f"{model}.{name}": p.detach().clone() for model, module in models.items() for name, p in module.named_parameters()}
-
-
 def _training_steps(autocast_dtype: torch.dtype | None, steps: int, segment_frames: int = 32, seed: int = 0):
     """Generator + discriminator steps on one batch; returns the mel loss of every step.
 
