@@ -216,9 +216,17 @@ class VitsTrainingForward(nn.Module):
         )
 
 
-def discriminator_loss_terms(discriminator: nn.Module, output: GeneratorOutput) -> dict[str, Tensor]:
-    """The discriminator's step: LSGAN loss on real audio and the *detached* generated audio."""
-    real_logits, _ = discriminator(output.wav_real)
+#: What the discriminator says of a window: per sub-discriminator its logits, and its feature maps.
+Judgement = tuple[list[Tensor], list[list[Tensor]]]
+
+
+def discriminator_loss_terms(discriminator: nn.Module, output: GeneratorOutput, real: Judgement | None = None) -> dict[str, Tensor]:
+    """The discriminator's step: LSGAN loss on real audio and the *detached* generated audio.
+
+    ``real``: the discriminator's pass on ``output.wav_real`` if the generator's step made it
+    (:func:`judge_real`), with the same weights and its graph: not run again.
+    """
+    real_logits, _ = real if real is not None else discriminator(output.wav_real)
     fake_logits, _ = discriminator(output.wav_fake.detach())
     loss = discriminator_loss(real_logits, fake_logits)
     return {"loss": loss, "discriminator": loss.detach()}
@@ -229,6 +237,7 @@ def generator_loss_terms(
     output: GeneratorOutput,
     log_mel: Callable[[Tensor], Tensor],
     weights: LossWeights = LossWeights(),
+    real: Judgement | None = None,
 ) -> dict[str, Tensor]:
     """The generator's step: every term of VITS eq. 11, their weighted sum as ``loss``.
 
@@ -240,7 +249,8 @@ def generator_loss_terms(
 
     ``discriminator=None``: the adversarial and feature-matching terms are 0 and the
     discriminator is not run (a generator trained from reconstruction alone, as before a
-    GAN's start step).
+    GAN's start step). ``real``: its pass on the real window (:func:`judge_real`), else
+    it is run here without gradients.
     """
     device_type = output.wav_fake.device.type
     with torch.autocast(device_type, enabled=False):
@@ -254,13 +264,26 @@ def generator_loss_terms(
     if discriminator is None:
         terms["feature_matching"] = terms["adversarial"] = torch.zeros((), device=output.wav_fake.device)
     else:
-        with torch.no_grad():
-            _, real_feature_maps = discriminator(output.wav_real)
+        if real is None:
+            with torch.no_grad():
+                real = discriminator(output.wav_real)
+        real_feature_maps = real[1]
         fake_logits, fake_feature_maps = discriminator(output.wav_fake)
         terms["feature_matching"] = feature_matching_loss(real_feature_maps, fake_feature_maps)
         terms["adversarial"] = generator_adversarial_loss(fake_logits)
     loss = weights.combine(terms)
     return {"loss": loss, **{name: value.detach() for name, value in terms.items()}}
+
+
+def judge_real(discriminator: nn.Module, output: GeneratorOutput) -> Judgement:
+    """The discriminator's pass on the real window, once for both steps of a batch.
+
+    The generator's feature matching reads its feature maps (detached), the discriminator's
+    loss its logits, with gradients; the two steps see the same weights (the trainer steps
+    every optimizer after the batch), so the second pass of the real window would repeat
+    the first to the bit. Its graph is kept until the discriminator's backward.
+    """
+    return discriminator(output.wav_real)
 
 
 def stochastic_duration_nll(

@@ -51,7 +51,7 @@ from fintts.tts.text import FALLBACK_VOCAB, FinnishText
 from fintts.tts.vits.card import run_card, voice_license
 from fintts.tts.vits.discriminator import DiscriminatorConfig
 from fintts.tts.vits.export import export_folder, save_voice
-from fintts.tts.vits.generator import VitsTrainingForward, discriminator_loss_terms, generator_loss_terms
+from fintts.tts.vits.generator import VitsTrainingForward, discriminator_loss_terms, generator_loss_terms, judge_real
 from fintts.tts.vits.heldout import score_heldout
 from fintts.tts.vits.init import build_generator, check_model_fields
 from fintts.tts.vits.lora import ADAPTERS_DIR, adapter_files, adapter_size, add_adapter, base_weights, is_adapted, standard_model
@@ -303,13 +303,14 @@ class VitsTask(Task):
             output = models[GENERATOR](
                 batch.input_ids, batch.input_mask, batch.spec, batch.spec_mask, batch.wav, batch.speaker_ids
             )
-            self._last_output = output
             discriminator = unwrap(models["discriminator"]) if gan else None
-            return generator_loss_terms(discriminator, output, self.spectrogram.mel, self.config.loss)
-        output, self._last_output = self._last_output, None
+            real = judge_real(discriminator, output) if gan else None  # the discriminator's step reuses it
+            self._last_output, self._last_real = output, real
+            return generator_loss_terms(discriminator, output, self.spectrogram.mel, self.config.loss, real=real)
+        output, real, self._last_output, self._last_real = self._last_output, self._last_real, None, None
         if not gan:
             return resting_discriminator_loss(models["discriminator"])
-        return discriminator_loss_terms(models["discriminator"], output)
+        return discriminator_loss_terms(models["discriminator"], output, real=real)
 
     # ------------------------------------------------------------------ validation
     def _voice(self, models) -> VitsVoice:

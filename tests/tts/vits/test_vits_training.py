@@ -10,6 +10,8 @@ import torch
 from torch import nn
 from transformers import VitsModel
 
+from fintts.train.task import TaskContext
+from fintts.tts.spectrogram import Spectrogram, SpectrogramConfig
 from fintts.tts.vits.discriminator import DiscriminatorConfig, VitsDiscriminator, load_mms_discriminator
 from fintts.tts.vits.generator import (
     GeneratorOutput,
@@ -20,7 +22,8 @@ from fintts.tts.vits.generator import (
     train_forward,
 )
 from fintts.tts.vits.losses import discriminator_loss, feature_matching_loss, generator_adversarial_loss, kl_loss
-from fintts.tts.vits.settings import CHECKPOINTABLE_BLOCKS, LossWeights
+from fintts.tts.vits.settings import CHECKPOINTABLE_BLOCKS, GENERATOR, LossWeights
+from fintts.tts.vits.task import VitsBatch, VitsTask, VitsTaskConfig
 from vits_helpers import OriginalMultiPeriod, tiny_vits_config
 
 TINY_DISCRIMINATOR = DiscriminatorConfig(
@@ -256,6 +259,56 @@ def test_duration_flows_training_direction_inverts_the_inference_direction(monke
         monkeypatch.setattr(torch, "randn", lambda *size, **kwargs: noise.clone())
         log_durations = predictor(text_hidden, mask, reverse=True, noise_scale=1.0)
     torch.testing.assert_close(log_durations, latents[:, :1], rtol=1e-4, atol=1e-4)
+
+
+# --------------------------------------------------------------------------- the task's step
+
+
+def _tiny_task(tmp_path, **settings):
+    """A VITS task on a tiny generator (no dropout: only the seeded global RNG draws) and discriminator, its optimizers."""
+    torch.manual_seed(0)
+    vits, discriminator = tiny_model().eval(), VitsDiscriminator(TINY_DISCRIMINATOR)
+    task = VitsTask(VitsTaskConfig(init="scratch", discriminator="", **settings), TaskContext(0, torch.device("cpu"), None, tmp_path))
+    task.spectrogram = Spectrogram(SpectrogramConfig.from_vits_config(vits.config))  # what build_models sets, without a corpus
+    models = {GENERATOR: VitsTrainingForward(vits, segment_frames=8), "discriminator": discriminator}
+    return task, models, task.build_optimizers(models)
+
+
+def _backward(loss: torch.Tensor, model: nn.Module) -> dict[str, torch.Tensor]:
+    """``loss`` backwarded into ``model``'s parameters only, as the trainer does per group; their gradients."""
+    loss.backward(inputs=list(model.parameters()))
+    return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+def test_the_tasks_step_runs_the_discriminator_on_the_real_window_once_with_the_same_losses_and_gradients(tmp_path):
+    """Its pass in the generator's step serves the discriminator's step: 3 passes a batch instead of 4, nothing else changed."""
+    batch = VitsBatch(**synthetic_batch(), speaker_ids=None)
+    runs = []
+    for reused in (True, False):
+        task, models, _ = _tiny_task(tmp_path)
+        generator, discriminator = models[GENERATOR], models["discriminator"]
+        passes = []
+        discriminator.register_forward_hook(lambda module, args, out, seen=passes: seen.append(args[0]))
+        torch.manual_seed(5)  # the posterior's and the duration predictor's noise, the windows
+        if reused:  # the task's step
+            g_terms = task.step(models, batch, "generator")
+            g_grads = _backward(g_terms["loss"], generator)
+            d_terms = task.step(models, batch, "discriminator")
+        else:  # each step's own pass on the real window
+            output = generator(batch.input_ids, batch.input_mask, batch.spec, batch.spec_mask, batch.wav)
+            g_terms = generator_loss_terms(discriminator, output, task.spectrogram.mel, task.config.loss)
+            g_grads = _backward(g_terms["loss"], generator)
+            d_terms = discriminator_loss_terms(discriminator, output)
+        runs.append((g_terms, g_grads, d_terms, _backward(d_terms["loss"], discriminator), len(passes)))
+    (g_reused, g_grads_reused, d_reused, d_grads_reused, passes_reused), (g_terms, g_grads, d_terms, d_grads, passes) = runs
+    assert (passes_reused, passes) == (3, 4)
+    for name in g_terms:
+        torch.testing.assert_close(g_reused[name], g_terms[name], msg=name)
+    torch.testing.assert_close(d_reused["loss"], d_terms["loss"])
+    for reused_grads, grads in ((g_grads_reused, g_grads), (d_grads_reused, d_grads)):
+        assert reused_grads.keys() == grads.keys()
+        for name in grads:
+            torch.testing.assert_close(reused_grads[name], grads[name], msg=name)
 
 
 def _training_steps(autocast_dtype: torch.dtype | None, steps: int, segment_frames: int = 32, seed: int = 0):
