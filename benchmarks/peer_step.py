@@ -18,9 +18,9 @@ with 32-frame (8192-sample) decoder windows, which both use.
 
 **ours** is what fintts's trainer does for one batch: :func:`fintts.train.step.optimizer_step.optimizer_step`
 with a :class:`~fintts.tts.vits.task.VitsTask` (``init: scratch``, every other setting its
-default): the generator's forward and losses (its discriminator pass on the real window without
-gradients) and backward, the discriminator's loss and backward, both groups' gradient norms
-brought to the host in one sync, both AdamW steps (``lr`` 2e-4, betas 0.8/0.99, eps 1e-9,
+default): the generator's forward and losses (the discriminator's pass on the real window made
+once, with gradients, and reused by the discriminator's step) and backward, the discriminator's
+loss and backward, both groups' gradient norms brought to the host in one sync, both AdamW steps (``lr`` 2e-4, betas 0.8/0.99, eps 1e-9,
 weight decay 0.01, no clipping: the defaults), the schedules. Models in train mode, LayerDrop 0.
 
 **peer** is the body of ``run_vits_finetuning.py``'s training loop (commit 6f3f51f), called
@@ -73,8 +73,6 @@ from vits_step import parameter_count, peak_rss_bytes, synthetic_batch
 VARIANTS = {
     "ours": "fintts's step as this checkout has it",
     "base": "fintts's step as the checkout at --base has it (imported from there)",
-    "ours-loop-adamw": "fintts's step with torch's for-loop AdamW (its default on the CPU; against the fused-AdamW lever "
-                       "of af4b6ca, measured and taken out)",
     "ours-compiled-discriminator": "fintts's step with torch.compile of the discriminator (fixed windows; the compile "
                                    "is in the first warm-up step)",
 }
@@ -246,11 +244,6 @@ def ours_side(args, variant: str) -> dict:
     models = {GENERATOR: VitsTrainingForward(VitsModel(config), cfg.segment_frames).train(),
               "discriminator": VitsDiscriminator().train()}
     groups = task.build_optimizers(models)
-    if variant == "ours-loop-adamw":
-        for group in groups:
-            defaults = {k: group.optimizer.defaults[k] for k in ("lr", "betas", "eps", "weight_decay")}
-            group.optimizer = torch.optim.AdamW(group.optimizer.param_groups[0]["params"], foreach=False, fused=False, **defaults)
-        task._updates.optimizer = groups[0].optimizer
     if variant == "ours-compiled-discriminator":
         models["discriminator"] = torch.compile(models["discriminator"])
     group_params = {g.name: [p for name in g.models for p in models[name].parameters() if p.requires_grad] for g in groups}
