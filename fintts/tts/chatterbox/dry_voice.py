@@ -41,8 +41,9 @@ class DryRunVoice(StreamedVoice):
 
     def __init__(self, t3: T3, text: ChatterboxText, conds: dict[str, Any]):
         self.t3, self.text, self.decoder = t3, text, RandomParts()
-        self.conditioning = t3.conditioning(conds["speaker_emb"].float(), conds["cond_prompt_speech_tokens"].long(), None,
-                                            conds["emotion_adv"].float())
+        with torch.inference_mode():  # once per voice, no graph kept
+            self.conditioning = t3.conditioning(conds["speaker_emb"], conds["cond_prompt_speech_tokens"], None,
+                                                conds["emotion_adv"])
 
     @torch.inference_mode()
     def stream(self, text: str, *, speaker: str | int | None = None,
@@ -53,7 +54,7 @@ class DryRunVoice(StreamedVoice):
         ids = torch.tensor([s.start_text_token, *self.text.encode(text, warn=warn), s.stop_text_token])
         cap = min(MAX_NEW_TOKENS, s.max_speech_tokens, TOKENS_PER_TEXT_ID * len(ids))
         tokens = self.t3.generate(self.conditioning, ids, cap)
-        yield self.decoder.waveform(tokens, {}).numpy().astype(np.float32)
+        yield self.decoder.waveform(tokens, {}).numpy()
 
 
 def load_dry_run_voice(folder: Path, description: dict[str, Any]) -> DryRunVoice:

@@ -66,10 +66,10 @@ def load_chatterbox_voice(folder: Path, speaker: str | int | None = None, *, ref
 
         return load_dry_run_voice(folder, description)
     missing = [name for name in ("ve.pt", "s3gen.pt") if not (folder / name).is_file()]
-    if missing:  # (exports before chatterbox.json named their weights: a random run's has neither file)
+    if missing:
         raise VoiceError(f"{folder} has no {', '.join(missing)}: a voice trained from the release has them beside its T3 "
-                         "(copy them from ResembleAI/chatterbox), and one trained with weights: random before fintts "
-                         "named its weights in chatterbox.json speaks again once exported anew")
+                         "(copy them from ResembleAI/chatterbox); a dry run's folder exported before fintts named its "
+                         f"weights needs \"weights\": \"{RANDOM}\" in its {DESCRIPTION_FILE}")
     try:  # chatterbox-light and chatterbox-tts install this import name; torchaudio comes with them
         from chatterbox.mtl_tts import ChatterboxMultilingualTTS
     except ImportError as err:
