@@ -16,12 +16,14 @@ parameters, discriminator 46.7M) from random weights, on the same synthetic batc
 (``vits_step.synthetic_batch``: ``--batch`` items of ~``--tokens`` tokens and 5-8 s of 16 kHz audio)
 with 32-frame (8192-sample) decoder windows, which both use.
 
-**ours** is what fintts's trainer does for one batch: :func:`fintts.train.step.optimizer_step.optimizer_step`
-with a :class:`~fintts.tts.vits.task.VitsTask` (``init: scratch``, every other setting its
-default): the generator's forward and losses (the discriminator's pass on the real window made
-once, with gradients, and reused by the discriminator's step) and backward, the discriminator's
-loss and backward, both groups' gradient norms brought to the host in one sync, both AdamW steps (``lr`` 2e-4, betas 0.8/0.99, eps 1e-9,
-weight decay 0.01, no clipping: the defaults), the schedules. Models in train mode, LayerDrop 0.
+**ours** is what fintts's trainer does for one batch:
+:func:`fintts.train.step.optimizer_step.optimizer_step` with a
+:class:`~fintts.tts.vits.task.VitsTask` (``init: scratch``, every other setting its default):
+the generator's forward and losses (the discriminator's pass on the real window made once, with
+gradients, and reused by the discriminator's step) and backward, the discriminator's loss and
+backward, both groups' gradient norms brought to the host in one sync, both AdamW steps (``lr``
+2e-4, betas 0.8/0.99, eps 1e-9, weight decay 0.01, no clipping: the defaults), the schedules.
+Models in train mode, LayerDrop 0.
 
 **peer** is the body of ``run_vits_finetuning.py``'s training loop (commit 6f3f51f), called
 as it calls it, with their modules imported from ``--peer``: ``VitsModelForPreTraining`` with

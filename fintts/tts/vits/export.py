@@ -20,9 +20,9 @@ no torch can speak:
   of the time that costs (an MMS-sized voice: signal-to-difference from float32 54 → 61 dB,
   MCD 0.29 → 0.14 dB, 5% slower on a quiet 2-core machine than every block's convolutions
   in int8). Everything else stays float32: the text encoder and the duration predictor are
-  cheap and their rounding (``ceil``) would turn small errors into other timing; quantising the flow as well gave no more speed, and
-  the decoder's first and last layers as well took the demo voice's held-out MCD from
-  +0.23 dB to +0.61 dB over float32.
+  cheap and their rounding (``ceil``) would turn small errors into other timing; quantising
+  the flow as well gave no more speed, and the decoder's first and last layers as well took
+  the demo voice's held-out MCD from +0.23 dB to +0.61 dB over float32.
 
 Exporting needs torch, ``onnx`` and onnxruntime; it takes seconds for the demo voice and
 tens of seconds for an MMS-sized one (see the README's table).

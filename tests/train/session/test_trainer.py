@@ -235,8 +235,8 @@ def test_a_budget_counts_from_the_call_in_a_program_that_was_running_before(tmp_
     kernel's start, a 5 s limit gave it one step); ``fintts train --budget`` counts from its own process's start.
 
     The verdict reads where the session's clock started (``status.json``: the session's ``started`` less its
-    ``before`` phase), not how many steps fitted: on a busy machine the session's set-up alone can take the 6 s
-    (a clean clone beside four CPU-bound processes, 2026-11-29: one step in 7.7 s), whichever start it counts from.
+    ``before`` phase), not how many steps fitted: on a busy machine the session's set-up alone can take the 6 s,
+    whichever start it counts from (benchmarks/README.md, "The test suite's time").
     """
     config = write_config(tmp_path, max_steps=100_000, step_delay=0.05)
     program = f"""
